@@ -1,0 +1,46 @@
+/**
+ * The context stage of every route: validate the tool history, then apply the
+ * episode's policy to the hub request. Pure and deterministic; the caller records
+ * the original request, the returned request and the decision separately.
+ * `identity` returns the very request it was given.
+ */
+import type { HubRequest } from "../hub/schema.ts";
+import { applySlidingWindow } from "./apply-sliding-window.ts";
+import type { ContextDecision } from "./decision-schema.ts";
+import { estimateTokens } from "./estimate.ts";
+import type { ContextPolicy } from "./policy-schema.ts";
+import { validateToolHistory } from "./validate-history.ts";
+
+export type { ContextDecision } from "./decision-schema.ts";
+
+export interface ContextResult {
+  request: HubRequest;
+  decision: ContextDecision;
+}
+
+/** Throws SidecarError `invalid_request` (broken history) or `request_too_large` (over target). */
+export function applyContextPolicy(request: HubRequest, policy: ContextPolicy): ContextResult {
+  validateToolHistory(request.messages);
+  switch (policy.policy) {
+    case "identity": {
+      const estimate = estimateTokens(request);
+      return {
+        request,
+        decision: {
+          policy: "identity",
+          estimate_before: estimate,
+          estimate_after: estimate,
+          reduced: false,
+          images_omitted: [],
+          blocks_removed: [],
+        },
+      };
+    }
+    case "sliding_window":
+      return applySlidingWindow(request, policy);
+    default: {
+      const unknown: never = policy;
+      throw new Error(`unknown context policy ${JSON.stringify(unknown)}`);
+    }
+  }
+}

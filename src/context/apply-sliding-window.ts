@@ -1,0 +1,128 @@
+/**
+ * The sliding_window policy. Above `max_input_tokens` it reduces the request
+ * toward `target_input_tokens`, stopping as soon as it gets there:
+ * 1. image phase: tool-result images, oldest first, become omission notices in
+ *    whole batches of `image_eviction_batch_size`, never touching the newest
+ *    `min_recent_tool_images` (user images are never touched);
+ * 2. block phase: the oldest call/result blocks are removed whole, never the
+ *    newest `keep_recent_blocks`.
+ * Everything else — system prompt, tool declarations, generation settings, user
+ * messages, assistant text — is protected; if the request is still over target
+ * it fails with `request_too_large`. Kept messages are the same objects; a tool
+ * message with omitted images is a copy whose other parts are the same objects.
+ *
+ * Message sizes are measured once and the total is kept incrementally (JSON of
+ * the request = JSON without messages + each message + the commas between), so
+ * the work is linear in the size of the history.
+ */
+import type { HubMessage, HubPart, HubRequest, HubToolMessage } from "../hub/schema.ts";
+import { SidecarError } from "../lib/errors.ts";
+import type { ContextDecision } from "./decision-schema.ts";
+import { measureJsonBytes, tokensFromBytes } from "./estimate.ts";
+import { findToolBlocks } from "./find-tool-blocks.ts";
+import { createOmissionNotice } from "./omission-notice.ts";
+import type { SlidingWindowPolicy } from "./policy-schema.ts";
+
+interface ToolImage {
+  messageIndex: number;
+  partIndex: number;
+  /** 1-based among the image parts of its tool message. */
+  imageNumber: number;
+}
+
+/** Expects a history that passed validateToolHistory. */
+export function applySlidingWindow(
+  request: HubRequest,
+  policy: SlidingWindowPolicy,
+): { request: HubRequest; decision: ContextDecision } {
+  const messages = request.messages;
+  const baseBytes = measureJsonBytes({ ...request, messages: [] });
+  const messageBytes = messages.map(measureJsonBytes);
+  let messageBytesSum = messageBytes.reduce((sum, bytes) => sum + bytes, 0);
+  let messageCount = messages.length;
+  const estimate = () =>
+    tokensFromBytes(baseBytes + messageBytesSum + Math.max(0, messageCount - 1));
+
+  const estimateBefore = estimate();
+  const decision: ContextDecision = {
+    policy: "sliding_window",
+    estimate_before: estimateBefore,
+    estimate_after: estimateBefore,
+    reduced: false,
+    images_omitted: [],
+    blocks_removed: [],
+  };
+  if (estimateBefore <= policy.max_input_tokens) return { request, decision };
+  const overTarget = () => estimate() > policy.target_input_tokens;
+
+  const images = listToolImages(messages);
+  const evictable =
+    Math.floor(Math.max(0, images.length - policy.min_recent_tool_images) / policy.image_eviction_batch_size) *
+    policy.image_eviction_batch_size;
+  const rewritten = new Map<number, HubPart[]>();
+  for (let next = 0; next < evictable && overTarget(); ) {
+    for (const end = next + policy.image_eviction_batch_size; next < end; next++) {
+      const image = images[next] as ToolImage;
+      const message = messages[image.messageIndex] as HubToolMessage;
+      let content = rewritten.get(image.messageIndex);
+      if (!content) {
+        content = [...message.content];
+        rewritten.set(image.messageIndex, content);
+      }
+      const notice = createOmissionNotice(message.toolCallId, image.imageNumber);
+      const delta = measureJsonBytes(notice) - measureJsonBytes(content[image.partIndex]);
+      content[image.partIndex] = notice;
+      messageBytes[image.messageIndex] = (messageBytes[image.messageIndex] ?? 0) + delta;
+      messageBytesSum += delta;
+      decision.images_omitted.push({ toolCallId: message.toolCallId, index: image.partIndex });
+    }
+  }
+
+  const blocks = findToolBlocks(messages);
+  const removable = Math.max(0, blocks.length - policy.keep_recent_blocks);
+  const removed = new Uint8Array(messages.length);
+  for (let b = 0; b < removable && overTarget(); b++) {
+    const block = blocks[b];
+    if (!block) break;
+    for (const index of block.messageIndexes) {
+      removed[index] = 1;
+      messageBytesSum -= messageBytes[index] ?? 0;
+      messageCount--;
+    }
+    decision.blocks_removed.push({ toolCallIds: block.toolCallIds });
+  }
+
+  decision.estimate_after = estimate();
+  if (overTarget()) {
+    throw new SidecarError(
+      "request_too_large",
+      `context policy sliding_window: the request is still ~${decision.estimate_after} tokens ` +
+        `after omitting ${decision.images_omitted.length} tool-result images and removing ` +
+        `${decision.blocks_removed.length} call/result blocks, over target_input_tokens ` +
+        `${policy.target_input_tokens} (from ~${estimateBefore}); the rest is protected: system prompt, ` +
+        `tool declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks ` +
+        `and the ${policy.min_recent_tool_images} most recent tool images`,
+    );
+  }
+  decision.reduced = true;
+  const kept: HubMessage[] = [];
+  messages.forEach((message, i) => {
+    if (removed[i]) return;
+    const content = rewritten.get(i);
+    kept.push(content && message.role === "tool" ? { ...message, content } : message);
+  });
+  return { request: { ...request, messages: kept }, decision };
+}
+
+/** Every image part inside a tool message, oldest first. */
+function listToolImages(messages: readonly HubMessage[]): ToolImage[] {
+  const images: ToolImage[] = [];
+  messages.forEach((message, messageIndex) => {
+    if (message.role !== "tool") return;
+    let imageNumber = 0;
+    message.content.forEach((part, partIndex) => {
+      if (part.type === "image") images.push({ messageIndex, partIndex, imageNumber: ++imageNumber });
+    });
+  });
+  return images;
+}

@@ -1,0 +1,21 @@
+/**
+ * What a context policy did to one request. Recorded beside the original and the
+ * after-context request, so it is a zod schema (records are read back and checked).
+ * `images_omitted[].index` is the content part index inside that tool message.
+ */
+import { z } from "zod";
+
+export const contextDecisionSchema = z.object({
+  policy: z.enum(["identity", "sliding_window"]),
+  /** Estimated tokens (JSON bytes / 4) of the request as translated. */
+  estimate_before: z.number().int().nonnegative(),
+  /** Estimated tokens of the request sent on. */
+  estimate_after: z.number().int().nonnegative(),
+  /** Whether the request was changed (sliding_window above max_input_tokens). */
+  reduced: z.boolean(),
+  images_omitted: z.array(
+    z.object({ toolCallId: z.string(), index: z.number().int().nonnegative() }),
+  ),
+  blocks_removed: z.array(z.object({ toolCallIds: z.array(z.string()) })),
+});
+export type ContextDecision = z.infer<typeof contextDecisionSchema>;

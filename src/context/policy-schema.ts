@@ -1,0 +1,40 @@
+/**
+ * The per-episode context policy, as written in config and episode JSON (hence
+ * snake_case). `identity` (the default) forwards the translated request as is;
+ * `sliding_window` reduces a request whose estimate exceeds `max_input_tokens`
+ * toward `target_input_tokens` (see apply-context.ts). Objects are strict so a
+ * misspelt key is an error, not a silently ignored setting. The numeric defaults
+ * are a starting point, to be tuned from records: the estimate counts image
+ * bytes (base64, before WebP), so it runs far above Qwen's real token counts.
+ */
+import { z } from "zod";
+
+export const identityPolicySchema = z.strictObject({ policy: z.literal("identity") });
+
+export const slidingWindowPolicySchema = z
+  .strictObject({
+    policy: z.literal("sliding_window"),
+    /** Reduce only when the estimate is above this. */
+    max_input_tokens: z.number().int().positive().default(256_000),
+    /** When reducing, stop as soon as the estimate is at or below this. */
+    target_input_tokens: z.number().int().positive().default(192_000),
+    /** The newest tool-result images that are never replaced by an omission notice. */
+    min_recent_tool_images: z.number().int().nonnegative().default(6),
+    /** Tool-result images are omitted in whole batches of this many, oldest first. */
+    image_eviction_batch_size: z.number().int().positive().default(2),
+    /** The newest call/result blocks that are never removed (at least the one being answered). */
+    keep_recent_blocks: z.number().int().min(1).default(2),
+  })
+  .refine((policy) => policy.target_input_tokens <= policy.max_input_tokens, {
+    message: "target_input_tokens must not exceed max_input_tokens",
+    path: ["target_input_tokens"],
+  });
+
+export const contextPolicySchema = z
+  .discriminatedUnion("policy", [identityPolicySchema, slidingWindowPolicySchema])
+  .default({ policy: "identity" });
+
+export type IdentityPolicy = z.infer<typeof identityPolicySchema>;
+export type SlidingWindowPolicy = z.infer<typeof slidingWindowPolicySchema>;
+export type ContextPolicy = z.infer<typeof contextPolicySchema>;
+export type ContextPolicyInput = z.input<typeof contextPolicySchema>;

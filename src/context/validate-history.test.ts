@@ -1,0 +1,77 @@
+import { describe, expect, test } from "bun:test";
+import type { HubMessage } from "../hub/schema.ts";
+import { SidecarError } from "../lib/errors.ts";
+import { validateToolHistory } from "./validate-history.ts";
+
+const call = (id: string, name: string) => ({ id, name, arguments: "{}" });
+const result = (toolCallId: string, name: string): HubMessage => ({
+  role: "tool",
+  toolCallId,
+  name,
+  content: [{ type: "text", text: "ok" }],
+});
+const user: HubMessage = { role: "user", content: [{ type: "text", text: "go" }] };
+
+function errorOf(messages: HubMessage[]): SidecarError {
+  try {
+    validateToolHistory(messages);
+  } catch (error) {
+    if (error instanceof SidecarError) return error;
+    throw error;
+  }
+  throw new Error("expected validateToolHistory to throw");
+}
+
+describe("validateToolHistory", () => {
+  test("accepts a history where every call has exactly one matching result", () => {
+    expect(() =>
+      validateToolHistory([
+        { role: "system", content: [{ type: "text", text: "be careful" }] },
+        user,
+        { role: "assistant", text: null, toolCalls: [call("a", "grip"), call("b", "move_arm")] },
+        result("b", "move_arm"),
+        result("a", "grip"),
+        { role: "assistant", text: "done", toolCalls: [] },
+      ]),
+    ).not.toThrow();
+  });
+
+  test("a call without a result names the id, the tool and the position", () => {
+    const error = errorOf([user, { role: "assistant", text: null, toolCalls: [call("a", "grip"), call("b", "move_arm")] }, result("a", "grip")]);
+    expect(error.kind).toBe("invalid_request");
+    expect(error.status).toBe(400);
+    expect(error.message).toBe('invalid tool history: tool call "b" (move_arm) at messages[1].toolCalls[1] has no tool result');
+  });
+
+  test("a duplicate call id is rejected with both positions", () => {
+    const error = errorOf([
+      { role: "assistant", text: null, toolCalls: [call("a", "grip")] },
+      result("a", "grip"),
+      { role: "assistant", text: null, toolCalls: [call("a", "grip")] },
+      result("a", "grip"),
+    ]);
+    expect(error.kind).toBe("invalid_request");
+    expect(error.message).toContain('tool call id "a" at messages[2].toolCalls[0] is not unique (first used at messages[0].toolCalls[0])');
+  });
+
+  test("a duplicate id inside one batch is rejected", () => {
+    const error = errorOf([{ role: "assistant", text: null, toolCalls: [call("a", "grip"), call("a", "grip")] }]);
+    expect(error.message).toContain("messages[0].toolCalls[1] is not unique");
+  });
+
+  test("a second result for the same call is rejected", () => {
+    const error = errorOf([{ role: "assistant", text: null, toolCalls: [call("a", "grip")] }, result("a", "grip"), result("a", "grip")]);
+    expect(error.message).toContain('tool call "a" has a second tool result at messages[2] (first at messages[1])');
+  });
+
+  test("a result whose name differs from its call is rejected", () => {
+    const error = errorOf([{ role: "assistant", text: null, toolCalls: [call("a", "grip")] }, result("a", "move_arm")]);
+    expect(error.message).toContain('tool result "a" at messages[1] is named "move_arm" but the call at messages[0].toolCalls[0] is "grip"');
+  });
+
+  test("a result without a call is rejected, also when the call comes later", () => {
+    expect(errorOf([user, result("x", "grip")]).message).toContain('tool result "x" (grip) at messages[1] answers no earlier tool call');
+    const late = errorOf([result("a", "grip"), { role: "assistant", text: null, toolCalls: [call("a", "grip")] }]);
+    expect(late.message).toContain("answers no earlier tool call");
+  });
+});
