@@ -1,0 +1,83 @@
+/**
+ * The ledger journal: one event per state transition, one JSON line each. The
+ * journal is what a restarted sidecar replays (`replayJournal`) and what the
+ * records keep about tool calls, so it is append-only and self-describing.
+ * `at` is milliseconds since the epoch from the injected clock. See DESIGN.md §5
+ * and issue 10 ("Crash safety").
+ */
+import { z } from "zod";
+
+const id = z.string().min(1);
+const at = z.number();
+
+/** One tool call of a model response, as registered. */
+export const ledgerCallInputSchema = z.object({
+  /** The model's call id, exactly as delivered to the client. */
+  id,
+  /** The name the model used, e.g. `mcp__ura__observe`. */
+  modelName: id,
+  /** The manifest tool name, e.g. `observe`. */
+  tool: id,
+  /** The parsed JSON arguments the model produced. */
+  args: z.record(z.string(), z.unknown()),
+});
+export type LedgerCallInput = z.infer<typeof ledgerCallInputSchema>;
+
+/** The tool calls of one validated model response, registered just before it is sent. */
+export const ledgerBatchSchema = z.object({
+  batchId: id,
+  exchangeId: id,
+  calls: z.array(ledgerCallInputSchema),
+});
+export type LedgerBatchInput = z.infer<typeof ledgerBatchSchema>;
+
+/** Why a callback was refused; `reason` carries the sentence for the client. */
+export const refusalCodeSchema = z.enum([
+  "no_match",
+  "tool_differs",
+  "arguments_differ",
+  "already_claimed",
+  "revoked",
+  "skipped",
+  "admission_closed",
+  "delivery_timeout",
+]);
+export type RefusalCode = z.infer<typeof refusalCodeSchema>;
+
+export const ledgerEventSchema = z.discriminatedUnion("type", [
+  ledgerBatchSchema.extend({ type: z.literal("registered"), at }),
+  z.object({ type: z.literal("delivered"), at, batchId: id }),
+  z.object({ type: z.literal("revoked"), at, batchId: id, reason: z.string() }),
+  z.object({
+    type: z.literal("claimed"),
+    at,
+    callId: id,
+    /** Which identity matched: the client's call id, or tool name + canonical arguments. */
+    by: z.enum(["call_id", "name_args"]),
+  }),
+  z.object({
+    type: z.literal("refused"),
+    at,
+    tool: z.string(),
+    /** Canonical arguments of the refused callback. */
+    arguments: z.string(),
+    /** The call id the callback claimed to be, if any. */
+    callId: z.string().optional(),
+    code: refusalCodeSchema,
+    reason: z.string(),
+  }),
+  /** A delivered call that can no longer be claimed: a later call of its batch went ahead without it. */
+  z.object({ type: z.literal("skipped"), at, callId: id, reason: z.string() }),
+  z.object({ type: z.literal("submitted"), at, callId: id }),
+  z.object({ type: z.literal("acknowledged"), at, callId: id, jobId: z.string() }),
+  z.object({ type: z.literal("receipt"), at, callId: id, result: z.unknown() }),
+  z.object({ type: z.literal("failed"), at, callId: id, reason: z.string() }),
+  z.object({ type: z.literal("admission_closed"), at, reason: z.string() }),
+  /** Written by a restarted sidecar: nothing from before can be claimed; these calls may or may not have run. */
+  z.object({ type: z.literal("interrupted"), at, uncertain: z.array(id) }),
+]);
+export type LedgerEvent = z.infer<typeof ledgerEventSchema>;
+export type LedgerEventType = LedgerEvent["type"];
+
+/** An event as the pure state machine produces it; the adapter stamps `at`. */
+export type LedgerEventBody = LedgerEvent extends infer E ? (E extends LedgerEvent ? Omit<E, "at"> : never) : never;

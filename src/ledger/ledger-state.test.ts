@@ -1,0 +1,333 @@
+import { describe, expect, test } from "bun:test";
+import { SidecarError } from "../lib/errors.ts";
+import type { LedgerBatchInput, LedgerEventBody } from "./events.ts";
+import {
+  checkBatchOrder,
+  closeAdmission,
+  createLedgerState,
+  type LedgerCallback,
+  type LedgerState,
+  markDelivered,
+  matchCallback,
+  recordExecution,
+  registerBatch,
+  replayJournal,
+  revokeBatch,
+  skipUnclaimedPredecessors,
+  summarizeLedger,
+  type Transition,
+} from "./ledger-state.ts";
+
+/** Applies transitions in sequence and keeps the journal, as the adapter does. */
+function run() {
+  let state = createLedgerState();
+  const journal: LedgerEventBody[] = [];
+  const step = (next: Transition) => {
+    state = next.state;
+    journal.push(...next.events);
+    return next;
+  };
+  return {
+    get state(): LedgerState {
+      return state;
+    },
+    journal,
+    register: (batch: LedgerBatchInput) => step(registerBatch(state, batch)),
+    deliver: (batchId: string) => step(markDelivered(state, batchId)),
+    revoke: (batchId: string) => step(revokeBatch(state, batchId)),
+    match: (callback: LedgerCallback) => step(matchCallback(state, callback)).outcome,
+    matchOutcome: (callback: LedgerCallback) => {
+      const result = matchCallback(state, callback);
+      step(result);
+      return result.outcome;
+    },
+    execute: (callId: string, s: Parameters<typeof recordExecution>[2]) => step(recordExecution(state, callId, s)),
+    close: (reason: string) => step(closeAdmission(state, reason)),
+  };
+}
+
+const record = (id: string, nonce = "n1") => ({ id, modelName: "mcp__ura__record", tool: "record", args: { nonce } });
+const observe = (id: string) => ({ id, modelName: "mcp__ura__observe", tool: "observe", args: {} });
+const byArgs = (tool: string, args: unknown): LedgerCallback => ({ tool, args });
+const byId = (tool: string, args: unknown, value: string): LedgerCallback => ({
+  tool,
+  args,
+  identity: { kind: "call_id", value },
+});
+
+function admittedId(outcome: ReturnType<typeof matchCallback>["outcome"]): string {
+  if (outcome.kind !== "admitted") throw new Error(`expected admitted, got ${JSON.stringify(outcome)}`);
+  return outcome.call.id;
+}
+
+describe("registerBatch", () => {
+  test("registers pending calls and journals them", () => {
+    const l = run();
+    const { events } = l.register({ batchId: "b1", exchangeId: "x1", calls: [observe("c1"), record("c2")] });
+    expect(events).toEqual([
+      { type: "registered", batchId: "b1", exchangeId: "x1", calls: [observe("c1"), record("c2")] },
+    ]);
+    expect(l.state.calls.get("c2")).toMatchObject({ status: "pending", index: 1, canonicalArgs: '{"nonce":"n1"}' });
+  });
+
+  test("a duplicate id within the batch or the episode registers nothing", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [observe("c1")] });
+    const before = l.state;
+    for (const calls of [[record("c2"), record("c2")], [record("c3"), observe("c1")]]) {
+      let thrown: unknown;
+      try {
+        registerBatch(before, { batchId: "b2", exchangeId: "x2", calls });
+      } catch (error) {
+        thrown = error;
+      }
+      expect(thrown).toBeInstanceOf(SidecarError);
+      expect((thrown as SidecarError).kind).toBe("upstream_invalid");
+    }
+    expect(l.state).toBe(before);
+    expect(summarizeLedger(l.state).calls).toBe(1);
+  });
+
+  test("nothing is registered once admission is closed", () => {
+    const l = run();
+    l.close("cancelled");
+    expect(() => l.register({ batchId: "b1", exchangeId: "x1", calls: [observe("c1")] })).toThrow(
+      "episode admission is closed (cancelled)",
+    );
+  });
+});
+
+describe("delivery", () => {
+  test("a callback for a pending call waits; after delivery it is admitted", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({ kind: "wait", batchId: "b1" });
+    expect(l.match(byId("record", { nonce: "n1" }, "c1"))).toEqual({ kind: "wait", batchId: "b1" });
+    l.deliver("b1");
+    expect(admittedId(l.match(byArgs("record", { nonce: "n1" })))).toBe("c1");
+  });
+
+  test("a revoked call is refused, with and without identity", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.revoke("b1");
+    expect(l.match(byId("record", { nonce: "n1" }, "c1"))).toEqual({
+      kind: "refused",
+      code: "revoked",
+      reason: 'call "c1" was revoked (delivery failed)',
+    });
+    expect(l.match(byArgs("record", { nonce: "n1" }))).toMatchObject({ kind: "refused", code: "no_match" });
+  });
+
+  test("delivered and revoked are final and idempotent", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.register({ batchId: "b2", exchangeId: "x2", calls: [record("c2")] });
+    l.deliver("b1");
+    expect(l.deliver("b1").events).toEqual([]);
+    expect(() => l.revoke("b1")).toThrow("already delivered");
+    l.revoke("b2");
+    expect(l.revoke("b2").events).toEqual([]);
+    expect(() => l.deliver("b2")).toThrow("was revoked");
+    expect(() => l.deliver("nope")).toThrow("unknown ledger batch");
+  });
+
+  test("a delivered candidate is preferred over waiting for a pending one", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.deliver("b1");
+    l.register({ batchId: "b2", exchangeId: "x2", calls: [record("c2")] });
+    expect(admittedId(l.match(byArgs("record", { nonce: "n1" })))).toBe("c1");
+    expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({ kind: "wait", batchId: "b2" });
+  });
+});
+
+describe("matching", () => {
+  test("two identical calls in one batch are both admitted; a third identical callback is refused", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    l.deliver("b1");
+    expect(admittedId(l.match(byArgs("record", { nonce: "n1" })))).toBe("c1");
+    expect(admittedId(l.match(byArgs("record", { nonce: "n1", wait_for_previous: true })))).toBe("c2");
+    expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({
+      kind: "refused",
+      code: "already_claimed",
+      reason: "no delivered call matches tool record with these arguments (2 matching call(s) already claimed, 0 revoked or skipped)",
+    });
+    expect(summarizeLedger(l.state)).toMatchObject({ claimed: ["c1", "c2"], refusedCallbacks: 1 });
+  });
+
+  test("name + arguments match in delivery order, whatever the key order", () => {
+    const l = run();
+    l.register({
+      batchId: "b1",
+      exchangeId: "x1",
+      calls: [{ id: "m1", modelName: "ura_move", tool: "move", args: { x: 1, y: 2 } }, record("c1")],
+    });
+    l.register({
+      batchId: "b2",
+      exchangeId: "x2",
+      calls: [{ id: "m2", modelName: "ura_move", tool: "move", args: { y: 2, x: 1 } }],
+    });
+    l.deliver("b1");
+    l.deliver("b2");
+    expect(admittedId(l.match(byArgs("move", { y: 2, x: 1 })))).toBe("m1");
+    expect(admittedId(l.match(byArgs("move", { x: 1, y: 2 })))).toBe("m2");
+  });
+
+  test("identity matches exactly that call, never another one by name + arguments", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    l.deliver("b1");
+    expect(admittedId(l.match(byId("record", { nonce: "n1", _callID: "c2" }, "c2")))).toBe("c2");
+    expect(l.match(byId("record", { nonce: "n1" }, "c2"))).toMatchObject({
+      kind: "refused",
+      code: "already_claimed",
+      reason: 'call "c2" was already claimed',
+    });
+    // c1 is still free, but an id was given: no fallback to name + arguments.
+    expect(l.match(byId("record", { nonce: "n1" }, "forged"))).toMatchObject({
+      kind: "refused",
+      code: "no_match",
+      reason: 'no delivered call matches call id "forged"',
+    });
+    expect(l.state.calls.get("c1")?.status).toBe("delivered");
+  });
+
+  test("identity with different arguments or tool is refused", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), observe("o1")] });
+    l.deliver("b1");
+    expect(l.match(byId("record", { nonce: "other" }, "c1"))).toEqual({
+      kind: "refused",
+      code: "arguments_differ",
+      reason: `call "c1"'s arguments differ from the delivered ones`,
+    });
+    expect(l.match(byId("observe", {}, "c1"))).toMatchObject({ kind: "refused", code: "tool_differs" });
+    expect(l.match(byId("record", { nonce: "n1" }, "o1"))).toMatchObject({ kind: "refused", code: "tool_differs" });
+    expect(summarizeLedger(l.state).counts.delivered).toBe(2);
+  });
+
+  test("a callback that matches nothing is refused and journaled", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.deliver("b1");
+    expect(l.match(byArgs("record", { nonce: "forged" }))).toMatchObject({ kind: "refused", code: "no_match" });
+    expect(l.journal.at(-1)).toMatchObject({ type: "refused", tool: "record", arguments: '{"nonce":"forged"}' });
+  });
+
+  test("after admission closes every callback is refused", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.deliver("b1");
+    l.close("episode cancelled");
+    expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({
+      kind: "refused",
+      code: "admission_closed",
+      reason: "episode admission is closed (episode cancelled)",
+    });
+    expect(closeAdmission(l.state, "again").events).toEqual([]);
+  });
+});
+
+describe("batch order and execution", () => {
+  function batchOfThree() {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2"), record("c3")] });
+    l.deliver("b1");
+    return l;
+  }
+
+  test("a later call is blocked until every earlier call is acknowledged", () => {
+    const l = batchOfThree();
+    l.match(byId("record", { nonce: "n1" }, "c2"));
+    expect(checkBatchOrder(l.state, "c2")).toEqual({ kind: "blocked", unclaimed: ["c1"], running: [] });
+    expect(() => l.execute("c2", { type: "submitted" })).toThrow("before the earlier calls of its batch");
+    l.match(byId("record", { nonce: "n1" }, "c1"));
+    expect(checkBatchOrder(l.state, "c1")).toEqual({ kind: "ready" });
+    l.execute("c1", { type: "submitted" });
+    expect(checkBatchOrder(l.state, "c2")).toEqual({ kind: "blocked", unclaimed: [], running: ["c1"] });
+    l.execute("c1", { type: "acknowledged", jobId: "j1" });
+    expect(checkBatchOrder(l.state, "c2")).toEqual({ kind: "ready" });
+    l.execute("c2", { type: "submitted" });
+    l.execute("c2", { type: "failed", reason: "robot said no" });
+    l.execute("c1", { type: "receipt", result: { ok: true } });
+    expect(summarizeLedger(l.state)).toMatchObject({
+      counts: { completed: 1, failed: 1, delivered: 1 },
+      claimed: ["c2", "c1"],
+      unfinished: [],
+    });
+  });
+
+  test("skipping unclaimed predecessors lets a call go and makes them unclaimable", () => {
+    const l = batchOfThree();
+    l.match(byId("record", { nonce: "n1" }, "c3"));
+    const skipped = skipUnclaimedPredecessors(l.state, "c3", "call c3 went ahead");
+    expect(skipped.events.map((e) => e.type)).toEqual(["skipped", "skipped"]);
+    const state = skipped.state;
+    expect(checkBatchOrder(state, "c3")).toEqual({ kind: "ready" });
+    expect(matchCallback(state, byId("record", { nonce: "n1" }, "c1")).outcome).toMatchObject({
+      kind: "refused",
+      code: "skipped",
+    });
+    expect(matchCallback(state, byArgs("record", { nonce: "n1" })).outcome).toMatchObject({
+      reason: "no delivered call matches tool record with these arguments (1 matching call(s) already claimed, 2 revoked or skipped)",
+    });
+  });
+
+  test("steps out of order are bugs", () => {
+    const l = batchOfThree();
+    expect(() => l.execute("c1", { type: "submitted" })).toThrow("in state delivered");
+    l.match(byArgs("record", { nonce: "n1" }));
+    expect(() => l.execute("c1", { type: "acknowledged", jobId: "j" })).toThrow("in state claimed");
+    l.execute("c1", { type: "submitted" });
+    l.execute("c1", { type: "receipt", result: null });
+    expect(() => l.execute("c1", { type: "failed", reason: "late" })).toThrow("in state completed");
+  });
+});
+
+describe("replayJournal", () => {
+  test("rebuilds the state, closes admission, reports claimed calls without outcome as uncertain", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [observe("o1"), record("c1"), record("c2")] });
+    l.deliver("b1");
+    l.match(byArgs("observe", {}));
+    l.execute("o1", { type: "submitted" });
+    l.execute("o1", { type: "acknowledged", jobId: "j1" });
+    l.execute("o1", { type: "receipt", result: { nonce: "n1" } });
+    l.match(byArgs("record", { nonce: "n1" }));
+    l.execute("c1", { type: "submitted" });
+    const replayed = replayJournal(l.journal);
+    expect(summarizeLedger(replayed)).toEqual({
+      ...summarizeLedger(l.state),
+      admission: "closed",
+      interrupted: true,
+      uncertain: ["c1"],
+    });
+    for (const callback of [byArgs("record", { nonce: "n1" }), byId("record", { nonce: "n1" }, "c2")]) {
+      expect(matchCallback(replayed, callback).outcome).toMatchObject({ kind: "refused", code: "admission_closed" });
+    }
+    expect(() => registerBatch(replayed, { batchId: "b9", exchangeId: "x9", calls: [] })).toThrow("restarted");
+  });
+
+  test("every prefix of a journal replays", () => {
+    const l = run();
+    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    l.deliver("b1");
+    l.match(byArgs("record", { nonce: "n1" }));
+    l.execute("c1", { type: "submitted" });
+    l.execute("c1", { type: "acknowledged", jobId: "j" });
+    l.close("done");
+    for (let n = 0; n <= l.journal.length; n++) {
+      const state = replayJournal(l.journal.slice(0, n));
+      expect(state.admission).toBe("closed");
+      expect(state.interrupted).toBe(true);
+    }
+  });
+
+  test("a journal that does not fit is reported, not guessed", () => {
+    expect(() => replayJournal([{ type: "delivered", batchId: "b1" }])).toThrow(
+      "ledger journal event 0 (delivered) does not apply",
+    );
+  });
+});
