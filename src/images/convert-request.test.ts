@@ -1,0 +1,205 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import type { HubPart, HubRequest } from "../hub/schema.ts";
+import { SidecarError } from "../lib/errors.ts";
+import { type Codecs, loadCodecs } from "./codecs.ts";
+import { createImageConverter } from "./convert-request.ts";
+import { greyPng, palettePng, rgb16Png, rgbaTransparentPng, rgbNoisePng } from "./generate-png.ts";
+import { imageCacheSettingsSchema, webpSettingsSchema } from "./settings.ts";
+import { createWebpCache } from "./webp-cache.ts";
+
+let codecs: Codecs;
+beforeAll(async () => {
+  codecs = await loadCodecs();
+});
+const settings = webpSettingsSchema.parse({});
+
+/** Real codecs, counting encodes. */
+function countingCodecs(): Codecs & { encodes: number } {
+  const counted = {
+    encodes: 0,
+    decodePng: (bytes: Uint8Array) => codecs.decodePng(bytes),
+    decodeWebp: (bytes: Uint8Array) => codecs.decodeWebp(bytes),
+    encodeWebpLossless: (image: Parameters<Codecs["encodeWebpLossless"]>[0], s: typeof settings) => {
+      counted.encodes++;
+      return codecs.encodeWebpLossless(image, s);
+    },
+  };
+  return counted;
+}
+
+function converter(c: Codecs = codecs, cacheSettings = {}) {
+  return createImageConverter({
+    codecs: c,
+    settings,
+    cache: createWebpCache(imageCacheSettingsSchema.parse(cacheSettings)),
+  });
+}
+
+const b64 = (bytes: Uint8Array) => Buffer.from(bytes).toString("base64");
+const png = (bytes: Uint8Array): HubPart => ({ type: "image", mediaType: "image/png", data: b64(bytes) });
+
+function request(messages: HubRequest["messages"]): HubRequest {
+  return { model: "m", messages, tools: [], ignored: [] };
+}
+
+function pixelsOf(
+  part: HubPart | undefined,
+  decode: (b: Uint8Array) => { width: number; height: number; data: ArrayLike<number> },
+) {
+  if (part?.type !== "image") throw new Error("not an image part");
+  const image = decode(Uint8Array.fromBase64(part.data));
+  return { width: image.width, height: image.height, data: Buffer.from(image.data as Uint8Array) };
+}
+
+describe("convertRequest", () => {
+  test("user and tool-result PNGs become WebP with identical pixels; text and the input stay untouched", async () => {
+    const camera = rgbNoisePng(48, 32);
+    const alpha = rgbaTransparentPng(20, 10);
+    const grey = greyPng(9, 7, 4);
+    const input = request([
+      { role: "system", content: [{ type: "text", text: "sys" }] },
+      { role: "user", content: [{ type: "text", text: "look" }, png(camera.png)] },
+      { role: "assistant", text: null, toolCalls: [{ id: "c1", name: "observe", arguments: "{}" }] },
+      { role: "tool", toolCallId: "c1", name: "observe", content: [png(alpha.png), png(grey.png)] },
+    ]);
+    const before = structuredClone(input);
+
+    const { request: out, stats } = await converter().convertRequest(input);
+
+    expect(input).toEqual(before);
+    expect(out.messages[0]).toBe(input.messages[0] as never);
+    const user = out.messages[1];
+    const tool = out.messages[3];
+    if (user?.role !== "user" || tool?.role !== "tool") throw new Error("shape changed");
+    expect(user.content[0]).toEqual({ type: "text", text: "look" });
+    expect(tool.toolCallId).toBe("c1");
+    const pairs: [HubPart | undefined, Uint8Array][] = [
+      [user.content[1], camera.png],
+      [tool.content[0], alpha.png],
+      [tool.content[1], grey.png],
+    ];
+    for (const [part, original] of pairs) {
+      expect(part?.type === "image" && part.mediaType).toBe("image/webp");
+      expect(pixelsOf(part, codecs.decodeWebp)).toEqual(pixelsOf(png(original), codecs.decodePng));
+    }
+    expect(stats).toMatchObject({ images: 3, converted: 3, cacheHits: 0 });
+    expect(stats.passedThrough).toEqual({ not_png: 0, png_16bit: 0, animated_png: 0 });
+    expect(stats.bytesBefore).toBe(camera.png.length + alpha.png.length + grey.png.length);
+    expect(stats.bytesAfter).toBeGreaterThan(0);
+  });
+
+  test("16-bit PNGs pass through unchanged and are counted", async () => {
+    const sixteen = png(rgb16Png(8, 8).png);
+    const { request: out, stats } = await converter().convertRequest(
+      request([{ role: "user", content: [sixteen] }]),
+    );
+    expect(out.messages[0]).toEqual({ role: "user", content: [sixteen] });
+    expect(stats.passedThrough.png_16bit).toBe(1);
+    expect(stats.converted).toBe(0);
+  });
+
+  test("JPEG, WebP and other media types pass through unchanged", async () => {
+    const parts: HubPart[] = [
+      { type: "image", mediaType: "image/jpeg", data: "/9j/4AAQSkZJRg==" },
+      { type: "image", mediaType: "image/webp", data: "UklGRg==" },
+      { type: "image", mediaType: "image/gif", data: "R0lGODlh" },
+    ];
+    const { request: out, stats } = await converter().convertRequest(
+      request([{ role: "user", content: parts }]),
+    );
+    expect(out.messages[0]).toEqual({ role: "user", content: parts });
+    expect(stats.passedThrough.not_png).toBe(3);
+  });
+
+  test("an APNG passes through (a decoder would keep only its first frame)", async () => {
+    const still = rgbNoisePng(4, 4).png;
+    // Insert an acTL chunk after IHDR (8 + 25 bytes).
+    const acTL = new Uint8Array([0, 0, 0, 8, 0x61, 0x63, 0x54, 0x4c, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0]);
+    const animated = new Uint8Array([...still.subarray(0, 33), ...acTL, ...still.subarray(33)]);
+    const { stats } = await converter().convertRequest(request([{ role: "user", content: [png(animated)] }]));
+    expect(stats.passedThrough.animated_png).toBe(1);
+  });
+
+  describe("bad PNG data is a SidecarError naming the hub location", () => {
+    const good = rgbNoisePng(16, 16).png;
+    const corrupt = new Uint8Array(good);
+    corrupt[50] = (corrupt[50] ?? 0) ^ 0xff;
+    const cases: [string, string, RegExp][] = [
+      ["corrupt IDAT", b64(corrupt), /the decoder rejected its data/],
+      ["truncated", b64(good.subarray(0, good.length - 20)), /truncated/],
+      ["JPEG bytes labelled PNG", "/9j/4AAQSkZJRgABAQ==", /no PNG signature/],
+      ["invalid base64", "iVBORw0KGgo$$$", /invalid base64/],
+    ];
+    for (const [name, data, detail] of cases) {
+      test(name, async () => {
+        const input = request([
+          { role: "user", content: [{ type: "text", text: "hi" }] },
+          { role: "assistant", text: "ok", toolCalls: [] },
+          { role: "user", content: [png(good)] },
+          {
+            role: "user",
+            content: [
+              { type: "text", text: "now" },
+              { type: "image", mediaType: "image/png", data },
+            ],
+          },
+        ]);
+        const error = await converter()
+          .convertRequest(input)
+          .then(
+            () => undefined,
+            (e: unknown) => e,
+          );
+        expect(error).toBeInstanceOf(SidecarError);
+        const sidecar = error as SidecarError;
+        expect(sidecar.kind).toBe("invalid_request");
+        expect(sidecar.param).toBe("messages[3].content[1]");
+        expect(sidecar.message).toStartWith("messages[3].content[1]: image/png data is not a valid PNG (");
+        expect(sidecar.message).toMatch(detail);
+      });
+    }
+  });
+
+  test("the cache turns a re-sent history into one encode per new image", async () => {
+    const c = countingCodecs();
+    const convert = converter(c);
+    const frames = [1, 2, 3].map((seed) => png(rgbNoisePng(32, 24, seed).png));
+    const history: HubRequest["messages"] = [];
+    const encodesPerTurn: number[] = [];
+    const hitsPerTurn: number[] = [];
+    let lastOut: HubRequest | undefined;
+    for (const frame of frames) {
+      history.push({ role: "user", content: [frame] });
+      const before = c.encodes;
+      const { request: out, stats } = await convert.convertRequest(request([...history]));
+      encodesPerTurn.push(c.encodes - before);
+      hitsPerTurn.push(stats.cacheHits);
+      lastOut = out;
+    }
+    expect(encodesPerTurn).toEqual([1, 1, 1]);
+    expect(hitsPerTurn).toEqual([0, 1, 2]);
+    // Cached output is the same WebP the first encode produced.
+    const first = await converter().convertRequest(
+      request([{ role: "user", content: [frames[0] as HubPart] }]),
+    );
+    expect(lastOut?.messages[0]).toEqual(first.request.messages[0] as never);
+  });
+
+  test("the same image twice in one request is encoded once", async () => {
+    const c = countingCodecs();
+    const frame = png(palettePng(12, 12).png);
+    const { stats } = await converter(c).convertRequest(request([{ role: "user", content: [frame, frame] }]));
+    expect(c.encodes).toBe(1);
+    expect(stats).toMatchObject({ converted: 1, cacheHits: 1 });
+  });
+
+  test("a cache too small for the history means re-encoding (eviction is real)", async () => {
+    const c = countingCodecs();
+    const convert = converter(c, { max_entries: 1 });
+    const frames = [1, 2].map((seed) => png(rgbNoisePng(16, 16, seed).png));
+    const turn = request([{ role: "user", content: frames }]);
+    await convert.convertRequest(turn);
+    await convert.convertRequest(turn);
+    expect(c.encodes).toBe(4);
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * PNG → lossless WebP for every inline image in a hub request, at the upstream
+ * boundary (DESIGN.md §3). The decoded pixels and dimensions are identical: VP8L is
+ * lossless and `exact` keeps the RGB under fully transparent pixels.
+ *
+ * What is not converted, and why (counted in `stats.passedThrough`):
+ * - `not_png`: any other media type (JPEG, WebP, GIF…) goes upstream unchanged.
+ * - `png_16bit`: lossless WebP holds 8 bits per sample, so a 16-bit PNG would lose its
+ *   low bytes. It is passed through unchanged as PNG rather than silently degraded.
+ * - `animated_png`: an APNG decodes to its first frame only; passed through unchanged.
+ * Corrupt PNG data (or invalid base64, or non-PNG bytes labelled image/png) is a
+ * SidecarError("invalid_request") naming the hub location, e.g. messages[3].content[1].
+ *
+ * The input request is never modified (the CLI's original is recorded as sent).
+ */
+import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import { SidecarError } from "../lib/errors.ts";
+import type { Codecs, RgbaImage } from "./codecs.ts";
+import { inspectPng } from "./inspect-png.ts";
+import type { WebpSettings } from "./settings.ts";
+import { type WebpCache, webpCacheKey } from "./webp-cache.ts";
+
+export type PassThroughReason = "not_png" | "png_16bit" | "animated_png";
+
+export interface ImageStats {
+  /** Image parts seen. */
+  images: number;
+  /** PNGs encoded to WebP in this request (cache misses). */
+  converted: number;
+  /** PNGs whose WebP came from the episode cache. */
+  cacheHits: number;
+  passedThrough: Record<PassThroughReason, number>;
+  /** Decoded bytes of the PNGs replaced (converted + cache hits), and of their WebPs. */
+  bytesBefore: number;
+  bytesAfter: number;
+  /** Time spent decoding PNGs and encoding WebPs (cache misses only). */
+  encodeMs: number;
+}
+
+export interface ImageConverter {
+  convertRequest(request: HubRequest): Promise<{ request: HubRequest; stats: ImageStats }>;
+}
+
+export interface ImageConverterDeps {
+  codecs: Codecs;
+  settings: WebpSettings;
+  cache: WebpCache;
+  /** Milliseconds clock for stats (injectable for tests). */
+  now?: () => number;
+}
+
+/** Decoded length of a base64 string (without decoding it). */
+export function base64ByteLength(base64: string): number {
+  const trimmed = base64.replace(/\s+/g, "");
+  const padding = trimmed.endsWith("==") ? 2 : trimmed.endsWith("=") ? 1 : 0;
+  return Math.floor((trimmed.length * 3) / 4) - padding;
+}
+
+function emptyStats(): ImageStats {
+  return {
+    images: 0,
+    converted: 0,
+    cacheHits: 0,
+    passedThrough: { not_png: 0, png_16bit: 0, animated_png: 0 },
+    bytesBefore: 0,
+    bytesAfter: 0,
+    encodeMs: 0,
+  };
+}
+
+function invalidPng(param: string, detail: string, cause?: unknown): SidecarError {
+  return new SidecarError("invalid_request", `${param}: image/png data is not a valid PNG (${detail})`, {
+    param,
+    cause,
+  });
+}
+
+export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
+  const { codecs, settings, cache } = deps;
+  const now = deps.now ?? (() => performance.now());
+
+  function convertPart(part: HubPart, param: string, stats: ImageStats): HubPart {
+    if (part.type !== "image") return part;
+    stats.images++;
+    if (part.mediaType.toLowerCase() !== "image/png") {
+      stats.passedThrough.not_png++;
+      return part;
+    }
+    const key = webpCacheKey(part.data);
+    const cached = cache.get(key);
+    if (cached !== undefined) {
+      stats.cacheHits++;
+      stats.bytesBefore += base64ByteLength(part.data);
+      stats.bytesAfter += base64ByteLength(cached);
+      return { type: "image", mediaType: "image/webp", data: cached };
+    }
+
+    let bytes: Uint8Array;
+    try {
+      bytes = Uint8Array.fromBase64(part.data);
+    } catch (error) {
+      throw invalidPng(param, "invalid base64", error);
+    }
+    const header = inspectPng(bytes);
+    if (!header.ok) throw invalidPng(param, header.reason);
+    if (header.bitDepth === 16) {
+      stats.passedThrough.png_16bit++;
+      return part;
+    }
+    if (header.animated) {
+      stats.passedThrough.animated_png++;
+      return part;
+    }
+
+    const started = now();
+    let image: RgbaImage;
+    try {
+      image = codecs.decodePng(bytes);
+    } catch (error) {
+      throw invalidPng(param, "the decoder rejected its data", error);
+    }
+    const webp = codecs.encodeWebpLossless(image, settings);
+    stats.encodeMs += now() - started;
+    const data = webp.toBase64();
+    cache.set(key, data);
+    stats.converted++;
+    stats.bytesBefore += bytes.length;
+    stats.bytesAfter += webp.length;
+    return { type: "image", mediaType: "image/webp", data };
+  }
+
+  function convertMessage(message: HubMessage, index: number, stats: ImageStats): HubMessage {
+    if (message.role !== "user" && message.role !== "tool") return message;
+    if (!message.content.some((part) => part.type === "image")) return message;
+    const content = message.content.map((part, j) =>
+      convertPart(part, `messages[${index}].content[${j}]`, stats),
+    );
+    return { ...message, content };
+  }
+
+  return {
+    async convertRequest(request) {
+      const stats = emptyStats();
+      const messages = request.messages.map((message, i) => convertMessage(message, i, stats));
+      return { request: { ...request, messages }, stats };
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { expect, test } from "bun:test";
+import { SidecarError } from "../lib/errors.ts";
+import { checkUpstreamSize, sizeLimitsSchema } from "./size-guard.ts";
+
+const body = (url: string, text = "hi") =>
+  JSON.stringify({
+    model: "qwen",
+    messages: [
+      {
+        role: "user",
+        content: [
+          { type: "text", text },
+          { type: "image_url", image_url: { url } },
+        ],
+      },
+    ],
+  });
+
+function errorOf(fn: () => unknown): SidecarError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof SidecarError) return error;
+    throw error;
+  }
+  throw new Error("did not throw");
+}
+
+test("defaults are 6 MiB per body and 10 MiB per data URL", () => {
+  expect(sizeLimitsSchema.parse({})).toEqual({
+    max_request_bytes: 6 * 1024 * 1024,
+    max_data_url_bytes: 10 * 1024 * 1024,
+  });
+});
+
+test("under both limits returns the body's UTF-8 size", () => {
+  const b = body("data:image/webp;base64,AAAA", "é");
+  expect(checkUpstreamSize(b, sizeLimitsSchema.parse({}))).toEqual({ bodyBytes: Buffer.byteLength(b) });
+});
+
+test("a body over max_request_bytes names the limit and the size", () => {
+  const b = body("data:image/webp;base64,AAAA", "x".repeat(500));
+  const error = errorOf(() => checkUpstreamSize(b, { max_request_bytes: 200, max_data_url_bytes: 10_000 }));
+  expect(error.kind).toBe("request_too_large");
+  expect(error.retryable).toBe(false);
+  expect(error.message).toContain("max_request_bytes = 200 bytes");
+  expect(error.message).toContain(`${Buffer.byteLength(b)} bytes`);
+});
+
+test("counts UTF-8 bytes, not string length", () => {
+  const b = body("data:,", "é".repeat(100));
+  expect(() =>
+    checkUpstreamSize(b, { max_request_bytes: b.length + 50, max_data_url_bytes: 10_000 }),
+  ).toThrow(SidecarError);
+});
+
+test("a data URL over max_data_url_bytes names its place, the limit and its size", () => {
+  const url = `data:image/webp;base64,${"A".repeat(300)}`;
+  const error = errorOf(() =>
+    checkUpstreamSize(body(url), { max_request_bytes: 10_000, max_data_url_bytes: 100 }),
+  );
+  expect(error.kind).toBe("request_too_large");
+  expect(error.message).toContain("messages[0].content[1].image_url.url");
+  expect(error.message).toContain(`is ${url.length} bytes`);
+  expect(error.message).toContain("max_data_url_bytes = 100 bytes");
+});
+
+test("large limits are reported in MiB too", () => {
+  const b = body(`data:image/webp;base64,${"A".repeat(7 * 1024 * 1024)}`);
+  const error = errorOf(() => checkUpstreamSize(b, sizeLimitsSchema.parse({})));
+  expect(error.message).toMatch(
+    /is \d+ bytes \(7\.00 MiB\), over the limit max_request_bytes = 6291456 bytes \(6\.00 MiB\)/,
+  );
+});

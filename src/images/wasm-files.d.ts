@@ -1,0 +1,5 @@
+/** `.wasm` files imported `with { type: "file" }` resolve to a path Bun.file can read (on disk, or inside a compiled binary). */
+declare module "*.wasm" {
+  const path: string;
+  export default path;
+}

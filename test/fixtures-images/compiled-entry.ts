@@ -1,0 +1,51 @@
+/**
+ * Entry for the compiled-binary image test: loads the embedded WASM codecs, converts
+ * generated PNGs through the real converter and prints, as JSON, whether each WebP
+ * decodes to exactly the PNG's pixels. Run from an empty directory with no node_modules.
+ */
+import { loadCodecs } from "../../src/images/codecs.ts";
+import { createImageConverter } from "../../src/images/convert-request.ts";
+import { greyPng, palettePng, rgbaTransparentPng, rgbNoisePng } from "../../src/images/generate-png.ts";
+import { imageCacheSettingsSchema, webpSettingsSchema } from "../../src/images/settings.ts";
+import { warmUpCodecs } from "../../src/images/warm-up.ts";
+import { createWebpCache } from "../../src/images/webp-cache.ts";
+
+const codecs = await loadCodecs();
+const settings = webpSettingsSchema.parse({});
+const warmUpMs = warmUpCodecs(codecs, settings);
+const converter = createImageConverter({
+  codecs,
+  settings,
+  cache: createWebpCache(imageCacheSettingsSchema.parse({})),
+});
+const samples = [rgbNoisePng(64, 48), rgbaTransparentPng(33, 17), greyPng(20, 20, 4), palettePng(15, 9, 8)];
+const { request, stats } = await converter.convertRequest({
+  model: "m",
+  tools: [],
+  ignored: [],
+  messages: [
+    {
+      role: "user",
+      content: samples.map((s) => ({
+        type: "image" as const,
+        mediaType: "image/png",
+        data: s.png.toBase64(),
+      })),
+    },
+  ],
+});
+const message = request.messages[0];
+const parts = message?.role === "user" ? message.content : [];
+const results = samples.map((sample, i) => {
+  const part = parts[i];
+  if (part?.type !== "image") return { kind: sample.kind, pixelsEqual: false };
+  const fromPng = codecs.decodePng(sample.png);
+  const fromWebp = codecs.decodeWebp(Uint8Array.fromBase64(part.data));
+  const pixelsEqual =
+    part.mediaType === "image/webp" &&
+    fromWebp.width === fromPng.width &&
+    fromWebp.height === fromPng.height &&
+    Buffer.from(fromWebp.data).equals(Buffer.from(fromPng.data));
+  return { kind: sample.kind, mediaType: part.mediaType, pixelsEqual };
+});
+console.log(JSON.stringify({ cwd: process.cwd(), warmUpMs, converted: stats.converted, results }));
