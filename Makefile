@@ -1,0 +1,33 @@
+# Thin one-liners; Bun comes from the npm package `bun` (pinned in package.json).
+BUN := node_modules/.bin/bun
+BIN := dist/ura-sidecar
+COMPILE := $(BUN) build --compile --no-compile-autoload-dotenv --no-compile-autoload-bunfig
+
+.PHONY: install build run test e2e check bench clean
+
+install: node_modules/.install-stamp
+node_modules/.install-stamp: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	touch $@
+
+build: install
+	$(COMPILE) src/main.ts --outfile $(BIN)
+
+run: build
+	./$(BIN) serve --default-episode
+
+test: build
+	$(BUN) test
+
+e2e: build
+	$(BUN) test test/e2e
+
+check: install
+	node_modules/.bin/tsc -p tsconfig.json
+	node_modules/.bin/biome check src test fixtures bench
+
+bench: build
+	$(BUN) bench/run.ts
+
+clean:
+	rm -rf dist node_modules

@@ -1,0 +1,59 @@
+/**
+ * createApp(deps): every route of the sidecar, no globals — tests drive it with
+ * app.request() and the binary serves it with Bun.serve.
+ *   GET  /health
+ *   /control/*                          control API (control password)
+ *   /e/{episode}/v1/responses           OpenAI Responses (OpenCode, Codex)
+ *   /e/{episode}/gemini/v1beta/models/… Gemini GenerateContent (Gemini CLI)
+ *   /e/{episode}/anthropic/v1/messages  Anthropic Messages (Claude Code)
+ *   /e/{episode}/mcp                    the episode's `ura` MCP server
+ */
+import { Hono } from "hono";
+import { bodyLimit } from "hono/body-limit";
+import { createControlRoutes, type ControlDeps } from "./control/control-routes.ts";
+import type { IngressDeps } from "./ingress/ingress-deps.ts";
+import { SidecarError } from "./lib/errors.ts";
+
+export type AppDeps = IngressDeps & {
+  control: ControlDeps;
+  version: string;
+  demoUpstream: boolean;
+  bodyLimitBytes: number;
+  /** True once shutdown began: new exchanges are refused. */
+  isShuttingDown: () => boolean;
+  /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
+  episodeRoutes: ((deps: IngressDeps) => Hono)[];
+};
+
+export function createApp(deps: AppDeps): Hono {
+  const app = new Hono();
+  let requestSeq = 0;
+  app.use("*", async (c, next) => {
+    requestSeq += 1;
+    const requestId = c.req.header("x-request-id") ?? `req_${requestSeq}`;
+    const started = deps.clock();
+    await next();
+    c.header("x-request-id", requestId);
+    deps.logger.debug("request", { request_id: requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: deps.clock() - started });
+  });
+  app.use(
+    "*",
+    bodyLimit({
+      maxSize: deps.bodyLimitBytes,
+      onError: (c) =>
+        c.json({ error: { type: "request_too_large", message: `request body over the limit of ${deps.bodyLimitBytes} bytes (body_limit_bytes)` } }, 413),
+    }),
+  );
+  app.get("/health", (c) =>
+    c.json({ status: deps.isShuttingDown() ? "shutting_down" : "ok", version: deps.version, demo_upstream: deps.demoUpstream }, deps.isShuttingDown() ? 503 : 200),
+  );
+  app.route("/control", createControlRoutes(deps.control));
+  for (const routes of deps.episodeRoutes) app.route("/e/:episode", routes(deps));
+  app.notFound((c) => c.json({ error: { type: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
+  app.onError((err, c) => {
+    const error = err instanceof SidecarError ? err : new SidecarError("internal", `internal error: ${err.message}`);
+    if (error.kind === "internal") deps.logger.error("unhandled error", { message: err.message, stack: err.stack });
+    return c.json({ error: { type: error.kind, message: error.message } }, error.status as 400);
+  });
+  return app;
+}

@@ -1,0 +1,24 @@
+/** The --help text. */
+export function helpText(version: string): string {
+  return `ura-sidecar ${version} — agent CLIs on one Qwen upstream, robot tools over MCP
+
+Usage:
+  ura-sidecar [serve] [flags]       start the sidecar
+  ura-sidecar --version | --help
+
+Serve flags (flags win over environment, which wins over the config file):
+  --config FILE          JSON config file (keys as in the config schema, e.g. {"upstream":{"retry":{"max_attempts":3}}})
+  --listen HOST:PORT     listen address (default 127.0.0.1:8787; env URA_LISTEN)
+  --data-dir DIR         records directory (default ./ura-data; env URA_DATA_DIR)
+  --model NAME           upstream model (env URA_MODEL)
+  --upstream-url URL     Qwen Chat API root, e.g. https://…/compatible-mode/v1 (env URA_UPSTREAM_URL);
+                         unset = the embedded scripted demo model
+  --log-level LEVEL      debug | info | warn | error
+  --default-episode      create one episode at start-up and print how to point a CLI at it
+  --validate-config      check the configuration offline and exit (non-zero naming each bad key)
+
+Secrets, from the environment only:
+  URA_UPSTREAM_API_KEY   upstream credential
+  URA_CONTROL_PASSWORD   control API password (generated and printed once when unset)
+`;
+}

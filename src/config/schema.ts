@@ -1,0 +1,101 @@
+/**
+ * The sidecar's settings: the one source of truth for every configurable value.
+ * Sources (file < environment < flags) are merged by load-config.ts and then
+ * parsed here, so every error names the key at fault. Secrets are not settings:
+ * they come from the environment only (see secrets.ts) and never pass through
+ * this schema, so they cannot leak through a config dump.
+ */
+import { z } from "zod";
+import { contextPolicySchema } from "../context/policy-schema.ts";
+import { imageCacheSettingsSchema, webpSettingsSchema } from "../images/settings.ts";
+import { sizeLimitsSchema } from "../images/size-guard.ts";
+
+/** Thinking-only Qwen models reject `enable_thinking: false`, which we always send. */
+const thinkingOnlyModel = /(^|[-/])(qwq|qvq)(-|$)|thinking/i;
+
+export const retrySchema = z
+  .object({
+    /** Attempts in total, the first included (1 = no retry). */
+    max_attempts: z.number().int().min(1).max(10).default(3),
+    initial_backoff_ms: z.number().int().min(0).default(250),
+    max_backoff_ms: z.number().int().min(0).default(4000),
+    retry_statuses: z.array(z.number().int().min(400).max(599)).default([429, 500, 502, 503, 504]),
+    /** Retry connection errors (refused, reset) and per-attempt timeouts. */
+    retry_network_errors: z.boolean().default(true),
+  })
+  .strict();
+
+export const upstreamSchema = z
+  .object({
+    /** Chat API root, e.g. https://…/compatible-mode/v1 ; absent = the embedded scripted (demo) upstream. */
+    url: z.url().optional(),
+    model: z
+      .string()
+      .min(1)
+      .default("qwen3-vl-plus")
+      .refine((m) => !thinkingOnlyModel.test(m), {
+        message: "thinking-only models reject enable_thinking:false; choose a non-thinking model",
+      }),
+    /** Whether the model takes image input; an image for a text-only model is an explicit error. */
+    image_input: z.boolean().default(true),
+    parallel_tool_calls: z.boolean().default(true),
+    /** Per-attempt timeout, whole exchange buffered. */
+    timeout_ms: z.number().int().positive().default(120_000),
+    retry: retrySchema.default(retrySchema.parse({})),
+  })
+  .strict();
+
+export const configSchema = z
+  .object({
+    /** HOST:PORT to listen on. */
+    listen: z
+      .string()
+      .regex(/^[^:\s]+:\d{1,5}$/, "expected HOST:PORT, e.g. 127.0.0.1:8787")
+      .default("127.0.0.1:8787"),
+    /** Where episodes keep their records. */
+    data_dir: z.string().min(1).default("./ura-data"),
+    log_level: z.enum(["debug", "info", "warn", "error"]).default("info"),
+    /** Largest client request body accepted, in bytes. */
+    body_limit_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024 * 1024),
+    upstream: upstreamSchema.default(upstreamSchema.parse({})),
+    images: z
+      .object({
+        webp: webpSettingsSchema.default(webpSettingsSchema.parse({})),
+        cache: imageCacheSettingsSchema.default(imageCacheSettingsSchema.parse({})),
+        /** Provider limits checked before sending (Model Studio's observed limits by default). */
+        limits: sizeLimitsSchema.default(sizeLimitsSchema.parse({})),
+      })
+      .strict()
+      .default({
+        webp: webpSettingsSchema.parse({}),
+        cache: imageCacheSettingsSchema.parse({}),
+        limits: sizeLimitsSchema.parse({}),
+      }),
+    /** Context policy of episodes that do not choose one. */
+    context: contextPolicySchema.default(contextPolicySchema.parse({ policy: "identity" })),
+    delivery: z
+      .object({
+        /** How long a callback for a call still being delivered waits for the delivery outcome. */
+        wait_ms: z.number().int().positive().default(15_000),
+        /** How long a call waits for the previous call of its batch to be acknowledged. */
+        previous_ack_wait_ms: z.number().int().positive().default(60_000),
+      })
+      .strict()
+      .default({ wait_ms: 15_000, previous_ack_wait_ms: 60_000 }),
+    shutdown: z
+      .object({ drain_deadline_ms: z.number().int().positive().default(10_000) })
+      .strict()
+      .default({ drain_deadline_ms: 10_000 }),
+    /** Create one episode at start-up (the one-CLI case, and `make run`). */
+    default_episode: z.boolean().default(false),
+  })
+  .strict();
+
+export type Config = z.infer<typeof configSchema>;
+export type ConfigInput = z.input<typeof configSchema>;
+export type RetryPolicy = z.infer<typeof retrySchema>;
+export type UpstreamConfig = z.infer<typeof upstreamSchema>;

@@ -1,0 +1,23 @@
+/**
+ * What a launcher may choose per episode (body of POST /control/episodes).
+ */
+import { z } from "zod";
+import { contextPolicySchema } from "../context/policy-schema.ts";
+import { manifestSchema } from "../manifest/manifest-schema.ts";
+
+export const clientKindSchema = z.enum(["opencode", "gemini", "claude", "codex"]);
+export type ClientKind = z.infer<typeof clientKindSchema>;
+
+export const episodeOptionsSchema = z
+  .object({
+    /** Upstream model for this episode (defaults to the configured one). */
+    model: z.string().min(1).optional(),
+    /** Inline tool manifest (defaults to the embedded robot manifest). */
+    manifest: manifestSchema.optional(),
+    /** Delivered model exchanges allowed, final text included; 0 = no cap. */
+    max_turns: z.number().int().min(0).default(0),
+    context: contextPolicySchema.optional(),
+    client: clientKindSchema.optional(),
+  })
+  .strict();
+export type EpisodeOptions = z.infer<typeof episodeOptionsSchema>;

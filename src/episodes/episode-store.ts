@@ -1,0 +1,93 @@
+/**
+ * All episodes of this sidecar: creation (credentials, records directory),
+ * lookup by id with path-safe ids, and the URLs a launcher needs.
+ */
+import { join } from "node:path";
+import type { Config } from "../config/schema.ts";
+import { contextPolicySchema } from "../context/policy-schema.ts";
+import type { ImageCacheSettings } from "../images/settings.ts";
+import { SidecarError } from "../lib/errors.ts";
+import type { Manifest } from "../manifest/manifest-schema.ts";
+import { createEpisodeRecords } from "../records/episode-records.ts";
+import { createEpisode, type Episode } from "./episode.ts";
+import type { EpisodeOptions } from "./episode-options.ts";
+import { episodeIdPattern, type Ids } from "./ids.ts";
+
+export type EpisodeStoreDeps = {
+  config: Config;
+  dataDir: string;
+  defaultManifest: Manifest;
+  imageCache: ImageCacheSettings;
+  ids: Ids;
+  clock: () => number;
+  redact: (line: string) => string;
+  /** Called with each new credential so logs and records redact it. */
+  registerSecret: (secret: string) => void;
+  /** Public base URL of this sidecar, e.g. http://127.0.0.1:8787 */
+  baseUrl: () => string;
+};
+
+export function episodeUrls(baseUrl: string, id: string) {
+  const root = `${baseUrl}/e/${id}`;
+  return {
+    /** OpenAI Responses base URL (OpenCode baseURL, Codex base_url): POST {this}/responses */
+    responses: `${root}/v1`,
+    /** GOOGLE_GEMINI_BASE_URL: POST {this}/v1beta/models/{model}:streamGenerateContent */
+    gemini: `${root}/gemini`,
+    /** ANTHROPIC_BASE_URL: POST {this}/v1/messages */
+    anthropic: `${root}/anthropic`,
+    mcp: `${root}/mcp`,
+  };
+}
+
+export function createEpisodeStore(deps: EpisodeStoreDeps) {
+  const episodes = new Map<string, Episode>();
+
+  function create(options: EpisodeOptions): Episode {
+    const id = deps.ids.episodeId();
+    const ingressKey = deps.ids.token("ura_key");
+    const mcpToken = deps.ids.token("ura_mcp");
+    deps.registerSecret(ingressKey);
+    deps.registerSecret(mcpToken);
+    const records = createEpisodeRecords({ dir: join(deps.dataDir, "episodes", id), clock: deps.clock, redact: deps.redact });
+    const episode = createEpisode({
+      id,
+      createdAt: new Date(deps.clock()).toISOString(),
+      model: options.model ?? deps.config.upstream.model,
+      manifest: options.manifest ?? deps.defaultManifest,
+      maxTurns: options.max_turns,
+      context: options.context ?? contextPolicySchema.parse({ policy: "identity" }),
+      client: options.client,
+      ingressKey,
+      mcpToken,
+      records,
+      imageCache: deps.imageCache,
+      delivery: deps.config.delivery,
+      clock: deps.clock,
+    });
+    episodes.set(id, episode);
+    episode.persist();
+    return episode;
+  }
+
+  function get(id: string): Episode {
+    if (!episodeIdPattern.test(id)) throw new SidecarError("not_found", `no episode with id ${JSON.stringify(id.slice(0, 80))}`);
+    const episode = episodes.get(id);
+    if (!episode) throw new SidecarError("not_found", `no episode with id ${id}`);
+    return episode;
+  }
+
+  /** What a launcher needs to point a client at the episode (credentials included). */
+  function launchInfo(episode: Episode) {
+    return {
+      ...episode.describe(),
+      urls: episodeUrls(deps.baseUrl(), episode.id),
+      ingress_key: episode.ingressKey,
+      mcp_token: episode.mcpToken,
+    };
+  }
+
+  return { create, get, list: () => [...episodes.values()], launchInfo };
+}
+
+export type EpisodeStore = ReturnType<typeof createEpisodeStore>;

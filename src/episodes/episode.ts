@@ -1,0 +1,149 @@
+/**
+ * One episode: the unit of isolation. Its own credentials, ledger, counters,
+ * image cache, records and result. Model exchanges and MCP callbacks of an
+ * episode only ever see this object.
+ */
+import type { ContextPolicy } from "../context/policy-schema.ts";
+import { createWebpCache } from "../images/webp-cache.ts";
+import type { ImageCacheSettings } from "../images/settings.ts";
+import { createEpisodeLedger } from "../ledger/episode-ledger.ts";
+import type { Manifest } from "../manifest/manifest-schema.ts";
+import { manifestToolFor } from "../manifest/tool-names.ts";
+import type { EpisodeRecords } from "../records/episode-records.ts";
+import type { ClientKind } from "./episode-options.ts";
+
+export type EpisodeState = "running" | "finished" | "failed" | "interrupted";
+export type FailureReason = "provider_error" | "max_turns" | "cancelled" | "interrupted";
+
+export type EpisodeInit = {
+  id: string;
+  createdAt: string;
+  model: string;
+  manifest: Manifest;
+  maxTurns: number;
+  context: ContextPolicy;
+  client: ClientKind | undefined;
+  ingressKey: string;
+  mcpToken: string;
+  records: EpisodeRecords;
+  imageCache: ImageCacheSettings;
+  delivery: { wait_ms: number; previous_ack_wait_ms: number };
+  clock: () => number;
+};
+
+export function createEpisode(init: EpisodeInit) {
+  const abort = new AbortController();
+  const inFlight = new Set<Promise<unknown>>();
+  let exchangeSeq = 0;
+  const counters = {
+    delivered_exchanges: 0,
+    failed_exchanges: 0,
+    revoked_exchanges: 0,
+    auxiliary_responses: 0,
+    tool_calls_admitted: 0,
+    tool_calls_refused: 0,
+  };
+  const mcp = { initialized: false, tools_listed: false, user_agent: undefined as string | undefined };
+  let state: EpisodeState = "running";
+  let failure: { reason: FailureReason; message: string } | undefined;
+  let result: unknown;
+
+  const ledger = createEpisodeLedger({
+    journal: { append: (event) => init.records.ledger(event as Record<string, unknown>) },
+    clock: init.clock,
+    deliveryWaitMs: init.delivery.wait_ms,
+    previousAckWaitMs: init.delivery.previous_ack_wait_ms,
+  });
+  const imageCache = createWebpCache(init.imageCache);
+  const toolNames = init.manifest.tools.map((t) => t.name);
+
+  const episode = {
+    ...init,
+    ledger,
+    imageCache,
+    counters,
+    mcp,
+    abortSignal: abort.signal,
+    get state() {
+      return state;
+    },
+    get failure() {
+      return failure;
+    },
+    get result() {
+      return result;
+    },
+    nextExchangeId(): string {
+      exchangeSeq += 1;
+      return `ex_${String(exchangeSeq).padStart(4, "0")}`;
+    },
+    /** The manifest tool behind a model-visible name (undefined: one of the client's own tools). */
+    toolFor(modelName: string): string | undefined {
+      return manifestToolFor(modelName, init.manifest.server, toolNames);
+    },
+    /** Whether model exchanges may still run; the reason when not. */
+    closedReason(): string | undefined {
+      if (state === "failed" || state === "interrupted") {
+        return `episode ${init.id} is ${state}${failure ? ` (${failure.reason}: ${failure.message})` : ""}; no further model exchanges are run`;
+      }
+      if (init.maxTurns > 0 && counters.delivered_exchanges >= init.maxTurns) {
+        return `episode ${init.id} reached max_turns (${init.maxTurns}); no further model exchanges are run`;
+      }
+      return undefined;
+    },
+    fail(reason: FailureReason, message: string): void {
+      if (state === "failed" || state === "interrupted") return;
+      state = reason === "interrupted" ? "interrupted" : "failed";
+      failure = { reason, message };
+      ledger.close();
+      episode.persist();
+    },
+    finish(receipt: unknown): void {
+      if (state !== "running") return;
+      state = "finished";
+      result = receipt;
+      episode.persist();
+    },
+    /** Cancel: close admission, abort upstream work, wait for admitted callbacks. */
+    async cancel(message = "cancelled by the control API") {
+      episode.fail("cancelled", message);
+      abort.abort(new Error(message));
+      return ledger.drain();
+    },
+    /** Tracks a running handler so shutdown can wait for it. */
+    track<T>(work: Promise<T>): Promise<T> {
+      inFlight.add(work);
+      work.then(
+        () => inFlight.delete(work),
+        () => inFlight.delete(work),
+      );
+      return work;
+    },
+    inFlight,
+    abort: (reason: Error) => abort.abort(reason),
+    describe() {
+      return {
+        id: init.id,
+        created_at: init.createdAt,
+        state,
+        failure: failure ?? null,
+        result: result ?? null,
+        model: init.model,
+        client: init.client ?? null,
+        max_turns: init.maxTurns,
+        context_policy: init.context,
+        manifest: { server: init.manifest.server, tools: toolNames, finish_tool: init.manifest.finish_tool },
+        counters,
+        mcp,
+        ledger: ledger.summary(),
+        records_dir: init.records.dir,
+      };
+    },
+    persist(): void {
+      if (!init.records.frozen) init.records.describe(episode.describe());
+    },
+  };
+  return episode;
+}
+
+export type Episode = ReturnType<typeof createEpisode>;

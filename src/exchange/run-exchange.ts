@@ -1,0 +1,192 @@
+/**
+ * One model exchange, the same for every ingress:
+ * translate → context → images → upstream (buffered, validated) → register tool
+ * calls in the ledger → render for the client → mark delivered after the last
+ * byte was handed to the socket, or revoke if the client went away.
+ * Every stage is recorded; every failure is rendered in the client's envelope.
+ */
+import { applyContextPolicy } from "../context/apply-context.ts";
+import type { Episode } from "../episodes/episode.ts";
+import type { HubRequest, HubResponse } from "../hub/schema.ts";
+import type { Codecs } from "../images/codecs.ts";
+import { createImageConverter } from "../images/convert-request.ts";
+import type { WebpSettings } from "../images/settings.ts";
+import { checkUpstreamSize } from "../images/size-guard.ts";
+import type { SizeLimits } from "../images/size-guard.ts";
+import { SidecarError, toSidecarError } from "../lib/errors.ts";
+import type { Logger } from "../lib/logger.ts";
+import { buildChatRequest } from "../upstream/build-chat-request.ts";
+import { UpstreamFailure, type UpstreamClient } from "../upstream/upstream-client.ts";
+
+export type Protocol = "responses" | "gemini" | "messages";
+
+/** A rendered answer: whole frames (SSE) or one JSON document, each written in one piece. */
+export type Rendered = { contentType: string; chunks: string[] };
+
+export type ExchangeDeps = {
+  upstream: UpstreamClient;
+  images: { codecs: Codecs; settings: WebpSettings };
+  sizeLimits: SizeLimits;
+  imageInput: boolean;
+  parallelToolCalls: boolean;
+  logger: Logger;
+  /** Aborted when the sidecar shuts down: cancels upstream requests and retry waits. */
+  shutdownSignal: AbortSignal;
+};
+
+export type ExchangeSpec = {
+  protocol: Protocol;
+  episode: Episode;
+  path: string;
+  /** The client's request exactly as received (parsed JSON, or text when unparseable). */
+  clientRequest: unknown;
+  /** Client → hub; throws SidecarError naming the field. */
+  translate: () => HubRequest;
+  render: (response: HubResponse, request: HubRequest) => Rendered;
+  renderError: (error: SidecarError) => Response;
+  /** The client's request signal: a client that leaves cancels the upstream work. */
+  clientSignal: AbortSignal;
+  /** Set when the ingress already knows the request must fail (e.g. unknown Gemini model). */
+  refuse?: SidecarError;
+};
+
+const encoder = new TextEncoder();
+
+/** Upstream failures end the episode's model work: an outer CLI retry must not create more. */
+function isProviderFailure(error: SidecarError): boolean {
+  return error.kind.startsWith("upstream_") || error.episodeFatal;
+}
+
+export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promise<Response> {
+  const { episode } = spec;
+  const exchangeId = episode.nextExchangeId();
+  const log = deps.logger.child({ episode: episode.id, exchange: exchangeId, protocol: spec.protocol });
+  episode.records.exchange(exchangeId, "client_request", { protocol: spec.protocol, path: spec.path, body: spec.clientRequest });
+
+  const fail = (error: SidecarError, extra: Record<string, unknown> = {}): Response => {
+    episode.counters.failed_exchanges += 1;
+    if (isProviderFailure(error)) episode.fail("provider_error", error.message);
+    episode.records.exchange(exchangeId, "status", {
+      status: "failed",
+      error: { kind: error.kind, message: error.message, param: error.param ?? null, http_status: error.status },
+      episode_state: episode.state,
+      ...extra,
+    });
+    episode.persist();
+    log.warn("exchange failed", { kind: error.kind, status: error.status, message: error.message });
+    return spec.renderError(error);
+  };
+
+  const closed = episode.closedReason();
+  if (closed) {
+    if (episode.state === "running") episode.fail("max_turns", closed);
+    return fail(new SidecarError("episode_closed", closed));
+  }
+  if (spec.refuse) return fail(spec.refuse);
+
+  let hub: HubRequest;
+  let upstreamRequest: ReturnType<typeof buildChatRequest>;
+  try {
+    hub = spec.translate();
+    const { request: filtered, decision } = applyContextPolicy(hub, episode.context);
+    episode.records.exchange(exchangeId, "after_context", {
+      request: filtered === hub ? "identical to the translated request" : filtered,
+      translated: hub,
+      decision,
+    });
+    const { request: converted, stats } = await createImageConverter({ ...deps.images, cache: episode.imageCache }).convertRequest(filtered);
+    upstreamRequest = buildChatRequest(converted, {
+      model: episode.model,
+      imageInput: deps.imageInput,
+      parallelToolCalls: deps.parallelToolCalls,
+    });
+    const body = JSON.stringify(upstreamRequest);
+    checkUpstreamSize(body, deps.sizeLimits);
+    episode.records.exchange(exchangeId, "upstream_request", { body: upstreamRequest, images: stats, ignored: hub.ignored });
+  } catch (error) {
+    return fail(toSidecarError(error));
+  }
+
+  const signal = AbortSignal.any([episode.abortSignal, deps.shutdownSignal, spec.clientSignal]);
+  let response: HubResponse;
+  try {
+    const exchange = await deps.upstream.complete(upstreamRequest, signal);
+    response = exchange.response;
+    episode.records.exchange(exchangeId, "upstream_response", { attempts: exchange.attempts, raw: exchange.rawResponse, validated: response });
+  } catch (error) {
+    if (error instanceof UpstreamFailure) {
+      episode.records.exchange(exchangeId, "upstream_response", { attempts: error.attempts, raw: error.rawResponse ?? null, error: error.message });
+      return fail(error);
+    }
+    if (signal.aborted) {
+      const reason = deps.shutdownSignal.aborted
+        ? "the sidecar is shutting down"
+        : episode.abortSignal.aborted
+          ? "the episode was cancelled"
+          : "the client closed the request";
+      return fail(new SidecarError(deps.shutdownSignal.aborted ? "unavailable" : "episode_closed", `upstream request cancelled: ${reason}`));
+    }
+    return fail(toSidecarError(error));
+  }
+
+  let rendered: Rendered;
+  let batchId: string | undefined;
+  try {
+    rendered = spec.render(response, hub);
+    const robotCalls = response.toolCalls.flatMap((call) => {
+      const tool = episode.toolFor(call.name);
+      return tool ? [{ id: call.id, modelName: call.name, tool, args: JSON.parse(call.arguments) as unknown }] : [];
+    });
+    if (robotCalls.length > 0) {
+      batchId = `${exchangeId}`;
+      episode.ledger.register({ batchId, exchangeId, calls: robotCalls });
+    }
+  } catch (error) {
+    return fail(toSidecarError(error));
+  }
+
+  return deliver(spec, exchangeId, rendered, batchId, log);
+}
+
+/**
+ * Streams the rendered frames. Delivery is confirmed only once the last frame was
+ * taken by the server for writing; a cancelled stream revokes the batch.
+ */
+function deliver(spec: ExchangeSpec, exchangeId: string, rendered: Rendered, batchId: string | undefined, log: Logger): Response {
+  const { episode } = spec;
+  let next = 0;
+  let settled = false;
+  const settle = (outcome: "delivered" | "revoked", reason?: string) => {
+    if (settled) return;
+    settled = true;
+    if (outcome === "delivered") {
+      if (batchId) episode.ledger.delivered(batchId);
+      episode.counters.delivered_exchanges += 1;
+      episode.records.exchange(exchangeId, "delivered", { content_type: rendered.contentType, body: rendered.chunks.join("") });
+      episode.records.exchange(exchangeId, "status", { status: "delivered", batch: batchId ?? null });
+    } else {
+      if (batchId) episode.ledger.revoke(batchId);
+      episode.counters.revoked_exchanges += 1;
+      episode.records.exchange(exchangeId, "status", { status: "revoked", reason: reason ?? "client went away", frames_sent: next, batch: batchId ?? null });
+      log.warn("delivery failed; calls revoked", { reason, batch: batchId });
+    }
+    episode.persist();
+  };
+  const stream = new ReadableStream<Uint8Array>({
+    pull(controller) {
+      const chunk = rendered.chunks[next];
+      if (chunk === undefined) {
+        controller.close();
+        settle("delivered");
+        return;
+      }
+      next += 1;
+      controller.enqueue(encoder.encode(chunk));
+    },
+    cancel(reason) {
+      settle("revoked", reason instanceof Error ? reason.message : String(reason ?? "client went away"));
+    },
+  });
+  spec.clientSignal.addEventListener("abort", () => settle("revoked", "client closed the connection"), { once: true });
+  return new Response(stream, { status: 200, headers: { "content-type": rendered.contentType, "cache-control": "no-cache" } });
+}

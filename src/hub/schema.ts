@@ -1,0 +1,126 @@
+/**
+ * The hub: the one internal conversation model every ingress translates to and
+ * from, and the only thing images, context, records and the ledger ever see.
+ * Close to Chat Completions (the upstream), but with images as structured parts
+ * and tool results allowed to carry images — the upstream builder decides where
+ * Qwen can see them (a user message right after the batch's tool messages).
+ */
+import { z } from "zod";
+
+export const hubTextPartSchema = z.object({ type: z.literal("text"), text: z.string() });
+/** An inline image. `data` is base64 without the `data:` prefix. */
+export const hubImagePartSchema = z.object({
+  type: z.literal("image"),
+  mediaType: z.string(),
+  data: z.string(),
+});
+export const hubPartSchema = z.discriminatedUnion("type", [hubTextPartSchema, hubImagePartSchema]);
+export type HubTextPart = z.infer<typeof hubTextPartSchema>;
+export type HubImagePart = z.infer<typeof hubImagePartSchema>;
+export type HubPart = z.infer<typeof hubPartSchema>;
+
+/** A tool call exactly as the model produced it; `arguments` is the raw JSON text. */
+export const hubToolCallSchema = z.object({
+  id: z.string().min(1),
+  name: z.string().min(1),
+  arguments: z.string(),
+});
+export type HubToolCall = z.infer<typeof hubToolCallSchema>;
+
+export const hubSystemMessageSchema = z.object({
+  role: z.literal("system"),
+  content: z.array(hubTextPartSchema),
+});
+export const hubUserMessageSchema = z.object({
+  role: z.literal("user"),
+  content: z.array(hubPartSchema),
+});
+export const hubAssistantMessageSchema = z.object({
+  role: z.literal("assistant"),
+  /** Text the model said (null when it only called tools). */
+  text: z.string().nullable(),
+  toolCalls: z.array(hubToolCallSchema),
+});
+export const hubToolMessageSchema = z.object({
+  role: z.literal("tool"),
+  toolCallId: z.string().min(1),
+  /** Name of the tool this result answers (validated against the call by context). */
+  name: z.string(),
+  content: z.array(hubPartSchema),
+  isError: z.boolean().optional(),
+});
+export const hubMessageSchema = z.discriminatedUnion("role", [
+  hubSystemMessageSchema,
+  hubUserMessageSchema,
+  hubAssistantMessageSchema,
+  hubToolMessageSchema,
+]);
+export type HubSystemMessage = z.infer<typeof hubSystemMessageSchema>;
+export type HubUserMessage = z.infer<typeof hubUserMessageSchema>;
+export type HubAssistantMessage = z.infer<typeof hubAssistantMessageSchema>;
+export type HubToolMessage = z.infer<typeof hubToolMessageSchema>;
+export type HubMessage = z.infer<typeof hubMessageSchema>;
+
+/** A function tool as the model sees it (model-visible name, JSON Schema parameters). */
+export const hubToolSchema = z.object({
+  name: z.string().min(1),
+  description: z.string(),
+  parameters: z.record(z.string(), z.unknown()),
+});
+export type HubTool = z.infer<typeof hubToolSchema>;
+
+export const hubToolChoiceSchema = z.union([
+  z.literal("auto"),
+  z.literal("none"),
+  z.literal("required"),
+  z.object({ name: z.string() }),
+]);
+export type HubToolChoice = z.infer<typeof hubToolChoiceSchema>;
+
+export const hubRequestSchema = z.object({
+  /** The model name the client asked for (the upstream model comes from the episode). */
+  model: z.string(),
+  messages: z.array(hubMessageSchema),
+  tools: z.array(hubToolSchema),
+  toolChoice: hubToolChoiceSchema.optional(),
+  parallelToolCalls: z.boolean().optional(),
+  maxOutputTokens: z.number().int().positive().optional(),
+  temperature: z.number().optional(),
+  topP: z.number().optional(),
+  topK: z.number().int().optional(),
+  stop: z.array(z.string()).optional(),
+  /** Structured output: a JSON schema the text answer must follow (Gemini responseJsonSchema). */
+  responseFormat: z
+    .union([
+      z.object({ type: z.literal("json_object") }),
+      z.object({ type: z.literal("json_schema"), schema: z.record(z.string(), z.unknown()) }),
+    ])
+    .optional(),
+  /**
+   * What the ingress accepted but does not forward (e.g. cache_control, reasoning,
+   * Codex's web_search tool): recorded with the exchange, never sent upstream.
+   */
+  ignored: z.array(z.string()).default([]),
+});
+export type HubRequest = z.infer<typeof hubRequestSchema>;
+export type HubRequestInput = z.input<typeof hubRequestSchema>;
+
+export const hubFinishReasonSchema = z.enum(["stop", "length", "tool_calls", "content_filter"]);
+export type HubFinishReason = z.infer<typeof hubFinishReasonSchema>;
+
+export const hubUsageSchema = z.object({
+  inputTokens: z.number().int().nonnegative(),
+  outputTokens: z.number().int().nonnegative(),
+});
+export type HubUsage = z.infer<typeof hubUsageSchema>;
+
+/** A complete, validated model answer: what an ingress renders for its client. */
+export const hubResponseSchema = z.object({
+  id: z.string(),
+  model: z.string(),
+  text: z.string().nullable(),
+  toolCalls: z.array(hubToolCallSchema),
+  finishReason: hubFinishReasonSchema,
+  usage: hubUsageSchema,
+});
+export type HubResponse = z.infer<typeof hubResponseSchema>;

@@ -1,0 +1,23 @@
+/**
+ * Resolves the episode of a model request and checks its ingress key, which each
+ * client sends its own way: `Authorization: Bearer` (OpenAI, Claude Code with
+ * ANTHROPIC_AUTH_TOKEN), `x-goog-api-key` (Gemini), `x-api-key` (Anthropic).
+ * The key is never forwarded: the upstream gets the sidecar's own credential.
+ */
+import type { Episode } from "../episodes/episode.ts";
+import type { EpisodeStore } from "../episodes/episode-store.ts";
+import { credentialMatches } from "../episodes/ids.ts";
+import { SidecarError } from "../lib/errors.ts";
+
+export function presentedKey(headers: Headers, query?: URLSearchParams): string | undefined {
+  const bearer = /^Bearer\s+(.+)$/i.exec(headers.get("authorization") ?? "")?.[1];
+  return bearer ?? headers.get("x-api-key") ?? headers.get("x-goog-api-key") ?? query?.get("key") ?? undefined;
+}
+
+export function authenticateIngress(store: EpisodeStore, episodeId: string, headers: Headers, query?: URLSearchParams): Episode {
+  const episode = store.get(episodeId);
+  if (!credentialMatches(presentedKey(headers, query), episode.ingressKey)) {
+    throw new SidecarError("authentication", `missing or wrong API key for episode ${episode.id}`);
+  }
+  return episode;
+}

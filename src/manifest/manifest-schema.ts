@@ -1,0 +1,30 @@
+/**
+ * A tool manifest: the robot tools an episode serves over MCP. Lives in
+ * manifests/tools/*.json; the default one is embedded in the binary.
+ */
+import { z } from "zod";
+
+export const manifestToolSchema = z
+  .object({
+    name: z.string().regex(/^[a-z][a-z0-9_]*$/, "lower-case letters, digits and _"),
+    description: z.string(),
+    input_schema: z.record(z.string(), z.unknown()),
+    /** foreground: the callback returns the receipt; background: it returns on acknowledgement. */
+    mode: z.enum(["foreground", "background"]).default("foreground"),
+    /** The executor route this tool submits to. */
+    route: z.string().min(1),
+  })
+  .strict();
+
+export const manifestSchema = z
+  .object({
+    server: z.string().default("ura"),
+    finish_tool: z.string(),
+    tools: z.array(manifestToolSchema).min(1),
+  })
+  .strict()
+  .refine((m) => m.tools.some((t) => t.name === m.finish_tool), { message: "finish_tool must name one of the tools", path: ["finish_tool"] })
+  .refine((m) => new Set(m.tools.map((t) => t.name)).size === m.tools.length, { message: "tool names must be unique", path: ["tools"] });
+
+export type Manifest = z.infer<typeof manifestSchema>;
+export type ManifestTool = z.infer<typeof manifestToolSchema>;

@@ -1,0 +1,8 @@
+/**
+ * The route groups mounted under /e/{episode}: one per ingress protocol and the
+ * MCP server. Each module owns its routes; this list is the only place they meet.
+ */
+import type { Hono } from "hono";
+import type { IngressDeps } from "../ingress/ingress-deps.ts";
+
+export const episodeRouteGroups: ((deps: IngressDeps) => Hono)[] = [];

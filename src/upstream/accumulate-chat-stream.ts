@@ -1,0 +1,124 @@
+/**
+ * Buffers a Chat Completions stream into one complete answer and refuses anything
+ * that must not reach a client: a stream cut before its end, no choices, a tool
+ * call with invalid JSON arguments or a name that was not declared. Nothing here
+ * is deliverable until `validateChatAnswer` has passed.
+ */
+import type { HubFinishReason, HubResponse, HubToolCall } from "../hub/schema.ts";
+import { SidecarError } from "../lib/errors.ts";
+import { chatChunkSchema } from "./chat-schema.ts";
+
+export type ChatAnswer = {
+  id: string;
+  model: string;
+  text: string;
+  toolCalls: { index: number; id: string | undefined; name: string; arguments: string }[];
+  finishReason: string | undefined;
+  sawDone: boolean;
+  choiceCount: number;
+  usage: { prompt_tokens: number; completion_tokens: number } | undefined;
+};
+
+export function emptyChatAnswer(): ChatAnswer {
+  return { id: "", model: "", text: "", toolCalls: [], finishReason: undefined, sawDone: false, choiceCount: 0, usage: undefined };
+}
+
+/** Folds one `data:` payload into the answer (mutates the accumulator it owns). */
+export function foldChatChunk(answer: ChatAnswer, data: string): void {
+  if (data.trim() === "[DONE]") {
+    answer.sawDone = true;
+    return;
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(data);
+  } catch {
+    throw new SidecarError("upstream_invalid", `upstream stream carried a frame that is not JSON: ${data.slice(0, 120)}`);
+  }
+  if (typeof json === "object" && json !== null && "error" in json) {
+    throw new SidecarError("upstream_invalid", `upstream reported an error mid-stream: ${JSON.stringify(json).slice(0, 300)}`);
+  }
+  const parsed = chatChunkSchema.safeParse(json);
+  if (!parsed.success) {
+    throw new SidecarError("upstream_invalid", `upstream chunk does not match Chat Completions: ${parsed.error.message.slice(0, 300)}`);
+  }
+  const chunk = parsed.data;
+  if (chunk.id) answer.id = chunk.id;
+  if (chunk.model) answer.model = chunk.model;
+  if (chunk.usage) answer.usage = chunk.usage;
+  for (const choice of chunk.choices) {
+    if (choice.index !== 0) continue; // n=1 is all we ask for
+    answer.choiceCount = Math.max(answer.choiceCount, 1);
+    if (choice.delta?.content) answer.text += choice.delta.content;
+    for (const delta of choice.delta?.tool_calls ?? []) {
+      let call = answer.toolCalls.find((c) => c.index === delta.index);
+      if (!call) {
+        call = { index: delta.index, id: undefined, name: "", arguments: "" };
+        answer.toolCalls.push(call);
+      }
+      if (delta.id) call.id = delta.id;
+      if (delta.function?.name) call.name += delta.function.name;
+      if (delta.function?.arguments) call.arguments += delta.function.arguments;
+    }
+    if (choice.finish_reason) answer.finishReason = choice.finish_reason;
+  }
+}
+
+const finishReasons: Record<string, HubFinishReason> = {
+  stop: "stop",
+  length: "length",
+  tool_calls: "tool_calls",
+  function_call: "tool_calls",
+  content_filter: "content_filter",
+};
+
+/**
+ * Turns a buffered answer into a deliverable hub response, or throws.
+ * `declaredTools` are the model-visible names offered in this request.
+ */
+export function validateChatAnswer(
+  answer: ChatAnswer,
+  declaredTools: ReadonlySet<string>,
+  newCallId: () => string,
+): HubResponse {
+  if (answer.choiceCount === 0) throw new SidecarError("upstream_invalid", "upstream returned no choices");
+  if (answer.finishReason === undefined || !answer.sawDone) {
+    throw new SidecarError(
+      "upstream_invalid",
+      `upstream stream ended before completion (${answer.finishReason === undefined ? "no finish_reason" : "no [DONE]"}); ${answer.toolCalls.length} partial tool call(s) discarded`,
+    );
+  }
+  const toolCalls: HubToolCall[] = [...answer.toolCalls]
+    .sort((a, b) => a.index - b.index)
+    .map((call) => {
+      if (!declaredTools.has(call.name)) {
+        throw new SidecarError("upstream_invalid", `upstream called tool "${call.name}", which this request did not declare`);
+      }
+      const args = call.arguments.trim() === "" ? "{}" : call.arguments;
+      let parsed: unknown;
+      try {
+        parsed = JSON.parse(args);
+      } catch {
+        throw new SidecarError(
+          "upstream_invalid",
+          `upstream tool call ${call.id ?? `#${call.index}`} (${call.name}) has arguments that are not valid JSON: ${args.slice(0, 200)}`,
+        );
+      }
+      if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
+        throw new SidecarError("upstream_invalid", `upstream tool call ${call.name} arguments are not a JSON object`);
+      }
+      return { id: call.id || newCallId(), name: call.name, arguments: args };
+    });
+  const mapped = finishReasons[answer.finishReason] ?? "stop";
+  return {
+    id: answer.id || newCallId(),
+    model: answer.model,
+    text: answer.text === "" ? null : answer.text,
+    toolCalls,
+    finishReason: toolCalls.length > 0 ? "tool_calls" : mapped,
+    usage: {
+      inputTokens: answer.usage?.prompt_tokens ?? 0,
+      outputTokens: answer.usage?.completion_tokens ?? 0,
+    },
+  };
+}

@@ -1,0 +1,139 @@
+/**
+ * Hub request → Qwen Chat Completions request (pure).
+ * Qwen, like other OpenAI-style servers, accepts images only in `user` messages:
+ * a batch's tool-result images go into one user message right after that batch's
+ * tool messages, each labelled with the call it belongs to.
+ */
+import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import { SidecarError } from "../lib/errors.ts";
+import type { ChatContentPart, ChatMessage, ChatRequest } from "./chat-schema.ts";
+
+export type ChatTarget = {
+  /** The upstream model (from the episode, not from the client). */
+  model: string;
+  imageInput: boolean;
+  parallelToolCalls: boolean;
+};
+
+function dataUrl(part: { mediaType: string; data: string }): string {
+  return `data:${part.mediaType};base64,${part.data}`;
+}
+
+function toChatParts(parts: HubPart[]): ChatContentPart[] {
+  return parts.map((part) =>
+    part.type === "text" ? { type: "text", text: part.text } : { type: "image_url", image_url: { url: dataUrl(part) } },
+  );
+}
+
+function textOf(parts: HubPart[]): string {
+  return parts
+    .filter((p) => p.type === "text")
+    .map((p) => p.text)
+    .join("\n");
+}
+
+function assertImagesAllowed(messages: HubMessage[], target: ChatTarget): void {
+  if (target.imageInput) return;
+  messages.forEach((message, i) => {
+    if (message.role !== "user" && message.role !== "tool") return;
+    const j = message.content.findIndex((p) => p.type === "image");
+    if (j >= 0) {
+      throw new SidecarError(
+        "invalid_request",
+        `messages[${i}].content[${j}]: model ${target.model} does not take image input (upstream.image_input is false); the image was not dropped`,
+        { param: `messages[${i}].content[${j}]` },
+      );
+    }
+  });
+}
+
+export function toChatMessages(messages: HubMessage[]): ChatMessage[] {
+  const out: ChatMessage[] = [];
+  let pendingImages: ChatContentPart[] = [];
+  const flushImages = () => {
+    if (pendingImages.length > 0) out.push({ role: "user", content: pendingImages });
+    pendingImages = [];
+  };
+  for (const message of messages) {
+    if (message.role !== "tool") flushImages();
+    switch (message.role) {
+      case "system":
+        out.push({ role: "system", content: textOf(message.content) });
+        break;
+      case "user":
+        out.push({
+          role: "user",
+          content: message.content.every((p) => p.type === "text") ? textOf(message.content) : toChatParts(message.content),
+        });
+        break;
+      case "assistant":
+        out.push({
+          role: "assistant",
+          content: message.text,
+          ...(message.toolCalls.length > 0
+            ? {
+                tool_calls: message.toolCalls.map((call) => ({
+                  id: call.id,
+                  type: "function" as const,
+                  function: { name: call.name, arguments: call.arguments },
+                })),
+              }
+            : {}),
+        });
+        break;
+      case "tool": {
+        const images = message.content.filter((p) => p.type === "image");
+        let content = textOf(message.content);
+        if (images.length > 0) {
+          const note = `[${images.length} image(s) from this result follow in the next user message]`;
+          content = content === "" ? note : `${content}\n${note}`;
+          pendingImages.push({
+            type: "text",
+            text: `Image(s) returned by tool call ${message.toolCallId} (${message.name}):`,
+          });
+          pendingImages.push(...toChatParts(images));
+        }
+        out.push({ role: "tool", tool_call_id: message.toolCallId, content });
+        break;
+      }
+      default: {
+        const never: never = message;
+        throw new Error(`unknown hub message ${JSON.stringify(never)}`);
+      }
+    }
+  }
+  flushImages();
+  return out;
+}
+
+export function buildChatRequest(request: HubRequest, target: ChatTarget): ChatRequest {
+  assertImagesAllowed(request.messages, target);
+  const chat: ChatRequest = {
+    model: target.model,
+    messages: toChatMessages(request.messages),
+    enable_thinking: false,
+    stream: true,
+    stream_options: { include_usage: true },
+  };
+  if (request.tools.length > 0) {
+    chat.tools = request.tools.map((tool) => ({
+      type: "function",
+      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+    }));
+    chat.parallel_tool_calls = request.parallelToolCalls ?? target.parallelToolCalls;
+  }
+  const choice = request.toolChoice;
+  if (choice !== undefined) {
+    chat.tool_choice = typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
+  }
+  if (request.maxOutputTokens !== undefined) chat.max_tokens = request.maxOutputTokens;
+  if (request.temperature !== undefined) chat.temperature = request.temperature;
+  if (request.topP !== undefined) chat.top_p = request.topP;
+  if (request.topK !== undefined) chat.top_k = request.topK;
+  if (request.stop !== undefined && request.stop.length > 0) chat.stop = request.stop;
+  if (request.responseFormat?.type === "json_object") chat.response_format = { type: "json_object" };
+  if (request.responseFormat?.type === "json_schema") {
+    chat.response_format = { type: "json_schema", json_schema: { name: "response", schema: request.responseFormat.schema } };
+  }
+  return chat;
+}

@@ -1,0 +1,85 @@
+/**
+ * Qwen Chat Completions (OpenAI-compatible mode) wire format.
+ * Spec: https://help.aliyun.com/zh/model-studio/qwen-api-reference (OpenAI-compatible
+ * /chat/completions). What we write is typed plainly; what we read is parsed with
+ * lenient zod schemas listing only the fields we use.
+ */
+import { z } from "zod";
+
+export type ChatContentPart =
+  | { type: "text"; text: string }
+  | { type: "image_url"; image_url: { url: string } };
+
+export type ChatToolCall = {
+  id: string;
+  type: "function";
+  function: { name: string; arguments: string };
+};
+
+export type ChatMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: string | ChatContentPart[] }
+  | { role: "assistant"; content: string | null; tool_calls?: ChatToolCall[] }
+  | { role: "tool"; tool_call_id: string; content: string };
+
+export type ChatTool = {
+  type: "function";
+  function: { name: string; description: string; parameters: Record<string, unknown> };
+};
+
+export type ChatRequest = {
+  model: string;
+  messages: ChatMessage[];
+  tools?: ChatTool[];
+  tool_choice?: "auto" | "none" | "required" | { type: "function"; function: { name: string } };
+  parallel_tool_calls?: boolean;
+  max_tokens?: number;
+  temperature?: number;
+  top_p?: number;
+  top_k?: number;
+  stop?: string[];
+  response_format?: { type: "json_object" } | { type: "json_schema"; json_schema: { name: string; schema: unknown } };
+  /** Qwen: non-thinking mode, always sent explicitly. */
+  enable_thinking: false;
+  stream: true;
+  stream_options: { include_usage: true };
+};
+
+const toolCallDeltaSchema = z.object({
+  index: z.number().int().nonnegative(),
+  id: z.string().nullish(),
+  type: z.string().nullish(),
+  function: z
+    .object({ name: z.string().nullish(), arguments: z.string().nullish() })
+    .nullish(),
+});
+
+export const chatUsageSchema = z.object({
+  prompt_tokens: z.number().int().nonnegative(),
+  completion_tokens: z.number().int().nonnegative(),
+});
+
+export const chatChunkSchema = z.object({
+  id: z.string().nullish(),
+  model: z.string().nullish(),
+  choices: z.array(
+    z.object({
+      index: z.number().int().nonnegative().default(0),
+      delta: z
+        .object({
+          content: z.string().nullish(),
+          reasoning_content: z.string().nullish(),
+          tool_calls: z.array(toolCallDeltaSchema).nullish(),
+        })
+        .nullish(),
+      finish_reason: z.string().nullish(),
+    }),
+  ),
+  usage: chatUsageSchema.nullish(),
+});
+export type ChatChunk = z.infer<typeof chatChunkSchema>;
+
+/** OpenAI-style error body (Qwen's compatible mode uses it). */
+export const chatErrorBodySchema = z.object({
+  error: z.object({ message: z.string().optional(), code: z.string().nullish(), type: z.string().nullish() }),
+});

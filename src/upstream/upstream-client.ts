@@ -1,0 +1,170 @@
+/**
+ * The Qwen Chat Completions client: one buffered exchange with retries.
+ * Each attempt streams the whole answer into memory and validates it; nothing is
+ * handed on until the exchange is complete. Retries (count, backoff, statuses)
+ * come from config; every wait and every attempt is cancellable, and aborting
+ * the signal closes the socket (fetch aborts the body read too).
+ */
+import type { RetryPolicy } from "../config/schema.ts";
+import type { HubResponse } from "../hub/schema.ts";
+import { SidecarError } from "../lib/errors.ts";
+import { readSse } from "../sse/read-sse.ts";
+import { emptyChatAnswer, foldChatChunk, validateChatAnswer } from "./accumulate-chat-stream.ts";
+import type { ChatRequest } from "./chat-schema.ts";
+
+export type UpstreamAttempt = {
+  attempt: number;
+  started_at: string;
+  ms: number;
+  status?: number;
+  error?: string;
+  retry_in_ms?: number;
+};
+
+export type UpstreamExchange = {
+  response: HubResponse;
+  /** The raw body of the successful attempt (SSE text), for the records. */
+  rawResponse: string;
+  attempts: UpstreamAttempt[];
+};
+
+export type UpstreamClientOptions = {
+  /** Chat API root, e.g. https://…/compatible-mode/v1 */
+  baseUrl: string;
+  apiKey: string | undefined;
+  retry: RetryPolicy;
+  timeoutMs: number;
+  fetch?: typeof fetch;
+  clock?: () => number;
+  newId: () => string;
+};
+
+/** Thrown by `complete` so callers can record every attempt of a failed exchange. */
+export class UpstreamFailure extends SidecarError {
+  readonly attempts: UpstreamAttempt[];
+  readonly rawResponse: string | undefined;
+  constructor(cause: SidecarError, attempts: UpstreamAttempt[], rawResponse?: string) {
+    super(cause.kind, cause.message, { cause });
+    this.attempts = attempts;
+    this.rawResponse = rawResponse;
+  }
+}
+
+class RetryableAttemptError extends Error {}
+
+function sleep(ms: number, signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    if (signal.aborted) return reject(signal.reason);
+    const timer = setTimeout(() => {
+      signal.removeEventListener("abort", onAbort);
+      resolve();
+    }, ms);
+    const onAbort = () => {
+      clearTimeout(timer);
+      reject(signal.reason);
+    };
+    signal.addEventListener("abort", onAbort, { once: true });
+  });
+}
+
+function backoff(policy: RetryPolicy, attempt: number, retryAfter: string | null): number {
+  const seconds = retryAfter === null ? Number.NaN : Number(retryAfter);
+  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, policy.max_backoff_ms);
+  return Math.min(policy.initial_backoff_ms * 2 ** (attempt - 1), policy.max_backoff_ms);
+}
+
+function errorMessageOf(body: string): string {
+  try {
+    const json = JSON.parse(body) as { error?: { message?: string }; message?: string };
+    return json.error?.message ?? json.message ?? body.slice(0, 300);
+  } catch {
+    return body.slice(0, 300);
+  }
+}
+
+export function createUpstreamClient(options: UpstreamClientOptions) {
+  const doFetch = options.fetch ?? fetch;
+  const clock = options.clock ?? Date.now;
+  const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
+
+  async function attemptOnce(body: string, declared: ReadonlySet<string>, signal: AbortSignal) {
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
+    if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
+    const timeout = AbortSignal.timeout(options.timeoutMs);
+    const attemptSignal = AbortSignal.any([signal, timeout]);
+    let res: Response;
+    let raw = "";
+    try {
+      res = await doFetch(url, { method: "POST", headers, body, signal: attemptSignal });
+      if (!res.ok) {
+        const text = await res.text();
+        return { status: res.status, raw: text, retryAfter: res.headers.get("retry-after") };
+      }
+      if (!res.body) throw new SidecarError("upstream_invalid", "upstream answered with no body");
+      const answer = emptyChatAnswer();
+      for await (const event of readSse(res.body)) {
+        raw += `data: ${event.data}\n\n`;
+        foldChatChunk(answer, event.data);
+      }
+      return { status: res.status, raw, response: validateChatAnswer(answer, declared, options.newId) };
+    } catch (error) {
+      if (signal.aborted) throw signal.reason ?? error;
+      if (error instanceof SidecarError) throw new UpstreamFailure(error, [], raw);
+      const reason = timeout.aborted
+        ? `timed out after ${options.timeoutMs} ms`
+        : `connection failed: ${(error as Error).message ?? String(error)}`;
+      throw new RetryableAttemptError(reason);
+    }
+  }
+
+  /** Runs the exchange; throws UpstreamFailure (kind upstream_*) or the abort reason. */
+  async function complete(chat: ChatRequest, signal: AbortSignal): Promise<UpstreamExchange> {
+    const body = JSON.stringify(chat);
+    const declared = new Set((chat.tools ?? []).map((t) => t.function.name));
+    const attempts: UpstreamAttempt[] = [];
+    const policy = options.retry;
+    for (let n = 1; ; n++) {
+      const started = clock();
+      const record: UpstreamAttempt = { attempt: n, started_at: new Date(started).toISOString(), ms: 0 };
+      attempts.push(record);
+      let failure: SidecarError;
+      let retryable = false;
+      let retryAfter: string | null = null;
+      try {
+        const result = await attemptOnce(body, declared, signal);
+        record.ms = clock() - started;
+        record.status = result.status;
+        if (result.response) return { response: result.response, rawResponse: result.raw, attempts };
+        const message = errorMessageOf(result.raw);
+        record.error = message;
+        retryable = policy.retry_statuses.includes(result.status);
+        retryAfter = result.retryAfter;
+        failure =
+          retryable || result.status >= 500
+            ? new SidecarError("upstream_transient", `upstream answered HTTP ${result.status}: ${message}`)
+            : new SidecarError("upstream_rejected", `upstream rejected the request (HTTP ${result.status}): ${message}`);
+      } catch (error) {
+        record.ms = clock() - started;
+        if (error instanceof UpstreamFailure) {
+          record.error = error.message;
+          throw new UpstreamFailure(error, attempts, error.rawResponse);
+        }
+        if (!(error instanceof RetryableAttemptError)) throw error; // aborted
+        record.error = error.message;
+        retryable = policy.retry_network_errors;
+        failure = new SidecarError("upstream_transient", `upstream ${error.message}`);
+      }
+      if (!retryable || n >= policy.max_attempts) {
+        const suffix = n > 1 ? ` (after ${n} attempts)` : "";
+        throw new UpstreamFailure(new SidecarError(failure.kind, `${failure.message}${suffix}`), attempts);
+      }
+      const wait = backoff(policy, n, retryAfter);
+      record.retry_in_ms = wait;
+      await sleep(wait, signal);
+    }
+  }
+
+  return { complete };
+}
+
+export type UpstreamClient = ReturnType<typeof createUpstreamClient>;
