@@ -7,13 +7,14 @@ import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
 import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
 import { createScriptedUpstream } from "../../fixtures/scripted-upstream/create-scripted-upstream.ts";
+import { createPixelReader } from "../../fixtures/scripted-upstream/pixel-reader.ts";
 import { createApp } from "../app.ts";
 import type { Secrets } from "../config/load-config.ts";
 import { parseListen } from "../config/load-config.ts";
 import type { Config } from "../config/schema.ts";
 import { createEpisodeStore, episodeUrls } from "../episodes/episode-store.ts";
 import { createRandomIds, type Ids } from "../episodes/ids.ts";
-import { type Codecs, loadCodecs } from "../images/codecs.ts";
+import { loadCodecs } from "../images/codecs.ts";
 import { warmUpCodecs } from "../images/warm-up.ts";
 import type { IngressDeps } from "../ingress/ingress-deps.ts";
 import { createLogger } from "../lib/logger.ts";
@@ -30,18 +31,6 @@ export type StartOptions = {
   ids?: Ids;
   clock?: () => number;
 };
-
-/** Reads the centre pixel of a data URL; the scripted upstream uses it to name the colour it "sees". */
-export function createPixelReader(codecs: Codecs) {
-  return async (dataUrl: string): Promise<[number, number, number]> => {
-    const match = /^data:([^;]+);base64,(.*)$/s.exec(dataUrl);
-    if (!match) return [0, 0, 0];
-    const bytes = Buffer.from(match[2] ?? "", "base64");
-    const image = match[1] === "image/webp" ? codecs.decodeWebp(bytes) : codecs.decodePng(bytes);
-    const at = (Math.floor(image.height / 2) * image.width + Math.floor(image.width / 2)) * 4;
-    return [image.data[at] ?? 0, image.data[at + 1] ?? 0, image.data[at + 2] ?? 0];
-  };
-}
 
 export async function startSidecar(options: StartOptions) {
   const { config, out } = options;

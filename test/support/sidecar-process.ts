@@ -1,0 +1,96 @@
+/**
+ * Starts the compiled binary (dist/ura-sidecar) for end-to-end tests: on a free
+ * loopback port, a temporary data directory, and a given upstream. Reads the
+ * URL from its banner; stops it with SIGTERM and reports the exit code.
+ */
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const binaryPath = resolve(import.meta.dir, "../../dist/ura-sidecar");
+export const controlPassword = "test-control-password-0123456789";
+
+export type SidecarProcess = {
+  url: string;
+  dataDir: string;
+  proc: ReturnType<typeof Bun.spawn>;
+  output: () => string;
+  control: (path: string, init?: RequestInit) => Promise<Response>;
+  createEpisode: (options?: Record<string, unknown>) => Promise<LaunchInfo>;
+  episode: (id: string) => Promise<EpisodeStatus>;
+  stop: (signal?: NodeJS.Signals) => Promise<number>;
+};
+
+export type LaunchInfo = {
+  id: string;
+  urls: { responses: string; gemini: string; anthropic: string; mcp: string };
+  ingress_key: string;
+  mcp_token: string;
+  records_dir: string;
+};
+export type EpisodeStatus = LaunchInfo & { state: string; failure: unknown; result: unknown; counters: Record<string, number>; mcp: Record<string, unknown> };
+
+export async function startSidecarProcess(options: {
+  upstreamUrl?: string;
+  dataDir?: string;
+  args?: string[];
+  env?: Record<string, string>;
+} = {}): Promise<SidecarProcess> {
+  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "ura-e2e-"));
+  const env: Record<string, string> = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    HOME: process.env.HOME ?? "/tmp",
+    URA_CONTROL_PASSWORD: controlPassword,
+    ...(options.upstreamUrl ? { URA_UPSTREAM_URL: options.upstreamUrl, URA_UPSTREAM_API_KEY: "sk-test-upstream-secret-key" } : {}),
+    ...options.env,
+  };
+  const proc = Bun.spawn([binaryPath, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...(options.args ?? [])], {
+    env,
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  let output = "";
+  const pump = async (stream: ReadableStream<Uint8Array>) => {
+    const decoder = new TextDecoder();
+    for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
+  };
+  void pump(proc.stdout as ReadableStream<Uint8Array>);
+  void pump(proc.stderr as ReadableStream<Uint8Array>);
+  const deadline = Date.now() + 15_000;
+  let url: string | undefined;
+  while (!url) {
+    url = /listening on (http:\/\/\S+)/.exec(output)?.[1];
+    if (url) break;
+    if (proc.exitCode !== null || Date.now() > deadline) {
+      proc.kill();
+      throw new Error(`sidecar did not start (exit ${proc.exitCode}):\n${output}`);
+    }
+    await Bun.sleep(20);
+  }
+  const base = url;
+  const control = (path: string, init: RequestInit = {}) =>
+    fetch(`${base}/control${path}`, {
+      ...init,
+      headers: { authorization: `Bearer ${controlPassword}`, "content-type": "application/json", ...(init.headers ?? {}) },
+    });
+  return {
+    url: base,
+    dataDir,
+    proc,
+    output: () => output,
+    control,
+    async createEpisode(episodeOptions = {}) {
+      const res = await control("/episodes", { method: "POST", body: JSON.stringify(episodeOptions) });
+      if (res.status !== 201) throw new Error(`create episode: HTTP ${res.status} ${await res.text()}`);
+      return (await res.json()) as LaunchInfo;
+    },
+    async episode(id: string) {
+      const res = await control(`/episodes/${id}`);
+      return (await res.json()) as EpisodeStatus;
+    },
+    async stop(signal: NodeJS.Signals = "SIGTERM") {
+      if (proc.exitCode === null) proc.kill(signal);
+      return await proc.exited;
+    },
+  };
+}
