@@ -30,7 +30,9 @@ describe("readCallbackIdentity", () => {
   });
 
   test("a non-string id is refused", () => {
-    expect(() => readCallbackIdentity({ args: { _callID: 7 } })).toThrow("arguments._callID must be a non-empty string");
+    expect(() => readCallbackIdentity({ args: { _callID: 7 } })).toThrow(
+      "arguments._callID must be a non-empty string",
+    );
     expect(() => readCallbackIdentity({ meta: { callId: "" } })).toThrow("_meta.callId");
   });
 });

@@ -22,12 +22,17 @@ export function readCallbackIdentity(request: { meta?: unknown; args?: unknown }
   ].filter((item) => item.value !== undefined);
   for (const item of offered) {
     if (typeof item.value !== "string" || item.value === "") {
-      throw new SidecarError("invalid_request", `${item.where} must be a non-empty string`, { param: item.where });
+      throw new SidecarError("invalid_request", `${item.where} must be a non-empty string`, {
+        param: item.where,
+      });
     }
   }
   const values = new Set(offered.map((item) => item.value as string));
   if (values.size > 1) {
-    throw new SidecarError("invalid_request", `the callback names different call ids: ${[...values].join(", ")}`);
+    throw new SidecarError(
+      "invalid_request",
+      `the callback names different call ids: ${[...values].join(", ")}`,
+    );
   }
   const [value] = values;
   return value === undefined ? undefined : { kind: "call_id", value };

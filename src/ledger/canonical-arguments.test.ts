@@ -11,7 +11,9 @@ describe("canonicalArguments", () => {
   });
 
   test("drops _callID and wait_for_previous at the top level only", () => {
-    expect(canonicalArguments({ nonce: "n1", _callID: "call_1", wait_for_previous: true })).toBe('{"nonce":"n1"}');
+    expect(canonicalArguments({ nonce: "n1", _callID: "call_1", wait_for_previous: true })).toBe(
+      '{"nonce":"n1"}',
+    );
     expect(canonicalArguments({ inner: { _callID: "x", wait_for_previous: false } })).toBe(
       '{"inner":{"_callID":"x","wait_for_previous":false}}',
     );

@@ -80,4 +80,8 @@ export type LedgerEvent = z.infer<typeof ledgerEventSchema>;
 export type LedgerEventType = LedgerEvent["type"];
 
 /** An event as the pure state machine produces it; the adapter stamps `at`. */
-export type LedgerEventBody = LedgerEvent extends infer E ? (E extends LedgerEvent ? Omit<E, "at"> : never) : never;
+export type LedgerEventBody = LedgerEvent extends infer E
+  ? E extends LedgerEvent
+    ? Omit<E, "at">
+    : never
+  : never;

@@ -35,18 +35,23 @@ function run() {
     register: (batch: LedgerBatchInput) => step(registerBatch(state, batch)),
     deliver: (batchId: string) => step(markDelivered(state, batchId)),
     revoke: (batchId: string) => step(revokeBatch(state, batchId)),
-    match: (callback: LedgerCallback) => step(matchCallback(state, callback)).outcome,
-    matchOutcome: (callback: LedgerCallback) => {
+    match: (callback: LedgerCallback) => {
       const result = matchCallback(state, callback);
       step(result);
       return result.outcome;
     },
-    execute: (callId: string, s: Parameters<typeof recordExecution>[2]) => step(recordExecution(state, callId, s)),
+    execute: (callId: string, s: Parameters<typeof recordExecution>[2]) =>
+      step(recordExecution(state, callId, s)),
     close: (reason: string) => step(closeAdmission(state, reason)),
   };
 }
 
-const record = (id: string, nonce = "n1") => ({ id, modelName: "mcp__ura__record", tool: "record", args: { nonce } });
+const record = (id: string, nonce = "n1") => ({
+  id,
+  modelName: "mcp__ura__record",
+  tool: "record",
+  args: { nonce },
+});
 const observe = (id: string) => ({ id, modelName: "mcp__ura__observe", tool: "observe", args: {} });
 const byArgs = (tool: string, args: unknown): LedgerCallback => ({ tool, args });
 const byId = (tool: string, args: unknown, value: string): LedgerCallback => ({
@@ -67,14 +72,21 @@ describe("registerBatch", () => {
     expect(events).toEqual([
       { type: "registered", batchId: "b1", exchangeId: "x1", calls: [observe("c1"), record("c2")] },
     ]);
-    expect(l.state.calls.get("c2")).toMatchObject({ status: "pending", index: 1, canonicalArgs: '{"nonce":"n1"}' });
+    expect(l.state.calls.get("c2")).toMatchObject({
+      status: "pending",
+      index: 1,
+      canonicalArgs: '{"nonce":"n1"}',
+    });
   });
 
   test("a duplicate id within the batch or the episode registers nothing", () => {
     const l = run();
     l.register({ batchId: "b1", exchangeId: "x1", calls: [observe("c1")] });
     const before = l.state;
-    for (const calls of [[record("c2"), record("c2")], [record("c3"), observe("c1")]]) {
+    for (const calls of [
+      [record("c2"), record("c2")],
+      [record("c3"), observe("c1")],
+    ]) {
       let thrown: unknown;
       try {
         registerBatch(before, { batchId: "b2", exchangeId: "x2", calls });
@@ -152,7 +164,8 @@ describe("matching", () => {
     expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({
       kind: "refused",
       code: "already_claimed",
-      reason: "no delivered call matches tool record with these arguments (2 matching call(s) already claimed, 0 revoked or skipped)",
+      reason:
+        "no delivered call matches tool record with these arguments (2 matching call(s) already claimed, 0 revoked or skipped)",
     });
     expect(summarizeLedger(l.state)).toMatchObject({ claimed: ["c1", "c2"], refusedCallbacks: 1 });
   });
@@ -204,7 +217,10 @@ describe("matching", () => {
       reason: `call "c1"'s arguments differ from the delivered ones`,
     });
     expect(l.match(byId("observe", {}, "c1"))).toMatchObject({ kind: "refused", code: "tool_differs" });
-    expect(l.match(byId("record", { nonce: "n1" }, "o1"))).toMatchObject({ kind: "refused", code: "tool_differs" });
+    expect(l.match(byId("record", { nonce: "n1" }, "o1"))).toMatchObject({
+      kind: "refused",
+      code: "tool_differs",
+    });
     expect(summarizeLedger(l.state).counts.delivered).toBe(2);
   });
 
@@ -212,8 +228,15 @@ describe("matching", () => {
     const l = run();
     l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
     l.deliver("b1");
-    expect(l.match(byArgs("record", { nonce: "forged" }))).toMatchObject({ kind: "refused", code: "no_match" });
-    expect(l.journal.at(-1)).toMatchObject({ type: "refused", tool: "record", arguments: '{"nonce":"forged"}' });
+    expect(l.match(byArgs("record", { nonce: "forged" }))).toMatchObject({
+      kind: "refused",
+      code: "no_match",
+    });
+    expect(l.journal.at(-1)).toMatchObject({
+      type: "refused",
+      tool: "record",
+      arguments: '{"nonce":"forged"}',
+    });
   });
 
   test("after admission closes every callback is refused", () => {
@@ -271,7 +294,8 @@ describe("batch order and execution", () => {
       code: "skipped",
     });
     expect(matchCallback(state, byArgs("record", { nonce: "n1" })).outcome).toMatchObject({
-      reason: "no delivered call matches tool record with these arguments (1 matching call(s) already claimed, 2 revoked or skipped)",
+      reason:
+        "no delivered call matches tool record with these arguments (1 matching call(s) already claimed, 2 revoked or skipped)",
     });
   });
 
@@ -305,9 +329,14 @@ describe("replayJournal", () => {
       uncertain: ["c1"],
     });
     for (const callback of [byArgs("record", { nonce: "n1" }), byId("record", { nonce: "n1" }, "c2")]) {
-      expect(matchCallback(replayed, callback).outcome).toMatchObject({ kind: "refused", code: "admission_closed" });
+      expect(matchCallback(replayed, callback).outcome).toMatchObject({
+        kind: "refused",
+        code: "admission_closed",
+      });
     }
-    expect(() => registerBatch(replayed, { batchId: "b9", exchangeId: "x9", calls: [] })).toThrow("restarted");
+    expect(() => registerBatch(replayed, { batchId: "b9", exchangeId: "x9", calls: [] })).toThrow(
+      "restarted",
+    );
   });
 
   test("every prefix of a journal replays", () => {

@@ -44,7 +44,13 @@ export const callStatuses: readonly CallStatus[] = [
 /** Claimed and not yet finished: work the executor may be doing. */
 const runningStatuses: readonly CallStatus[] = ["claimed", "submitted", "acknowledged"];
 /** A predecessor in these states no longer holds back the next call of its batch. */
-const releasingStatuses: readonly CallStatus[] = ["acknowledged", "completed", "failed", "skipped", "revoked"];
+const releasingStatuses: readonly CallStatus[] = [
+  "acknowledged",
+  "completed",
+  "failed",
+  "skipped",
+  "revoked",
+];
 
 export interface LedgerCall {
   readonly id: string;
@@ -208,7 +214,10 @@ export function revokeBatch(state: LedgerState, batchId: string, reason = "deliv
  * same tool and canonical arguments in delivery order. An admitted call is
  * claimed; a refusal is recorded; `wait` changes nothing.
  */
-export function matchCallback(state: LedgerState, callback: LedgerCallback): Transition & { outcome: MatchOutcome } {
+export function matchCallback(
+  state: LedgerState,
+  callback: LedgerCallback,
+): Transition & { outcome: MatchOutcome } {
   const outcome = decideMatch(state, callback);
   switch (outcome.kind) {
     case "admitted": {
@@ -264,7 +273,8 @@ function decideMatch(state: LedgerState, callback: LedgerCallback): MatchOutcome
     if (call.tool !== callback.tool || call.canonicalArgs !== args) continue;
     if (call.status === "delivered") return { kind: "admitted", call };
     if (call.status === "pending") pendingBatch ??= call.batchId;
-    else if (runningStatuses.includes(call.status) || call.status === "completed" || call.status === "failed") claimed++;
+    else if (runningStatuses.includes(call.status) || call.status === "completed" || call.status === "failed")
+      claimed++;
     else unavailable++;
   }
   if (pendingBatch !== undefined) return { kind: "wait", batchId: pendingBatch };
@@ -286,10 +296,18 @@ function decideById(state: LedgerState, tool: string, args: string, callId: stri
     return { kind: "refused", code: "no_match", reason: `no delivered call matches call id ${name}` };
   }
   if (call.tool !== tool) {
-    return { kind: "refused", code: "tool_differs", reason: `call ${name} is a call of ${call.tool}, not ${tool}` };
+    return {
+      kind: "refused",
+      code: "tool_differs",
+      reason: `call ${name} is a call of ${call.tool}, not ${tool}`,
+    };
   }
   if (call.canonicalArgs !== args) {
-    return { kind: "refused", code: "arguments_differ", reason: `call ${name}'s arguments differ from the delivered ones` };
+    return {
+      kind: "refused",
+      code: "arguments_differ",
+      reason: `call ${name}'s arguments differ from the delivered ones`,
+    };
   }
   switch (call.status) {
     case "delivered":
@@ -299,7 +317,11 @@ function decideById(state: LedgerState, tool: string, args: string, callId: stri
     case "revoked":
       return { kind: "refused", code: "revoked", reason: `call ${name} was revoked (delivery failed)` };
     case "skipped":
-      return { kind: "refused", code: "skipped", reason: `call ${name} was skipped: ${call.reason ?? "a later call ran"}` };
+      return {
+        kind: "refused",
+        code: "skipped",
+        reason: `call ${name} was skipped: ${call.reason ?? "a later call ran"}`,
+      };
     case "claimed":
     case "submitted":
     case "acknowledged":
@@ -327,7 +349,9 @@ export function checkBatchOrder(state: LedgerState, callId: string): BatchOrderG
     if (earlier.status === "pending" || earlier.status === "delivered") unclaimed.push(earlierId);
     else running.push(earlierId);
   }
-  return unclaimed.length === 0 && running.length === 0 ? { kind: "ready" } : { kind: "blocked", unclaimed, running };
+  return unclaimed.length === 0 && running.length === 0
+    ? { kind: "ready" }
+    : { kind: "blocked", unclaimed, running };
 }
 
 /**
@@ -354,10 +378,16 @@ export function recordExecution(state: LedgerState, callId: string, step: Execut
     failed: ["claimed", "submitted", "acknowledged"],
   };
   if (!allowed[step.type].includes(call.status)) {
-    throw new SidecarError("internal", `cannot record ${step.type} for call ${callId} in state ${call.status}`);
+    throw new SidecarError(
+      "internal",
+      `cannot record ${step.type} for call ${callId} in state ${call.status}`,
+    );
   }
   if (step.type === "submitted" && checkBatchOrder(state, callId).kind !== "ready") {
-    throw new SidecarError("internal", `call ${callId} cannot be submitted before the earlier calls of its batch`);
+    throw new SidecarError(
+      "internal",
+      `call ${callId} cannot be submitted before the earlier calls of its batch`,
+    );
   }
   return transition(state, [{ ...step, callId }]);
 }
@@ -373,8 +403,13 @@ export function interruptLedger(state: LedgerState): Transition {
   return transition(state, [{ type: "interrupted", uncertain: unfinishedCalls(state) }]);
 }
 
-/** Rebuild the state from a journal (or any prefix of it) after a restart. */
+/** Rebuild the state from a journal (or any prefix of it) after a restart: interrupted, closed for good. */
 export function replayJournal(events: readonly LedgerEventBody[]): LedgerState {
+  return interruptLedger(foldJournal(events)).state;
+}
+
+/** The state a journal describes, exactly as it was live. Throws on an event that does not fit. */
+export function foldJournal(events: readonly LedgerEventBody[]): LedgerState {
   let state = createLedgerState();
   for (const [index, event] of events.entries()) {
     try {
@@ -385,7 +420,7 @@ export function replayJournal(events: readonly LedgerEventBody[]): LedgerState {
       });
     }
   }
-  return interruptLedger(state).state;
+  return state;
 }
 
 export function summarizeLedger(state: LedgerState): LedgerSummary {
@@ -460,21 +495,29 @@ export function applyLedgerEvent(state: LedgerState, event: LedgerEventBody): Le
     case "claimed": {
       const claims = state.claims + 1;
       const call = requireCall(state, event.callId);
-      return updateCalls({ ...state, claims }, [{ ...call, status: "claimed", claimOrder: claims, claimedBy: event.by }]);
+      return updateCalls({ ...state, claims }, [
+        { ...call, status: "claimed", claimOrder: claims, claimedBy: event.by },
+      ]);
     }
     case "refused":
       return { ...state, refusedCallbacks: state.refusedCallbacks + 1 };
     case "skipped":
     case "failed":
-      return updateCalls(state, [{ ...requireCall(state, event.callId), status: event.type, reason: event.reason }]);
+      return updateCalls(state, [
+        { ...requireCall(state, event.callId), status: event.type, reason: event.reason },
+      ]);
     case "submitted":
       return updateCalls(state, [{ ...requireCall(state, event.callId), status: "submitted" }]);
     case "acknowledged":
-      return updateCalls(state, [{ ...requireCall(state, event.callId), status: "acknowledged", jobId: event.jobId }]);
+      return updateCalls(state, [
+        { ...requireCall(state, event.callId), status: "acknowledged", jobId: event.jobId },
+      ]);
     case "receipt":
       return updateCalls(state, [{ ...requireCall(state, event.callId), status: "completed" }]);
     case "admission_closed":
-      return state.admission === "closed" ? state : { ...state, admission: "closed", closedReason: event.reason };
+      return state.admission === "closed"
+        ? state
+        : { ...state, admission: "closed", closedReason: event.reason };
     case "interrupted":
       return {
         ...state,

@@ -1,0 +1,261 @@
+import { describe, expect, test } from "bun:test";
+import { SidecarError } from "../lib/errors.ts";
+import { createEpisodeLedger, type EpisodeLedgerOptions, restoreEpisodeLedger } from "./episode-ledger.ts";
+import { type LedgerEvent, ledgerEventSchema } from "./events.ts";
+import type { LedgerCallback } from "./ledger-state.ts";
+
+function setup(overrides: Partial<EpisodeLedgerOptions> = {}) {
+  const journal: LedgerEvent[] = [];
+  let now = 1_000;
+  const ledger = createEpisodeLedger({
+    journal: { append: (event) => journal.push(ledgerEventSchema.parse(JSON.parse(JSON.stringify(event)))) },
+    clock: () => now++,
+    deliveryWaitMs: 200,
+    previousAckWaitMs: 200,
+    ...overrides,
+  });
+  return { ledger, journal };
+}
+
+const record = (id: string, nonce = "n1") => ({
+  id,
+  modelName: "mcp__ura__record",
+  tool: "record",
+  args: { nonce },
+});
+const recordCallback = (nonce = "n1", callId?: string): LedgerCallback => ({
+  tool: "record",
+  args: { nonce },
+  ...(callId === undefined ? {} : { identity: { kind: "call_id" as const, value: callId } }),
+});
+const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function rejection(promise: Promise<unknown>): Promise<SidecarError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof SidecarError) return error;
+    throw error;
+  }
+  throw new Error("expected a rejection");
+}
+
+describe("createEpisodeLedger", () => {
+  test("journals every transition with the injected clock, before admit resolves", async () => {
+    const { ledger, journal } = setup();
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    ledger.delivered("b1");
+    const admission = await ledger.admit(recordCallback());
+    expect(journal.at(-1)).toEqual({ type: "claimed", at: 1_002, callId: "c1", by: "name_args" });
+    admission.submitted();
+    admission.acknowledged("job-1");
+    admission.receipt({ ok: true });
+    expect(journal.map((e) => e.type)).toEqual([
+      "registered",
+      "delivered",
+      "claimed",
+      "submitted",
+      "acknowledged",
+      "receipt",
+    ]);
+    expect(ledger.summary()).toMatchObject({ claimed: ["c1"], unfinished: [], counts: { completed: 1 } });
+  });
+
+  test("a callback waiting for delivery is admitted when the delivery completes", async () => {
+    const { ledger } = setup();
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    let settled = false;
+    const pending = ledger.admit(recordCallback("n1", "c1")).finally(() => {
+      settled = true;
+    });
+    await tick();
+    expect(settled).toBe(false);
+    ledger.delivered("b1");
+    expect((await pending).call.id).toBe("c1");
+  });
+
+  test("a callback waiting for delivery is refused when the batch is revoked", async () => {
+    const { ledger, journal } = setup();
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    const pending = ledger.admit(recordCallback());
+    await tick();
+    ledger.revoke("b1", "client disconnected");
+    const error = await rejection(pending);
+    expect(error.message).toContain("no delivered call matches tool record");
+    expect(journal.at(-1)).toMatchObject({ type: "refused", code: "no_match" });
+  });
+
+  test("the delivery wait is bounded", async () => {
+    const { ledger, journal } = setup({ deliveryWaitMs: 20 });
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    const started = performance.now();
+    const error = await rejection(ledger.admit(recordCallback("n1", "c1")));
+    expect(performance.now() - started).toBeGreaterThanOrEqual(15);
+    expect(error.message).toBe("tool call refused: the delivery of batch b1 did not complete within 20 ms");
+    expect(journal.at(-1)).toMatchObject({ type: "refused", code: "delivery_timeout", callId: "c1" });
+    expect(ledger.state().calls.get("c1")?.status).toBe("pending");
+  });
+
+  test("two identical concurrent callbacks run both calls in batch order; a third is refused", async () => {
+    const { ledger } = setup();
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    const first = ledger.admit(recordCallback());
+    const second = ledger.admit(recordCallback());
+    ledger.delivered("b1");
+    const a = await first;
+    expect(a.call.id).toBe("c1");
+    const third = await rejection(ledger.admit(recordCallback()));
+    expect(third.message).toContain("2 matching call(s) already claimed");
+    a.submitted();
+    a.acknowledged("j1");
+    expect((await second).call.id).toBe("c2");
+  });
+
+  test("call 2 is admitted only after call 1 is acknowledged, even if its callback comes first", async () => {
+    const { ledger, journal } = setup();
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1", "a"), record("c2", "b")] });
+    ledger.delivered("b1");
+    const order: string[] = [];
+    const second = ledger.admit(recordCallback("b", "c2")).then((admission) => {
+      order.push("c2 admitted");
+      return admission;
+    });
+    await tick();
+    const first = await ledger.admit(recordCallback("a", "c1"));
+    order.push("c1 admitted");
+    first.submitted();
+    await tick();
+    expect(order).toEqual(["c1 admitted"]);
+    order.push("c1 acknowledged");
+    first.acknowledged("j1");
+    (await second).submitted();
+    expect(order).toEqual(["c1 admitted", "c1 acknowledged", "c2 admitted"]);
+    const submitted = journal.filter((e) => e.type === "submitted").map((e) => e.callId);
+    expect(submitted).toEqual(["c1", "c2"]);
+  });
+
+  test("a call goes ahead after the bound when an earlier call was never claimed, which is then skipped", async () => {
+    const { ledger, journal } = setup({ previousAckWaitMs: 20 });
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1", "a"), record("c2", "b")] });
+    ledger.delivered("b1");
+    const second = await ledger.admit(recordCallback("b", "c2"));
+    expect(second.call.id).toBe("c2");
+    expect(journal.find((e) => e.type === "skipped")).toMatchObject({ callId: "c1" });
+    const late = await rejection(ledger.admit(recordCallback("a", "c1")));
+    expect(late.message).toContain('call "c1" was skipped');
+  });
+
+  test("a call is refused after the bound when an earlier call is running unacknowledged", async () => {
+    const { ledger } = setup({ previousAckWaitMs: 20 });
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1", "a"), record("c2", "b")] });
+    ledger.delivered("b1");
+    (await ledger.admit(recordCallback("a"))).submitted();
+    const error = await rejection(ledger.admit(recordCallback("b")));
+    expect(error.message).toBe(
+      'call "c2" refused: the earlier call(s) c1 of its batch were not acknowledged by the executor within 20 ms',
+    );
+    expect(ledger.state().calls.get("c2")?.status).toBe("failed");
+    expect(ledger.summary().unfinished).toEqual(["c1"]);
+  });
+
+  test("close refuses waiting and later callbacks and fails calls that have not started", async () => {
+    const { ledger } = setup();
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1", "a"), record("c2", "b")] });
+    ledger.register({ batchId: "b2", exchangeId: "x2", calls: [record("c3", "c")] });
+    ledger.delivered("b1");
+    const gated = ledger.admit(recordCallback("b"));
+    const waiting = ledger.admit(recordCallback("c"));
+    await tick();
+    ledger.close("episode cancelled");
+    expect((await rejection(gated)).message).toBe(
+      "admission closed before the call started (episode cancelled)",
+    );
+    const refused = await rejection(waiting);
+    expect(refused.kind).toBe("episode_closed");
+    expect(refused.message).toBe("tool call refused: episode admission is closed (episode cancelled)");
+    expect((await rejection(ledger.admit(recordCallback("a")))).kind).toBe("episode_closed");
+    expect(() => ledger.register({ batchId: "b3", exchangeId: "x3", calls: [record("c4")] })).toThrow(
+      "closed",
+    );
+  });
+
+  test("drain waits for admitted calls and reports those that did not finish", async () => {
+    const { ledger } = setup();
+    ledger.register({
+      batchId: "b1",
+      exchangeId: "x1",
+      calls: [record("c1"), { ...record("c2"), tool: "observe" }],
+    });
+    ledger.delivered("b1");
+    const a = await ledger.admit(recordCallback());
+    a.submitted();
+    a.acknowledged("j1");
+    const b = await ledger.admit({ tool: "observe", args: { nonce: "n1" } });
+    b.submitted();
+    const drained = ledger.drain({ timeoutMs: 1_000 });
+    await tick();
+    a.receipt("ok");
+    b.failed("controller error");
+    expect(await drained).toEqual({ unfinished: [] });
+
+    const other = setup().ledger;
+    other.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    other.delivered("b1");
+    (await other.admit(recordCallback())).submitted();
+    expect(await other.drain({ timeoutMs: 20 })).toEqual({ unfinished: ["c1"] });
+  });
+
+  test("a failing journal stops the call from reaching the executor and stops admission", async () => {
+    let fail = false;
+    const ledger = createEpisodeLedger({
+      journal: {
+        append: () => {
+          if (fail) throw new Error("disk full");
+        },
+      },
+      deliveryWaitMs: 50,
+      previousAckWaitMs: 50,
+    });
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    ledger.delivered("b1");
+    fail = true;
+    const error = await rejection(ledger.admit(recordCallback()));
+    expect(error.message).toBe("the ledger journal failed; no further tool calls are admitted");
+    expect(ledger.state().calls.get("c1")?.status).toBe("delivered");
+    fail = false;
+    expect(await rejection(ledger.admit(recordCallback()))).toBe(error);
+    expect(ledger.summary().admission).toBe("closed");
+  });
+});
+
+describe("restoreEpisodeLedger", () => {
+  test("after a restart nothing from before can run, and unfinished calls are uncertain", async () => {
+    const { ledger, journal } = setup();
+    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2"), record("c3")] });
+    ledger.delivered("b1");
+    const a = await ledger.admit(recordCallback());
+    a.submitted();
+    a.acknowledged("j1");
+    const before = ledger.summary();
+
+    const lines = journal.map((e) => JSON.stringify(e));
+    const events = lines.map((line) => ledgerEventSchema.parse(JSON.parse(line)));
+    const after: LedgerEvent[] = [];
+    const restored = restoreEpisodeLedger(events, {
+      journal: { append: (e) => after.push(e) },
+      clock: () => 5,
+      deliveryWaitMs: 20,
+      previousAckWaitMs: 20,
+    });
+    expect(after).toEqual([{ type: "interrupted", at: 5, uncertain: ["c1"] }]);
+    expect(restored.summary()).toEqual({
+      ...before,
+      admission: "closed",
+      interrupted: true,
+      uncertain: ["c1"],
+    });
+    for (const callback of [recordCallback(), recordCallback("n1", "c2"), recordCallback("n1", "c1")]) {
+      expect((await rejection(restored.admit(callback))).message).toContain("the sidecar restarted");
+    }
+  });
+});

@@ -1,0 +1,276 @@
+/**
+ * The episode's ledger as the rest of the sidecar uses it: the pure state
+ * machine (`ledger-state.ts`) plus the bounded waits a real client needs, and a
+ * journal written before anything may reach the executor.
+ *
+ * Waits (both bounded, both end in a clear refusal):
+ * - Delivery: clients start a call before the sidecar has finished writing the
+ *   response (CLIENTS.md). A callback whose only match is still `pending` waits
+ *   up to `deliveryWaitMs` for the batch to be delivered or revoked.
+ * - Batch order: a claimed call waits until every earlier call of its batch is
+ *   acknowledged or finished. After `previousAckWaitMs`, earlier calls nobody
+ *   claimed are skipped (never claimable again, so executor order still follows
+ *   batch order) and the call goes ahead; if an earlier call is still running
+ *   unacknowledged, the call is refused and recorded as failed — it never
+ *   reached the executor.
+ *
+ * Journal: every event goes to `journal.append` (synchronous; the caller flushes)
+ * before the state changes and before `admit` resolves or an `Admission` step
+ * returns. If the journal throws, the ledger stops admitting anything.
+ * See DESIGN.md §5, issues 3 and 10.
+ */
+import { SidecarError } from "../lib/errors.ts";
+import type { LedgerBatchInput, LedgerEvent, LedgerEventBody } from "./events.ts";
+import {
+  checkBatchOrder,
+  closeAdmission,
+  createLedgerState,
+  foldJournal,
+  interruptLedger,
+  type LedgerCall,
+  type LedgerCallback,
+  type LedgerState,
+  type LedgerSummary,
+  markDelivered,
+  matchCallback,
+  recordExecution,
+  refuseCallback,
+  registerBatch,
+  revokeBatch,
+  skipUnclaimedPredecessors,
+  summarizeLedger,
+  type Transition,
+  unfinishedCalls,
+} from "./ledger-state.ts";
+
+export interface LedgerJournal {
+  append(event: LedgerEvent): void;
+}
+
+export interface EpisodeLedgerOptions {
+  journal: LedgerJournal;
+  /** Milliseconds since the epoch, stamped on each event. */
+  clock?: () => number;
+  /** How long a callback waits for a pending batch's delivery outcome. */
+  deliveryWaitMs: number;
+  /** How long a claimed call waits for the earlier calls of its batch. */
+  previousAckWaitMs: number;
+}
+
+/** A claimed call that may go to the executor; report its progress through these. */
+export interface Admission {
+  readonly call: LedgerCall;
+  /** Call just before sending the job to the executor. */
+  submitted(): void;
+  acknowledged(jobId: string): void;
+  receipt(result: unknown): void;
+  failed(reason: string): void;
+}
+
+export interface EpisodeLedger {
+  /** Before sending a response with tool calls. Throws on duplicate ids or closed admission. */
+  register(batch: LedgerBatchInput): void;
+  /** The response was fully written to the client. */
+  delivered(batchId: string): void;
+  /** Writing the response failed. */
+  revoke(batchId: string, reason?: string): void;
+  /** Resolves when the callback may run; rejects with a SidecarError whose message says why not. */
+  admit(callback: LedgerCallback): Promise<Admission>;
+  /** Refuse every later callback; calls still waiting for their batch order fail without running. */
+  close(reason?: string): void;
+  /** Close, then wait until admitted calls finish (or `timeoutMs` passes); lists those that did not. */
+  drain(options?: { timeoutMs?: number }): Promise<{ unfinished: string[] }>;
+  summary(): LedgerSummary;
+  state(): LedgerState;
+}
+
+export function createEpisodeLedger(options: EpisodeLedgerOptions): EpisodeLedger {
+  return openLedger(createLedgerState(), options);
+}
+
+/**
+ * The ledger of an episode that was running when the sidecar stopped: rebuilt
+ * from its journal, marked interrupted (an `interrupted` event is appended),
+ * admission closed for good.
+ */
+export function restoreEpisodeLedger(
+  events: readonly LedgerEventBody[],
+  options: EpisodeLedgerOptions,
+): EpisodeLedger {
+  const state = foldJournal(events);
+  const ledger = openLedger(state, options);
+  ledger.commit(interruptLedger(state));
+  return ledger;
+}
+
+function openLedger(
+  initial: LedgerState,
+  options: EpisodeLedgerOptions,
+): EpisodeLedger & {
+  commit(next: Transition): void;
+} {
+  const clock = options.clock ?? Date.now;
+  let state = initial;
+  let broken: SidecarError | undefined;
+  let listeners: Array<() => void> = [];
+  /** Claimed calls waiting for their batch order. */
+  const gated = new Set<string>();
+
+  function commit(next: Transition): void {
+    if (broken !== undefined) throw broken;
+    try {
+      for (const event of next.events) options.journal.append({ ...event, at: clock() } as LedgerEvent);
+    } catch (error) {
+      broken = new SidecarError("internal", "the ledger journal failed; no further tool calls are admitted", {
+        cause: error,
+      });
+      state = closeAdmission(state, "the ledger journal failed").state;
+      notify();
+      throw broken;
+    }
+    state = next.state;
+    if (next.events.length > 0) notify();
+  }
+
+  function notify(): void {
+    const waiting = listeners;
+    listeners = [];
+    for (const wake of waiting) wake();
+  }
+
+  /** Resolves on the next state change, or with false when the deadline passed. */
+  function nextChange(deadline: Deadline): Promise<boolean> {
+    return Promise.race([
+      new Promise<boolean>((resolve) => listeners.push(() => resolve(true))),
+      deadline.passed,
+    ]);
+  }
+
+  async function admit(callback: LedgerCallback): Promise<Admission> {
+    const call = await claim(callback);
+    gated.add(call.id);
+    const deadline = startDeadline(options.previousAckWaitMs);
+    try {
+      for (let timedOut = false; ; ) {
+        const current = state.calls.get(call.id);
+        if (current?.status !== "claimed") {
+          throw new SidecarError("episode_closed", current?.reason ?? `call ${call.id} can no longer run`);
+        }
+        if (checkBatchOrder(state, call.id).kind === "ready") return admission(current);
+        if (timedOut) {
+          commit(
+            skipUnclaimedPredecessors(
+              state,
+              call.id,
+              `call ${JSON.stringify(call.id)} of the same batch went ahead without it`,
+            ),
+          );
+          const gate = checkBatchOrder(state, call.id);
+          if (gate.kind === "ready") return admission(requireCall(call.id));
+          const reason = `call ${JSON.stringify(call.id)} refused: the earlier call(s) ${gate.running.join(", ")} of its batch were not acknowledged by the executor within ${options.previousAckWaitMs} ms`;
+          commit(recordExecution(state, call.id, { type: "failed", reason }));
+          throw new SidecarError("unavailable", reason);
+        }
+        timedOut = !(await nextChange(deadline));
+      }
+    } finally {
+      gated.delete(call.id);
+      deadline.cancel();
+    }
+  }
+
+  async function claim(callback: LedgerCallback): Promise<LedgerCall> {
+    const deadline = startDeadline(options.deliveryWaitMs);
+    try {
+      for (;;) {
+        if (broken !== undefined) throw broken;
+        const result = matchCallback(state, callback);
+        const outcome = result.outcome;
+        if (outcome.kind === "wait") {
+          if (await nextChange(deadline)) continue;
+          const reason = `the delivery of batch ${outcome.batchId} did not complete within ${options.deliveryWaitMs} ms`;
+          commit(refuseCallback(state, callback, "delivery_timeout", reason));
+          throw new SidecarError("unavailable", `tool call refused: ${reason}`);
+        }
+        commit(result);
+        if (outcome.kind === "admitted") return outcome.call;
+        const kind = outcome.code === "admission_closed" ? "episode_closed" : "invalid_request";
+        throw new SidecarError(kind, `tool call refused: ${outcome.reason}`);
+      }
+    } finally {
+      deadline.cancel();
+    }
+  }
+
+  function admission(call: LedgerCall): Admission {
+    const step = (s: Parameters<typeof recordExecution>[2]) => commit(recordExecution(state, call.id, s));
+    return {
+      call,
+      submitted: () => step({ type: "submitted" }),
+      acknowledged: (jobId) => step({ type: "acknowledged", jobId }),
+      receipt: (result) => step({ type: "receipt", result }),
+      failed: (reason) => step({ type: "failed", reason }),
+    };
+  }
+
+  function requireCall(callId: string): LedgerCall {
+    const call = state.calls.get(callId);
+    if (call === undefined) throw new SidecarError("internal", `unknown ledger call ${callId}`);
+    return call;
+  }
+
+  function close(reason = "episode admission closed"): void {
+    if (broken !== undefined) return;
+    commit(closeAdmission(state, reason));
+    for (const callId of gated) {
+      if (state.calls.get(callId)?.status !== "claimed") continue;
+      commit(
+        recordExecution(state, callId, {
+          type: "failed",
+          reason: `admission closed before the call started (${reason})`,
+        }),
+      );
+    }
+  }
+
+  async function drain(drainOptions: { timeoutMs?: number } = {}): Promise<{ unfinished: string[] }> {
+    close("draining");
+    const deadline = startDeadline(drainOptions.timeoutMs);
+    try {
+      for (;;) {
+        const unfinished = unfinishedCalls(state);
+        if (unfinished.length === 0 || !(await nextChange(deadline)))
+          return { unfinished: unfinishedCalls(state) };
+      }
+    } finally {
+      deadline.cancel();
+    }
+  }
+
+  return {
+    register: (batch) => commit(registerBatch(state, batch)),
+    delivered: (batchId) => commit(markDelivered(state, batchId)),
+    revoke: (batchId, reason) => commit(revokeBatch(state, batchId, reason)),
+    admit,
+    close,
+    drain,
+    summary: () => summarizeLedger(state),
+    state: () => state,
+    commit,
+  };
+}
+
+interface Deadline {
+  /** Resolves with false when the time is up (never, without a limit). */
+  readonly passed: Promise<false>;
+  cancel(): void;
+}
+
+function startDeadline(ms: number | undefined): Deadline {
+  if (ms === undefined) return { passed: new Promise<false>(() => {}), cancel: () => {} };
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const passed = new Promise<false>((resolve) => {
+    timer = setTimeout(() => resolve(false), ms);
+  });
+  return { passed, cancel: () => clearTimeout(timer) };
+}

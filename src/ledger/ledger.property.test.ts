@@ -1,0 +1,336 @@
+/**
+ * Property tests of the pure ledger: random interleavings of registrations (with
+ * duplicate arguments and reused ids), deliveries, revocations, callbacks (with
+ * and without identity, forged ids and arguments), executor steps, bounded-wait
+ * timeouts, closes and restarts (replay of the journal so far).
+ */
+import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import { SidecarError } from "../lib/errors.ts";
+import { canonicalArguments } from "./canonical-arguments.ts";
+import type { LedgerEventBody } from "./events.ts";
+import {
+  checkBatchOrder,
+  closeAdmission,
+  createLedgerState,
+  type ExecutionStep,
+  foldJournal,
+  interruptLedger,
+  type LedgerCallback,
+  type LedgerState,
+  markDelivered,
+  matchCallback,
+  recordExecution,
+  registerBatch,
+  replayJournal,
+  revokeBatch,
+  skipUnclaimedPredecessors,
+  summarizeLedger,
+  type Transition,
+} from "./ledger-state.ts";
+
+const tools = ["record", "observe"] as const;
+const argPool = [
+  { nonce: "a" },
+  { nonce: "b" },
+  { nonce: "a", _callID: "x", wait_for_previous: true },
+  { nonce: "z" },
+];
+
+const opArbitrary = fc.oneof(
+  {
+    weight: 10,
+    arbitrary: fc.record({
+      op: fc.constant("register" as const),
+      calls: fc.array(
+        fc.record({
+          tool: fc.nat(1),
+          args: fc.nat(2),
+          reuseId: fc.oneof({ weight: 12, arbitrary: fc.constant(null) }, { weight: 1, arbitrary: fc.nat() }),
+        }),
+        { minLength: 1, maxLength: 4 },
+      ),
+    }),
+  },
+  { weight: 10, arbitrary: fc.record({ op: fc.constant("deliver" as const), batch: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("revoke" as const), batch: fc.nat() }) },
+  {
+    weight: 24,
+    arbitrary: fc.record({
+      op: fc.constant("callback" as const),
+      tool: fc.nat(1),
+      args: fc.nat(3),
+      /** When set, take tool and arguments from this known call (a plausible, not forged, callback). */
+      copyOf: fc.option(fc.nat(), { freq: 4 }),
+      identity: fc.oneof(
+        fc.constant({ kind: "none" as const }),
+        fc.record({ kind: fc.constant("known" as const), ref: fc.nat() }),
+        fc.constant({ kind: "forged" as const }),
+      ),
+    }),
+  },
+  {
+    weight: 30,
+    arbitrary: fc.record({
+      op: fc.constant("execute" as const),
+      call: fc.nat(),
+      /** null: the step that follows the call's status (acknowledged or failed after submitted, …). */
+      step: fc.option(fc.nat(3), { freq: 3 }),
+      /** Pick among running calls rather than all calls. */
+      running: fc.boolean(),
+    }),
+  },
+  { weight: 4, arbitrary: fc.record({ op: fc.constant("timeout" as const), call: fc.nat() }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("close" as const) }) },
+  { weight: 1, arbitrary: fc.record({ op: fc.constant("restart" as const) }) },
+);
+type Op = typeof opArbitrary extends fc.Arbitrary<infer T> ? T : never;
+
+/** Drives the pure machine, tracking on the side what the invariants need. */
+function simulate(ops: Op[]) {
+  let state: LedgerState = createLedgerState();
+  const journal: LedgerEventBody[] = [];
+  const batchIds: string[] = [];
+  const callIds: string[] = [];
+  /** Batches whose delivery this process observed, and revocations. */
+  const delivered = new Set<string>();
+  const revoked = new Set<string>();
+  /** Calls registered before the latest restart. */
+  const beforeRestart = new Set<string>();
+  const admitted = new Set<string>();
+  const submittedOrder = new Map<string, number[]>();
+  let fresh = 0;
+  let closed = false;
+
+  const apply = (next: Transition) => {
+    state = next.state;
+    journal.push(...next.events);
+  };
+  /** Invalid operations must throw a SidecarError and change nothing. */
+  const attempt = (run: () => Transition) => {
+    const before = state;
+    try {
+      apply(run());
+    } catch (error) {
+      expect(error).toBeInstanceOf(SidecarError);
+      expect(state).toBe(before);
+    }
+  };
+  const pick = <T>(list: readonly T[], n: number): T | undefined => list[n % Math.max(1, list.length)];
+
+  for (const op of ops) {
+    switch (op.op) {
+      case "register": {
+        const batchId = `b${fresh++}`;
+        const calls = op.calls.map((c) => ({
+          id: (c.reuseId === null ? undefined : pick(callIds, c.reuseId)) ?? `c${fresh++}`,
+          modelName: `mcp__ura__${tools[c.tool]}`,
+          tool: tools[c.tool] ?? "record",
+          args: argPool[c.args] ?? {},
+        }));
+        const ids = calls.map((c) => c.id);
+        const duplicate = new Set(ids).size !== ids.length || ids.some((id) => callIds.includes(id));
+        const closed = state.admission === "closed";
+        let threw = false;
+        attempt(() => {
+          try {
+            return registerBatch(state, { batchId, exchangeId: `x${batchId}`, calls });
+          } catch (error) {
+            threw = true;
+            throw error;
+          }
+        });
+        expect(threw).toBe(duplicate || closed);
+        if (!threw) {
+          batchIds.push(batchId);
+          callIds.push(...ids);
+        }
+        break;
+      }
+      case "deliver": {
+        const batchId = pick(batchIds, op.batch);
+        if (batchId === undefined) break;
+        attempt(() => markDelivered(state, batchId));
+        if (state.batches.get(batchId)?.status === "delivered") delivered.add(batchId);
+        break;
+      }
+      case "revoke": {
+        const batchId = pick(batchIds, op.batch);
+        if (batchId === undefined) break;
+        attempt(() => revokeBatch(state, batchId));
+        if (state.batches.get(batchId)?.status === "revoked") revoked.add(batchId);
+        break;
+      }
+      case "callback": {
+        const identity =
+          op.identity.kind === "none"
+            ? undefined
+            : op.identity.kind === "forged"
+              ? "forged-id"
+              : pick(callIds, op.identity.ref);
+        const copied = op.copyOf === null ? undefined : state.calls.get(pick(callIds, op.copyOf) ?? "");
+        const callback: LedgerCallback = {
+          tool: copied?.tool ?? tools[op.tool] ?? "record",
+          args: copied?.args ?? argPool[op.args] ?? {},
+          ...(identity === undefined ? {} : { identity: { kind: "call_id" as const, value: identity } }),
+        };
+        const previous = state;
+        const result = matchCallback(state, callback);
+        apply(result);
+        const outcome = result.outcome;
+        if (outcome.kind === "admitted") {
+          const call = outcome.call;
+          // Never twice, never undelivered, never from before a restart, never another call than named.
+          expect(previous.calls.get(call.id)?.status).toBe("delivered");
+          expect(closed).toBe(false);
+          expect(admitted.has(call.id)).toBe(false);
+          admitted.add(call.id);
+          expect(delivered.has(call.batchId)).toBe(true);
+          expect(revoked.has(call.batchId)).toBe(false);
+          expect(beforeRestart.has(call.id)).toBe(false);
+          expect(call.tool).toBe(callback.tool);
+          expect(call.canonicalArgs).toBe(canonicalArguments(callback.args));
+          if (identity !== undefined) expect(call.id).toBe(identity);
+        } else if (outcome.kind === "wait") {
+          expect(state.batches.get(outcome.batchId)?.status).toBe("pending");
+        }
+        break;
+      }
+      case "execute": {
+        const running = callIds.filter((id) =>
+          ["claimed", "submitted", "acknowledged"].includes(state.calls.get(id)?.status ?? ""),
+        );
+        const callId = pick(op.running && running.length > 0 ? running : callIds, op.call);
+        if (callId === undefined) break;
+        const status = state.calls.get(callId)?.status;
+        const natural =
+          status === "claimed" ? 0 : status === "submitted" ? 1 + (op.call % 3) : 2 + (op.call % 2);
+        const steps: ExecutionStep[] = [
+          { type: "submitted" },
+          { type: "acknowledged", jobId: `j-${callId}` },
+          { type: "receipt", result: { ok: true } },
+          { type: "failed", reason: "robot error" },
+        ];
+        const step = steps[op.step ?? natural] ?? { type: "submitted" };
+        const before = state;
+        attempt(() => recordExecution(state, callId, step));
+        if (state !== before && step.type === "submitted") {
+          // Only admitted calls reach the executor, in batch order.
+          expect(admitted.has(callId)).toBe(true);
+          const call = state.calls.get(callId);
+          if (call === undefined) throw new Error("submitted an unknown call");
+          const batch = state.batches.get(call.batchId)?.callIds ?? [];
+          for (const earlier of batch.slice(0, call.index)) {
+            const status = state.calls.get(earlier)?.status;
+            expect(["acknowledged", "completed", "failed", "skipped"]).toContain(status ?? "unknown");
+          }
+          const order = submittedOrder.get(call.batchId) ?? [];
+          expect(order.every((index) => index < call.index)).toBe(true);
+          submittedOrder.set(call.batchId, [...order, call.index]);
+        }
+        break;
+      }
+      case "timeout": {
+        const claimedIds = callIds.filter((id) => state.calls.get(id)?.status === "claimed");
+        const callId = pick(claimedIds, op.call);
+        if (callId === undefined) break;
+        apply(skipUnclaimedPredecessors(state, callId, "timeout"));
+        const gate = checkBatchOrder(state, callId);
+        if (gate.kind === "blocked") {
+          expect(gate.unclaimed).toEqual([]);
+          apply(recordExecution(state, callId, { type: "failed", reason: "earlier call not acknowledged" }));
+        }
+        break;
+      }
+      case "close":
+        apply(closeAdmission(state, "cancelled"));
+        closed = true;
+        break;
+      case "restart": {
+        const live = summarizeLedger(state);
+        const replayed = replayJournal(journal);
+        expect(summarizeLedger(replayed)).toEqual({
+          ...live,
+          admission: "closed",
+          interrupted: true,
+          uncertain: live.unfinished,
+        });
+        // What a restarted sidecar does: fold the journal, then journal the interruption.
+        apply(interruptLedger(foldJournal(journal)));
+        expect(state.admission).toBe("closed");
+        for (const id of callIds) beforeRestart.add(id);
+        closed = true;
+        break;
+      }
+      default:
+        throw new Error(`unknown op ${JSON.stringify(op satisfies never)}`);
+    }
+    // The journal describes the live state exactly.
+    expect(foldJournal(journal)).toEqual(state);
+  }
+  return { state, journal, admitted };
+}
+
+describe("ledger properties", () => {
+  test("no call is admitted twice, undelivered, out of batch order, or after a restart; replay equals live", () => {
+    fc.assert(
+      fc.property(fc.array(opArbitrary, { minLength: 5, maxLength: 80, size: "max" }), (ops) => {
+        const { state, journal, admitted } = simulate(ops);
+        const summary = summarizeLedger(state);
+        expect(new Set(summary.claimed)).toEqual(admitted);
+        expect(summary.claimed.length).toBe(admitted.size);
+        const replayed = replayJournal(journal);
+        // After a replay nothing from before is admissible, whatever the identity offered.
+        for (const call of replayed.calls.values()) {
+          for (const identity of [undefined, { kind: "call_id" as const, value: call.id }]) {
+            const { outcome } = matchCallback(replayed, {
+              tool: call.tool,
+              args: call.args,
+              ...(identity && { identity }),
+            });
+            expect(outcome).toMatchObject({ kind: "refused", code: "admission_closed" });
+          }
+        }
+        expect(summarizeLedger(replayed).uncertain).toEqual(summary.unfinished);
+      }),
+      { numRuns: 400 },
+    );
+  });
+
+  test("every prefix of a journal replays to a closed, interrupted state", () => {
+    fc.assert(
+      fc.property(fc.array(opArbitrary, { maxLength: 40, size: "max" }), fc.nat(), (ops, cut) => {
+        const { journal } = simulate(ops.filter((op) => op.op !== "restart"));
+        const prefix = journal.slice(0, cut % (journal.length + 1));
+        const replayed = replayJournal(prefix);
+        expect(replayed.admission).toBe("closed");
+        expect(replayed.interrupted).toBe(true);
+        expect(summarizeLedger(replayed).uncertain).toEqual(summarizeLedger(foldJournal(prefix)).unfinished);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test("identical calls: each callback gets a distinct call, in delivery order, then refusal", () => {
+    fc.assert(
+      fc.property(fc.integer({ min: 1, max: 5 }), fc.integer({ min: 0, max: 8 }), (copies, callbacks) => {
+        const calls = Array.from({ length: copies }, (_, i) => ({
+          id: `c${i}`,
+          modelName: "ura_record",
+          tool: "record",
+          args: { nonce: "n", i: 0 },
+        }));
+        let state = registerBatch(createLedgerState(), { batchId: "b", exchangeId: "x", calls }).state;
+        state = markDelivered(state, "b").state;
+        const outcomes: string[] = [];
+        for (let k = 0; k < callbacks; k++) {
+          const result = matchCallback(state, { tool: "record", args: { i: 0, nonce: "n" } });
+          state = result.state;
+          outcomes.push(result.outcome.kind === "admitted" ? result.outcome.call.id : result.outcome.kind);
+        }
+        const expected = Array.from({ length: callbacks }, (_, k) => (k < copies ? `c${k}` : "refused"));
+        expect(outcomes).toEqual(expected);
+      }),
+    );
+  });
+});
