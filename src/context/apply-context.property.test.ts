@@ -6,7 +6,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
-import { type ContextResult, applyContextPolicy } from "./apply-context.ts";
+import { applyContextPolicy, type ContextResult } from "./apply-context.ts";
 import { estimateTokens } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { hubRequestArbitrary } from "./history-arbitrary.ts";
@@ -48,7 +48,8 @@ function run(request: HubRequest, policy: SlidingWindowPolicy): ContextResult | 
   }
 }
 
-const isBlockMessage = (m: HubMessage) => m.role === "tool" || (m.role === "assistant" && m.toolCalls.length > 0);
+const isBlockMessage = (m: HubMessage) =>
+  m.role === "tool" || (m.role === "assistant" && m.toolCalls.length > 0);
 const toolImages = (messages: readonly HubMessage[]) =>
   messages.flatMap((m) => (m.role === "tool" ? m.content.filter((p) => p.type === "image") : []));
 
@@ -96,7 +97,9 @@ describe("sliding_window over generated histories", () => {
         expect(outRest).toEqual(inRest);
         expect(result.request.tools).toBe(request.tools);
         // System, user and assistant-text messages: all kept, same objects, same order.
-        expect(outMessages.filter((m) => !isBlockMessage(m))).toEqual(inMessages.filter((m) => !isBlockMessage(m)));
+        expect(outMessages.filter((m) => !isBlockMessage(m))).toEqual(
+          inMessages.filter((m) => !isBlockMessage(m)),
+        );
         const outSet = new Set(outMessages);
         for (const m of inMessages) if (!isBlockMessage(m)) expect(outSet.has(m)).toBe(true);
         // The newest keep_recent_blocks blocks keep every message (tool images may be notices).
@@ -117,7 +120,9 @@ describe("sliding_window over generated histories", () => {
         const result = run(request, policy);
         if (result instanceof SidecarError) return;
         const inputs = new Set(request.messages);
-        const byCallId = new Map(request.messages.flatMap((m) => (m.role === "tool" ? [[m.toolCallId, m] as const] : [])));
+        const byCallId = new Map(
+          request.messages.flatMap((m) => (m.role === "tool" ? [[m.toolCallId, m] as const] : [])),
+        );
         for (const message of result.request.messages) {
           if (inputs.has(message)) continue;
           if (message.role !== "tool") throw new Error(`a ${message.role} message was rewritten`);
@@ -128,7 +133,10 @@ describe("sliding_window over generated histories", () => {
             const before = original.content[i];
             if (part === before) return;
             expect(before?.type).toBe("image");
-            expect(part.type === "text" && part.text.startsWith("[image omitted by the context policy: tool result ")).toBe(true);
+            expect(
+              part.type === "text" &&
+                part.text.startsWith("[image omitted by the context policy: tool result "),
+            ).toBe(true);
           });
         }
       }),
@@ -143,19 +151,30 @@ describe("sliding_window over generated histories", () => {
         if (result instanceof SidecarError) return;
         const { images_omitted, blocks_removed } = result.decision;
         const eligible = toolImages(request.messages).length;
-        const evictable = Math.floor(Math.max(0, eligible - policy.min_recent_tool_images) / policy.image_eviction_batch_size) * policy.image_eviction_batch_size;
+        const evictable =
+          Math.floor(
+            Math.max(0, eligible - policy.min_recent_tool_images) / policy.image_eviction_batch_size,
+          ) * policy.image_eviction_batch_size;
         expect(images_omitted.length % policy.image_eviction_batch_size).toBe(0);
         expect(images_omitted.length).toBeLessThanOrEqual(evictable);
         if (blocks_removed.length > 0) expect(images_omitted.length).toBe(evictable);
         // Oldest first: the omitted images are a prefix of the tool images in history order.
         const order = request.messages.flatMap((m) =>
-          m.role === "tool" ? m.content.flatMap((p, index) => (p.type === "image" ? [{ toolCallId: m.toolCallId, index }] : [])) : [],
+          m.role === "tool"
+            ? m.content.flatMap((p, index) =>
+                p.type === "image" ? [{ toolCallId: m.toolCallId, index }] : [],
+              )
+            : [],
         );
         expect(images_omitted).toEqual(order.slice(0, images_omitted.length));
         // Removed blocks are the oldest ones, never one of the newest keep_recent_blocks.
         const blocks = findToolBlocks(request.messages);
-        expect(blocks_removed).toEqual(blocks.slice(0, blocks_removed.length).map((b) => ({ toolCallIds: b.toolCallIds })));
-        expect(blocks_removed.length).toBeLessThanOrEqual(Math.max(0, blocks.length - policy.keep_recent_blocks));
+        expect(blocks_removed).toEqual(
+          blocks.slice(0, blocks_removed.length).map((b) => ({ toolCallIds: b.toolCallIds })),
+        );
+        expect(blocks_removed.length).toBeLessThanOrEqual(
+          Math.max(0, blocks.length - policy.keep_recent_blocks),
+        );
       }),
       runs,
     );

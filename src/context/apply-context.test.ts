@@ -10,7 +10,10 @@ const slidingWindow = (settings: Record<string, number>): ContextPolicy =>
   contextPolicySchema.parse({ policy: "sliding_window", ...settings });
 
 /** One call/result block; the result carries `images` images of `imageChars` base64 chars. */
-function block(id: string, options: { images?: number; imageChars?: number; text?: string } = {}): HubMessage[] {
+function block(
+  id: string,
+  options: { images?: number; imageChars?: number; text?: string } = {},
+): HubMessage[] {
   const images = Array.from({ length: options.images ?? 0 }, () => ({
     type: "image" as const,
     mediaType: "image/png",
@@ -18,7 +21,12 @@ function block(id: string, options: { images?: number; imageChars?: number; text
   }));
   return [
     { role: "assistant", text: null, toolCalls: [{ id, name: "capture_image", arguments: `{"n":"${id}"}` }] },
-    { role: "tool", toolCallId: id, name: "capture_image", content: [{ type: "text", text: options.text ?? "ok" }, ...images] },
+    {
+      role: "tool",
+      toolCallId: id,
+      name: "capture_image",
+      content: [{ type: "text", text: options.text ?? "ok" }, ...images],
+    },
   ];
 }
 
@@ -56,14 +64,19 @@ describe("identity", () => {
 
   test("still rejects a broken history", () => {
     const input = request([block("a")[0] as HubMessage]);
-    expect(() => applyContextPolicy(input, { policy: "identity" })).toThrow(/tool call "a" \(capture_image\) .* has no tool result/);
+    expect(() => applyContextPolicy(input, { policy: "identity" })).toThrow(
+      /tool call "a" \(capture_image\) .* has no tool result/,
+    );
   });
 });
 
 describe("sliding_window", () => {
   test("under max_input_tokens the request passes through untouched", () => {
     const input = request(block("a", { images: 2 }));
-    const { request: output, decision } = applyContextPolicy(input, slidingWindow({ max_input_tokens: 100_000, target_input_tokens: 10 }));
+    const { request: output, decision } = applyContextPolicy(
+      input,
+      slidingWindow({ max_input_tokens: 100_000, target_input_tokens: 10 }),
+    );
     expect(output).toBe(input);
     expect(decision.reduced).toBe(false);
   });
@@ -96,7 +109,9 @@ describe("sliding_window", () => {
     expect(decision.images_omitted).toEqual(
       Array.from({ length: eligible - kept }, (_, i) => ({ toolCallId: `r${i}`, index: 1 })),
     );
-    expect(decision.blocks_removed).toEqual(["o1", "o2", "o3", "o4", "o5"].map((id) => ({ toolCallIds: [id] })));
+    expect(decision.blocks_removed).toEqual(
+      ["o1", "o2", "o3", "o4", "o5"].map((id) => ({ toolCallIds: [id] })),
+    );
     // The omitted ones are the oldest, each replaced in place by its notice.
     const r0 = output.messages.find((m): m is HubToolMessage => m.role === "tool" && m.toolCallId === "r0");
     expect(r0?.content[1]).toEqual(
@@ -111,7 +126,12 @@ describe("sliding_window", () => {
     const before = estimateTokens(input);
     const { request: output, decision } = applyContextPolicy(
       input,
-      slidingWindow({ max_input_tokens: before - 1, target_input_tokens: before - 1500, min_recent_tool_images: 0, image_eviction_batch_size: 2 }),
+      slidingWindow({
+        max_input_tokens: before - 1,
+        target_input_tokens: before - 1500,
+        min_recent_tool_images: 0,
+        image_eviction_batch_size: 2,
+      }),
     );
     expect(decision.images_omitted.map((o) => o.toolCallId)).toEqual(["c0", "c1"]);
     expect(decision.blocks_removed).toEqual([]);
@@ -120,11 +140,24 @@ describe("sliding_window", () => {
   });
 
   test("user images are never omitted and kept messages are the same objects", () => {
-    const userImage: HubMessage = { role: "user", content: [{ type: "image", mediaType: "image/png", data: "B".repeat(40_000) }] };
-    const input = request([...block("a", { images: 2 }), userImage, ...block("b", { images: 2 }), ...block("c")]);
+    const userImage: HubMessage = {
+      role: "user",
+      content: [{ type: "image", mediaType: "image/png", data: "B".repeat(40_000) }],
+    };
+    const input = request([
+      ...block("a", { images: 2 }),
+      userImage,
+      ...block("b", { images: 2 }),
+      ...block("c"),
+    ]);
     const { request: output, decision } = applyContextPolicy(
       input,
-      slidingWindow({ max_input_tokens: 12_000, target_input_tokens: 12_000, min_recent_tool_images: 0, keep_recent_blocks: 1 }),
+      slidingWindow({
+        max_input_tokens: 12_000,
+        target_input_tokens: 12_000,
+        min_recent_tool_images: 0,
+        keep_recent_blocks: 1,
+      }),
     );
     expect(output.messages).toContain(userImage);
     expect(output.tools).toBe(input.tools);
@@ -136,15 +169,32 @@ describe("sliding_window", () => {
 
   test("a block is removed whole: the assistant message and every result of its batch", () => {
     const batch: HubMessage[] = [
-      { role: "assistant", text: "Looking twice.", toolCalls: [
-        { id: "p", name: "capture_image", arguments: "{}" },
-        { id: "q", name: "capture_image", arguments: "{}" },
-      ] },
-      { role: "tool", toolCallId: "p", name: "capture_image", content: [{ type: "text", text: "x".repeat(8_000) }] },
-      { role: "tool", toolCallId: "q", name: "capture_image", content: [{ type: "text", text: "y".repeat(8_000) }] },
+      {
+        role: "assistant",
+        text: "Looking twice.",
+        toolCalls: [
+          { id: "p", name: "capture_image", arguments: "{}" },
+          { id: "q", name: "capture_image", arguments: "{}" },
+        ],
+      },
+      {
+        role: "tool",
+        toolCallId: "p",
+        name: "capture_image",
+        content: [{ type: "text", text: "x".repeat(8_000) }],
+      },
+      {
+        role: "tool",
+        toolCallId: "q",
+        name: "capture_image",
+        content: [{ type: "text", text: "y".repeat(8_000) }],
+      },
     ];
     const input = request([...batch, ...block("r"), ...block("s")]);
-    const { request: output, decision } = applyContextPolicy(input, slidingWindow({ max_input_tokens: 1_000, target_input_tokens: 1_000, keep_recent_blocks: 2 }));
+    const { request: output, decision } = applyContextPolicy(
+      input,
+      slidingWindow({ max_input_tokens: 1_000, target_input_tokens: 1_000, keep_recent_blocks: 2 }),
+    );
     expect(decision.blocks_removed).toEqual([{ toolCallIds: ["p", "q"] }]);
     expect(output.messages).toEqual([...input.messages.slice(0, 2), ...input.messages.slice(5)]);
     expect(decision.estimate_after).toBe(estimateTokens(output));
@@ -154,7 +204,10 @@ describe("sliding_window", () => {
     const input = request(block("a", { text: "z".repeat(40_000) }));
     let error: unknown;
     try {
-      applyContextPolicy(input, slidingWindow({ max_input_tokens: 5_000, target_input_tokens: 4_000, keep_recent_blocks: 1 }));
+      applyContextPolicy(
+        input,
+        slidingWindow({ max_input_tokens: 5_000, target_input_tokens: 4_000, keep_recent_blocks: 1 }),
+      );
     } catch (caught) {
       error = caught;
     }
@@ -162,6 +215,8 @@ describe("sliding_window", () => {
     const sidecarError = error as SidecarError;
     expect(sidecarError.kind).toBe("request_too_large");
     expect(sidecarError.status).toBe(400);
-    expect(sidecarError.message).toMatch(/^context policy sliding_window: the request is still ~\d+ tokens .* over target_input_tokens 4000/);
+    expect(sidecarError.message).toMatch(
+      /^context policy sliding_window: the request is still ~\d+ tokens .* over target_input_tokens 4000/,
+    );
   });
 });

@@ -40,8 +40,7 @@ export function applySlidingWindow(
   const messageBytes = messages.map(measureJsonBytes);
   let messageBytesSum = messageBytes.reduce((sum, bytes) => sum + bytes, 0);
   let messageCount = messages.length;
-  const estimate = () =>
-    tokensFromBytes(baseBytes + messageBytesSum + Math.max(0, messageCount - 1));
+  const estimate = () => tokensFromBytes(baseBytes + messageBytesSum + Math.max(0, messageCount - 1));
 
   const estimateBefore = estimate();
   const decision: ContextDecision = {
@@ -57,8 +56,9 @@ export function applySlidingWindow(
 
   const images = listToolImages(messages);
   const evictable =
-    Math.floor(Math.max(0, images.length - policy.min_recent_tool_images) / policy.image_eviction_batch_size) *
-    policy.image_eviction_batch_size;
+    Math.floor(
+      Math.max(0, images.length - policy.min_recent_tool_images) / policy.image_eviction_batch_size,
+    ) * policy.image_eviction_batch_size;
   const rewritten = new Map<number, HubPart[]>();
   for (let next = 0; next < evictable && overTarget(); ) {
     for (const end = next + policy.image_eviction_batch_size; next < end; next++) {

@@ -13,9 +13,7 @@ export const contextDecisionSchema = z.object({
   estimate_after: z.number().int().nonnegative(),
   /** Whether the request was changed (sliding_window above max_input_tokens). */
   reduced: z.boolean(),
-  images_omitted: z.array(
-    z.object({ toolCallId: z.string(), index: z.number().int().nonnegative() }),
-  ),
+  images_omitted: z.array(z.object({ toolCallId: z.string(), index: z.number().int().nonnegative() })),
   blocks_removed: z.array(z.object({ toolCallIds: z.array(z.string()) })),
 });
 export type ContextDecision = z.infer<typeof contextDecisionSchema>;

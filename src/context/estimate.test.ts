@@ -1,6 +1,8 @@
 import { expect, test } from "bun:test";
+import fc from "fast-check";
 import type { HubRequest } from "../hub/schema.ts";
-import { estimateTokens, measureJsonBytes } from "./estimate.ts";
+import { estimateTokens, measureJsonBytes, measureRequestBytes } from "./estimate.ts";
+import { hubRequestArbitrary } from "./history-arbitrary.ts";
 
 const request = (text: string): HubRequest => ({
   model: "m",
@@ -20,7 +22,29 @@ test("the estimate is UTF-8 JSON bytes divided by 4, rounded up", () => {
 });
 
 test("images count by their base64 length as sent", () => {
-  const small: HubRequest = { ...request("x"), messages: [{ role: "user", content: [{ type: "image", mediaType: "image/png", data: "" }] }] };
-  const large: HubRequest = { ...request("x"), messages: [{ role: "user", content: [{ type: "image", mediaType: "image/png", data: "A".repeat(4000) }] }] };
+  const small: HubRequest = {
+    ...request("x"),
+    messages: [{ role: "user", content: [{ type: "image", mediaType: "image/png", data: "" }] }],
+  };
+  const large: HubRequest = {
+    ...request("x"),
+    messages: [
+      { role: "user", content: [{ type: "image", mediaType: "image/png", data: "A".repeat(4000) }] },
+    ],
+  };
   expect(estimateTokens(large) - estimateTokens(small)).toBe(1000);
+});
+
+test("summing per message gives exactly the bytes of the whole request's JSON", () => {
+  fc.assert(
+    fc.property(hubRequestArbitrary, (request) => {
+      const whole = Buffer.byteLength(JSON.stringify(request), "utf8");
+      expect(measureRequestBytes(request)).toBe(whole);
+      expect(estimateTokens(request)).toBe(Math.ceil(whole / 4));
+    }),
+    { numRuns: 200 },
+  );
+  expect(measureRequestBytes({ ...request("x"), messages: [] })).toBe(
+    JSON.stringify({ ...request("x"), messages: [] }).length,
+  );
 });

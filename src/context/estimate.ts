@@ -7,7 +7,18 @@
 import type { HubRequest } from "../hub/schema.ts";
 
 export function estimateTokens(request: HubRequest): number {
-  return tokensFromBytes(measureJsonBytes(request));
+  return tokensFromBytes(measureRequestBytes(request));
+}
+
+/**
+ * UTF-8 length of `JSON.stringify(request)`, summed per message (the request
+ * without messages + each message + the commas between): the same number without
+ * building one string as large as the whole history.
+ */
+export function measureRequestBytes(request: HubRequest): number {
+  let bytes = measureJsonBytes({ ...request, messages: [] });
+  for (const message of request.messages) bytes += measureJsonBytes(message);
+  return bytes + Math.max(0, request.messages.length - 1);
 }
 
 /** UTF-8 length of `JSON.stringify(value)`. */

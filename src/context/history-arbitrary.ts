@@ -15,8 +15,21 @@ type Segment =
 const imageSizes = (max: number) => fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: max });
 
 const segmentArbitrary: fc.Arbitrary<Segment> = fc.oneof(
-  { arbitrary: fc.record({ kind: fc.constant("user" as const), text: fc.string({ maxLength: 100 }), images: imageSizes(1) }), weight: 1 },
-  { arbitrary: fc.record({ kind: fc.constant("assistant_text" as const), text: fc.string({ maxLength: 100 }) }), weight: 1 },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant("user" as const),
+      text: fc.string({ maxLength: 100 }),
+      images: imageSizes(1),
+    }),
+    weight: 1,
+  },
+  {
+    arbitrary: fc.record({
+      kind: fc.constant("assistant_text" as const),
+      text: fc.string({ maxLength: 100 }),
+    }),
+    weight: 1,
+  },
   {
     arbitrary: fc.record({
       kind: fc.constant("block" as const),
@@ -62,7 +75,11 @@ export function buildHistory(segments: readonly Segment[], system: string | null
         messages.push({ role: "assistant", text: segment.text, toolCalls: [] });
         break;
       case "block": {
-        const calls = segment.calls.map((call, c) => ({ id: `call_${s}_${c}`, name: call.name, arguments: call.args }));
+        const calls = segment.calls.map((call, c) => ({
+          id: `call_${s}_${c}`,
+          name: call.name,
+          arguments: call.args,
+        }));
         messages.push({ role: "assistant", text: null, toolCalls: calls });
         segment.calls.forEach((call, c) => {
           messages.push({

@@ -15,15 +15,23 @@ test("sliding_window fills in defaults with target at or below max", () => {
 });
 
 test("target above max is rejected at target_input_tokens", () => {
-  const parsed = contextPolicySchema.safeParse({ policy: "sliding_window", max_input_tokens: 100, target_input_tokens: 101 });
+  const parsed = contextPolicySchema.safeParse({
+    policy: "sliding_window",
+    max_input_tokens: 100,
+    target_input_tokens: 101,
+  });
   expect(parsed.success).toBe(false);
   expect(parsed.error?.issues[0]?.path).toEqual(["target_input_tokens"]);
 });
 
 test("misspelt keys, zero batches and unknown policies are rejected", () => {
   expect(contextPolicySchema.safeParse({ policy: "sliding_window", max_input_token: 5 }).success).toBe(false);
-  expect(contextPolicySchema.safeParse({ policy: "sliding_window", image_eviction_batch_size: 0 }).success).toBe(false);
-  expect(contextPolicySchema.safeParse({ policy: "sliding_window", keep_recent_blocks: 0 }).success).toBe(false);
+  expect(
+    contextPolicySchema.safeParse({ policy: "sliding_window", image_eviction_batch_size: 0 }).success,
+  ).toBe(false);
+  expect(contextPolicySchema.safeParse({ policy: "sliding_window", keep_recent_blocks: 0 }).success).toBe(
+    false,
+  );
   expect(contextPolicySchema.safeParse({ policy: "truncate" }).success).toBe(false);
   expect(contextPolicySchema.safeParse({ policy: "identity", max_input_tokens: 5 }).success).toBe(false);
 });

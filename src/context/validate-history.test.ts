@@ -37,10 +37,16 @@ describe("validateToolHistory", () => {
   });
 
   test("a call without a result names the id, the tool and the position", () => {
-    const error = errorOf([user, { role: "assistant", text: null, toolCalls: [call("a", "grip"), call("b", "move_arm")] }, result("a", "grip")]);
+    const error = errorOf([
+      user,
+      { role: "assistant", text: null, toolCalls: [call("a", "grip"), call("b", "move_arm")] },
+      result("a", "grip"),
+    ]);
     expect(error.kind).toBe("invalid_request");
     expect(error.status).toBe(400);
-    expect(error.message).toBe('invalid tool history: tool call "b" (move_arm) at messages[1].toolCalls[1] has no tool result');
+    expect(error.message).toBe(
+      'invalid tool history: tool call "b" (move_arm) at messages[1].toolCalls[1] has no tool result',
+    );
   });
 
   test("a duplicate call id is rejected with both positions", () => {
@@ -51,27 +57,47 @@ describe("validateToolHistory", () => {
       result("a", "grip"),
     ]);
     expect(error.kind).toBe("invalid_request");
-    expect(error.message).toContain('tool call id "a" at messages[2].toolCalls[0] is not unique (first used at messages[0].toolCalls[0])');
+    expect(error.message).toContain(
+      'tool call id "a" at messages[2].toolCalls[0] is not unique (first used at messages[0].toolCalls[0])',
+    );
   });
 
   test("a duplicate id inside one batch is rejected", () => {
-    const error = errorOf([{ role: "assistant", text: null, toolCalls: [call("a", "grip"), call("a", "grip")] }]);
+    const error = errorOf([
+      { role: "assistant", text: null, toolCalls: [call("a", "grip"), call("a", "grip")] },
+    ]);
     expect(error.message).toContain("messages[0].toolCalls[1] is not unique");
   });
 
   test("a second result for the same call is rejected", () => {
-    const error = errorOf([{ role: "assistant", text: null, toolCalls: [call("a", "grip")] }, result("a", "grip"), result("a", "grip")]);
-    expect(error.message).toContain('tool call "a" has a second tool result at messages[2] (first at messages[1])');
+    const error = errorOf([
+      { role: "assistant", text: null, toolCalls: [call("a", "grip")] },
+      result("a", "grip"),
+      result("a", "grip"),
+    ]);
+    expect(error.message).toContain(
+      'tool call "a" has a second tool result at messages[2] (first at messages[1])',
+    );
   });
 
   test("a result whose name differs from its call is rejected", () => {
-    const error = errorOf([{ role: "assistant", text: null, toolCalls: [call("a", "grip")] }, result("a", "move_arm")]);
-    expect(error.message).toContain('tool result "a" at messages[1] is named "move_arm" but the call at messages[0].toolCalls[0] is "grip"');
+    const error = errorOf([
+      { role: "assistant", text: null, toolCalls: [call("a", "grip")] },
+      result("a", "move_arm"),
+    ]);
+    expect(error.message).toContain(
+      'tool result "a" at messages[1] is named "move_arm" but the call at messages[0].toolCalls[0] is "grip"',
+    );
   });
 
   test("a result without a call is rejected, also when the call comes later", () => {
-    expect(errorOf([user, result("x", "grip")]).message).toContain('tool result "x" (grip) at messages[1] answers no earlier tool call');
-    const late = errorOf([result("a", "grip"), { role: "assistant", text: null, toolCalls: [call("a", "grip")] }]);
+    expect(errorOf([user, result("x", "grip")]).message).toContain(
+      'tool result "x" (grip) at messages[1] answers no earlier tool call',
+    );
+    const late = errorOf([
+      result("a", "grip"),
+      { role: "assistant", text: null, toolCalls: [call("a", "grip")] },
+    ]);
     expect(late.message).toContain("answers no earlier tool call");
   });
 });

@@ -11,46 +11,50 @@ import { SidecarError } from "../lib/errors.ts";
 
 interface CallSite {
   name: string;
-  at: string;
-  answeredAt: string | undefined;
+  messageIndex: number;
+  callIndex: number;
+  /** Index of the message holding its result, -1 until seen. */
+  answeredAt: number;
 }
+
+const callPosition = (call: CallSite) => `messages[${call.messageIndex}].toolCalls[${call.callIndex}]`;
 
 export function validateToolHistory(messages: readonly HubMessage[]): void {
   const calls = new Map<string, CallSite>();
   messages.forEach((message, i) => {
     if (message.role === "assistant") {
       message.toolCalls.forEach((call, j) => {
-        const at = `messages[${i}].toolCalls[${j}]`;
         const earlier = calls.get(call.id);
         if (earlier) {
-          fail(`tool call id "${call.id}" at ${at} is not unique (first used at ${earlier.at})`);
+          fail(
+            `tool call id "${call.id}" at messages[${i}].toolCalls[${j}] is not unique (first used at ${callPosition(earlier)})`,
+          );
         }
-        calls.set(call.id, { name: call.name, at, answeredAt: undefined });
+        calls.set(call.id, { name: call.name, messageIndex: i, callIndex: j, answeredAt: -1 });
       });
     } else if (message.role === "tool") {
-      const at = `messages[${i}]`;
       const call = calls.get(message.toolCallId);
       if (!call) {
         fail(
-          `tool result "${message.toolCallId}" (${message.name}) at ${at} answers no earlier tool call`,
+          `tool result "${message.toolCallId}" (${message.name}) at messages[${i}] answers no earlier tool call`,
         );
       }
-      if (call.answeredAt !== undefined) {
+      if (call.answeredAt >= 0) {
         fail(
-          `tool call "${message.toolCallId}" has a second tool result at ${at} (first at ${call.answeredAt})`,
+          `tool call "${message.toolCallId}" has a second tool result at messages[${i}] (first at messages[${call.answeredAt}])`,
         );
       }
       if (message.name !== call.name) {
         fail(
-          `tool result "${message.toolCallId}" at ${at} is named "${message.name}" but the call at ${call.at} is "${call.name}"`,
+          `tool result "${message.toolCallId}" at messages[${i}] is named "${message.name}" but the call at ${callPosition(call)} is "${call.name}"`,
         );
       }
-      call.answeredAt = at;
+      call.answeredAt = i;
     }
   });
   for (const [id, call] of calls) {
-    if (call.answeredAt === undefined) {
-      fail(`tool call "${id}" (${call.name}) at ${call.at} has no tool result`);
+    if (call.answeredAt < 0) {
+      fail(`tool call "${id}" (${call.name}) at ${callPosition(call)} has no tool result`);
     }
   }
 }
