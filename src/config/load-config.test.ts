@@ -1,0 +1,73 @@
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ConfigError, loadConfig, readSecrets } from "./load-config.ts";
+
+function configFile(content: unknown): string {
+  const path = join(mkdtempSync(join(tmpdir(), "ura-config-")), "config.json");
+  writeFileSync(path, typeof content === "string" ? content : JSON.stringify(content));
+  return path;
+}
+
+function problemsOf(run: () => unknown): string[] {
+  try {
+    run();
+  } catch (error) {
+    if (error instanceof ConfigError) return error.problems;
+    throw error;
+  }
+  throw new Error("expected a ConfigError");
+}
+
+describe("loadConfig", () => {
+  test("defaults: loopback listen, scripted upstream (no url), identity context", () => {
+    const config = loadConfig({}, {});
+    expect(config.listen).toBe("127.0.0.1:8787");
+    expect(config.upstream.url).toBeUndefined();
+    expect(config.upstream.retry.max_attempts).toBe(3);
+    expect(config.context).toEqual({ policy: "identity" });
+  });
+
+  test("flags win over environment, which wins over the file", () => {
+    const file = configFile({ listen: "127.0.0.1:1000", upstream: { model: "from-file", timeout_ms: 5 } });
+    const env = { URA_LISTEN: "127.0.0.1:2000", URA_MODEL: "from-env" };
+    const config = loadConfig({ config: file, listen: "127.0.0.1:3000" }, env);
+    expect(config.listen).toBe("127.0.0.1:3000");
+    expect(config.upstream.model).toBe("from-env");
+    expect(config.upstream.timeout_ms).toBe(5);
+  });
+
+  test("each bad key is named", () => {
+    const file = configFile({ listen: "nowhere", upstream: { retry: { max_attempts: 0 }, colour: "red" }, bogus: 1 });
+    const problems = problemsOf(() => loadConfig({ config: file }, {}));
+    expect(problems.some((p) => p.startsWith("listen:"))).toBe(true);
+    expect(problems.some((p) => p.startsWith("upstream.retry.max_attempts:"))).toBe(true);
+    expect(problems.some((p) => p.includes("upstream.colour") && p.includes("unknown key"))).toBe(true);
+    expect(problems.some((p) => p.includes("bogus") && p.includes("unknown key"))).toBe(true);
+  });
+
+  test("a bad upstream URL from the environment is named", () => {
+    const problems = problemsOf(() => loadConfig({}, { URA_UPSTREAM_URL: "not a url" }));
+    expect(problems[0]).toStartWith("upstream.url:");
+  });
+
+  test("thinking-only models are refused at config time", () => {
+    const problems = problemsOf(() => loadConfig({ model: "qwq-plus" }, {}));
+    expect(problems[0]).toContain("upstream.model");
+    expect(problems[0]).toContain("enable_thinking");
+    expect(() => loadConfig({ model: "qwen3-235b-a22b-thinking-2507" }, {})).toThrow(ConfigError);
+    expect(loadConfig({ model: "qwen3-vl-plus" }, {}).upstream.model).toBe("qwen3-vl-plus");
+  });
+
+  test("an unreadable or non-JSON file is named", () => {
+    expect(problemsOf(() => loadConfig({ config: "/nonexistent/ura.json" }, {}))[0]).toContain("/nonexistent/ura.json");
+    expect(problemsOf(() => loadConfig({ config: configFile("{nope") }, {}))[0]).toContain("not valid JSON");
+  });
+
+  test("secrets come from the environment only and never enter the config", () => {
+    const env = { URA_UPSTREAM_API_KEY: "sk-secret", URA_CONTROL_PASSWORD: "pw-secret" };
+    expect(readSecrets(env)).toEqual({ upstreamApiKey: "sk-secret", controlPassword: "pw-secret" });
+    expect(JSON.stringify(loadConfig({}, env))).not.toContain("secret");
+  });
+});
