@@ -24,6 +24,8 @@ test(
         process.execPath,
         "build",
         "--compile",
+        "--no-compile-autoload-dotenv",
+        "--no-compile-autoload-bunfig",
         join(import.meta.dir, "fixtures-images/compiled-entry.ts"),
         "--outfile",
         join(buildDir, "images-smoke"),

@@ -36,9 +36,12 @@ export function cameraLikeFrame(width: number, height: number, seed = 1, noise =
     r: Math.max(1, Math.min(width, height) * (0.08 + random() * 0.1)),
     colour: [random() * 255, random() * 255, random() * 255] as const,
   }));
+  const column = Float64Array.from({ length: width }, (_, x) =>
+    Math.cos(((x / width - 0.3) * Math.PI) / 1.5),
+  );
   for (let y = 0; y < height; y++) {
     for (let x = 0; x < width; x++) {
-      const light = 0.55 + 0.45 * Math.cos(((x / width - 0.3) * Math.PI) / 1.5) * (1 - y / (2 * height));
+      const light = 0.55 + 0.45 * (column[x] ?? 0) * (1 - y / (2 * height));
       let r = 170 * light;
       let g = 160 * light;
       let b = 140 * light;
