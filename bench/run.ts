@@ -1,0 +1,22 @@
+/**
+ * `make bench`: every benchmark, each against a baseline measured in the same run.
+ * Prints tables and writes flat named figures to bench/results.json.
+ */
+import { writeFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { runContextBench } from "./context.ts";
+import { runGatewayBench } from "./gateway.ts";
+import { runImageBench } from "./images.ts";
+
+const results: Record<string, number> = {};
+console.log("## Gateway overhead, memory, cold start");
+Object.assign(results, await runGatewayBench(console.log));
+console.log("\n## Images");
+Object.assign(results, await runImageBench(console.log));
+console.log("\n## Context filter");
+Object.assign(results, await runContextBench());
+const path = resolve(import.meta.dir, "results.json");
+writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
+console.log(`\nwrote ${path}`);
+for (const [k, v] of Object.entries(results)) console.log(`${k} = ${Number.isInteger(v) ? v : v.toFixed(3)}`);
+process.exit(0);
