@@ -135,7 +135,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     rendered = spec.render(response, hub);
     const robotCalls = response.toolCalls.flatMap((call) => {
       const tool = episode.toolFor(call.name);
-      return tool ? [{ id: call.id, modelName: call.name, tool, args: JSON.parse(call.arguments) as unknown }] : [];
+      return tool ? [{ id: call.id, modelName: call.name, tool, args: JSON.parse(call.arguments) as Record<string, unknown> }] : [];
     });
     if (robotCalls.length > 0) {
       batchId = `${exchangeId}`;

@@ -58,7 +58,7 @@ export async function startSidecar(options: StartOptions) {
     newId: ids.callId,
     clock,
     // The demo model runs in-process: no socket, nothing leaves the machine.
-    ...(scripted ? { fetch: ((input: RequestInfo | URL, init?: RequestInit) => scripted.fetch(new Request(input, init))) as typeof fetch } : {}),
+    ...(scripted ? { fetch: ((input: string | URL | Request, init?: RequestInit) => scripted.fetch(new Request(input as string, init))) as typeof fetch } : {}),
   });
 
   const shutdownController = new AbortController();
