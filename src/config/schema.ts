@@ -7,6 +7,7 @@
  */
 import { z } from "zod";
 import { contextPolicySchema } from "../context/policy-schema.ts";
+import { defaultExecutorConfig, executorConfigSchema } from "../executor/executor-config.ts";
 import { imageCacheSettingsSchema, webpSettingsSchema } from "../images/settings.ts";
 import { sizeLimitsSchema } from "../images/size-guard.ts";
 
@@ -90,6 +91,8 @@ export const configSchema = z
       .object({ drain_deadline_ms: z.number().int().positive().default(10_000) })
       .strict()
       .default({ drain_deadline_ms: 10_000 }),
+    /** Where admitted tool calls run: the embedded inert executor (default) or a controller over HTTP. */
+    executor: executorConfigSchema.default(defaultExecutorConfig),
     /** Create one episode at start-up (the one-CLI case, and `make run`). */
     default_episode: z.boolean().default(false),
   })

@@ -5,6 +5,7 @@
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { contextPolicySchema } from "../context/policy-schema.ts";
+import { createExecutorFactory, type ExecutorFactory } from "../executor/create-executor.ts";
 import type { ImageCacheSettings } from "../images/settings.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
@@ -25,6 +26,8 @@ export type EpisodeStoreDeps = {
   registerSecret: (secret: string) => void;
   /** Public base URL of this sidecar, e.g. http://127.0.0.1:8787 */
   baseUrl: () => string;
+  /** The executor of each new episode (default: from `config.executor`). */
+  createExecutor?: ExecutorFactory;
 };
 
 export function episodeUrls(baseUrl: string, id: string) {
@@ -42,6 +45,8 @@ export function episodeUrls(baseUrl: string, id: string) {
 
 export function createEpisodeStore(deps: EpisodeStoreDeps) {
   const episodes = new Map<string, Episode>();
+  const createExecutor =
+    deps.createExecutor ?? createExecutorFactory(deps.config.executor, { clock: deps.clock });
 
   function create(options: EpisodeOptions): Episode {
     const id = deps.ids.episodeId();
@@ -49,7 +54,11 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     const mcpToken = deps.ids.token("ura_mcp");
     deps.registerSecret(ingressKey);
     deps.registerSecret(mcpToken);
-    const records = createEpisodeRecords({ dir: join(deps.dataDir, "episodes", id), clock: deps.clock, redact: deps.redact });
+    const records = createEpisodeRecords({
+      dir: join(deps.dataDir, "episodes", id),
+      clock: deps.clock,
+      redact: deps.redact,
+    });
     const episode = createEpisode({
       id,
       createdAt: new Date(deps.clock()).toISOString(),
@@ -63,6 +72,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       records,
       imageCache: deps.imageCache,
       delivery: deps.config.delivery,
+      executor: createExecutor(id),
       clock: deps.clock,
     });
     episodes.set(id, episode);
@@ -71,7 +81,8 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
   }
 
   function get(id: string): Episode {
-    if (!episodeIdPattern.test(id)) throw new SidecarError("not_found", `no episode with id ${JSON.stringify(id.slice(0, 80))}`);
+    if (!episodeIdPattern.test(id))
+      throw new SidecarError("not_found", `no episode with id ${JSON.stringify(id.slice(0, 80))}`);
     const episode = episodes.get(id);
     if (!episode) throw new SidecarError("not_found", `no episode with id ${id}`);
     return episode;
@@ -87,7 +98,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     };
   }
 
-  return { create, get, list: () => [...episodes.values()], launchInfo };
+  return { create, get, list: () => [...episodes.values()], launchInfo, baseUrl: deps.baseUrl };
 }
 
 export type EpisodeStore = ReturnType<typeof createEpisodeStore>;

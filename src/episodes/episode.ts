@@ -4,8 +4,9 @@
  * episode only ever see this object.
  */
 import type { ContextPolicy } from "../context/policy-schema.ts";
-import { createWebpCache } from "../images/webp-cache.ts";
+import type { Executor } from "../executor/executor.ts";
 import type { ImageCacheSettings } from "../images/settings.ts";
+import { createWebpCache } from "../images/webp-cache.ts";
 import { createEpisodeLedger } from "../ledger/episode-ledger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { manifestToolFor } from "../manifest/tool-names.ts";
@@ -28,6 +29,8 @@ export type EpisodeInit = {
   records: EpisodeRecords;
   imageCache: ImageCacheSettings;
   delivery: { wait_ms: number; previous_ack_wait_ms: number };
+  /** Runs this episode's admitted tool calls. */
+  executor: Executor;
   clock: () => number;
 };
 
@@ -43,7 +46,14 @@ export function createEpisode(init: EpisodeInit) {
     tool_calls_admitted: 0,
     tool_calls_refused: 0,
   };
-  const mcp = { initialized: false, tools_listed: false, user_agent: undefined as string | undefined };
+  /** What the MCP server saw: a CLI given a bad token silently runs without the tools (CLIENTS.md). */
+  const mcp = {
+    initialized: false,
+    tools_listed: false,
+    user_agent: undefined as string | undefined,
+    sessions_opened: 0,
+    sessions_closed: 0,
+  };
   let state: EpisodeState = "running";
   let failure: { reason: FailureReason; message: string } | undefined;
   let result: unknown;
@@ -104,11 +114,17 @@ export function createEpisode(init: EpisodeInit) {
       result = receipt;
       episode.persist();
     },
-    /** Cancel: close admission, abort upstream work, wait for admitted callbacks. */
-    async cancel(message = "cancelled by the control API") {
+    /**
+     * Cancel: close admission, abort upstream work, wait (bounded) for admitted
+     * callbacks. Reports the calls that did not finish; physical work already
+     * running is not stopped.
+     */
+    async cancel(message = "cancelled by the control API", drainTimeoutMs = 10_000) {
       episode.fail("cancelled", message);
       abort.abort(new Error(message));
-      return ledger.drain();
+      const drained = await ledger.drain({ timeoutMs: drainTimeoutMs });
+      episode.persist();
+      return drained;
     },
     /** Tracks a running handler so shutdown can wait for it. */
     track<T>(work: Promise<T>): Promise<T> {

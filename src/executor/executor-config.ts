@@ -1,0 +1,36 @@
+/**
+ * Which executor episodes use (config key `executor`): the embedded inert one
+ * (default) or a robot controller over HTTP (docs/executor-api.md).
+ */
+import { z } from "zod";
+
+export const inertExecutorConfigSchema = z
+  .object({
+    kind: z.literal("inert"),
+    /** Delay before a job is acknowledged (makes batch serialisation observable in tests). */
+    ack_delay_ms: z.number().int().min(0).default(0),
+    /** Delay between acknowledgement and receipt. */
+    receipt_delay_ms: z.number().int().min(0).default(0),
+  })
+  .strict();
+
+export const httpExecutorConfigSchema = z
+  .object({
+    kind: z.literal("http"),
+    /** Controller root, e.g. http://127.0.0.1:9000 (POST {url}/jobs …). */
+    url: z.url(),
+    /** Limit per HTTP request (submit, and each receipt poll beyond its long-poll wait). */
+    timeout_ms: z.number().int().positive().default(10_000),
+    /** How long a receipt may take in total before the call is reported failed. */
+    receipt_timeout_ms: z.number().int().positive().default(600_000),
+    /** Long-poll wait asked of the controller per receipt request. */
+    poll_wait_ms: z.number().int().min(0).default(20_000),
+  })
+  .strict();
+
+export const executorConfigSchema = z.discriminatedUnion("kind", [
+  inertExecutorConfigSchema,
+  httpExecutorConfigSchema,
+]);
+export type ExecutorConfig = z.infer<typeof executorConfigSchema>;
+export const defaultExecutorConfig: ExecutorConfig = { kind: "inert", ack_delay_ms: 0, receipt_delay_ms: 0 };

@@ -1,0 +1,43 @@
+/**
+ * What the MCP server needs from whatever runs robot work: submit a job (the
+ * promise resolves with the acknowledgement, i.e. a job id), then wait for its
+ * receipt. The call id is the idempotency key: submitting the same call twice
+ * must name the same job. See docs/executor-api.md and DESIGN.md §7.
+ */
+import { z } from "zod";
+
+export const toolContentSchema = z.discriminatedUnion("type", [
+  z.object({ type: z.literal("text"), text: z.string() }),
+  z.object({ type: z.literal("image"), data: z.string().min(1), mimeType: z.string().min(1) }),
+]);
+export type ToolContent = z.infer<typeof toolContentSchema>;
+
+/** The executor's final word on a job: what the CLI sees (`content`) and what the records keep (`data`). */
+export const receiptSchema = z.object({
+  ok: z.boolean(),
+  content: z.array(toolContentSchema).default([]),
+  data: z.unknown().optional(),
+});
+export type Receipt = z.infer<typeof receiptSchema>;
+
+export const acknowledgementSchema = z.object({ job_id: z.string().min(1) });
+
+export type ExecutorJob = {
+  /** The model's call id; the idempotency key of the submission. */
+  callId: string;
+  episodeId: string;
+  /** Manifest tool name and its executor route. */
+  tool: string;
+  route: string;
+  mode: "foreground" | "background";
+  arguments: Record<string, unknown>;
+};
+
+export type Acknowledgement = { jobId: string };
+
+export interface Executor {
+  /** Resolves once the executor accepted the job (acknowledgement); rejects if it refused or could not be reached. */
+  submit(job: ExecutorJob): Promise<Acknowledgement>;
+  /** Resolves with the job's receipt; rejects if none arrives (timeout, executor unreachable). */
+  receipt(jobId: string): Promise<Receipt>;
+}

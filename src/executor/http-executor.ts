@@ -1,0 +1,147 @@
+/**
+ * Executor client for a real robot controller over HTTP (contract:
+ * docs/executor-api.md). Submission is idempotent on the call id, so a submit
+ * whose answer was lost (network error, 5xx) is retried with the same key and
+ * can never start the job twice. Receipts are long-polled until they arrive or
+ * `receiptTimeoutMs` passes.
+ */
+import { SidecarError } from "../lib/errors.ts";
+import {
+  type Acknowledgement,
+  acknowledgementSchema,
+  type Executor,
+  type ExecutorJob,
+  type Receipt,
+  receiptSchema,
+} from "./executor.ts";
+
+export type HttpExecutorOptions = {
+  url: string;
+  timeoutMs: number;
+  receiptTimeoutMs: number;
+  pollWaitMs: number;
+  fetch?: typeof fetch;
+  clock?: () => number;
+  /** Submission attempts in total (same idempotency key each time). */
+  submitAttempts?: number;
+  retryDelayMs?: number;
+};
+
+export function createHttpExecutor(options: HttpExecutorOptions): Executor {
+  const doFetch = options.fetch ?? fetch;
+  const clock = options.clock ?? Date.now;
+  const root = options.url.replace(/\/+$/, "");
+  const attempts = options.submitAttempts ?? 3;
+  const retryDelay = options.retryDelayMs ?? 250;
+
+  async function request(url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
+    return doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
+  }
+
+  async function submit(job: ExecutorJob): Promise<Acknowledgement> {
+    const body = JSON.stringify({
+      call_id: job.callId,
+      episode_id: job.episodeId,
+      tool: job.tool,
+      route: job.route,
+      mode: job.mode,
+      arguments: job.arguments,
+    });
+    let lastProblem = "";
+    for (let attempt = 1; attempt <= attempts; attempt++) {
+      let response: Response;
+      try {
+        response = await request(
+          `${root}/jobs`,
+          {
+            method: "POST",
+            headers: { "content-type": "application/json", "idempotency-key": job.callId },
+            body,
+          },
+          options.timeoutMs,
+        );
+      } catch (error) {
+        lastProblem = `executor unreachable: ${(error as Error).message}`;
+        if (attempt < attempts) await Bun.sleep(retryDelay * attempt);
+        continue;
+      }
+      const text = await response.text();
+      if (response.status === 200 || response.status === 202) {
+        const parsed = acknowledgementSchema.safeParse(safeJson(text));
+        if (!parsed.success)
+          throw new SidecarError("internal", `executor acknowledged without a job_id: ${text.slice(0, 200)}`);
+        return { jobId: parsed.data.job_id };
+      }
+      lastProblem = `executor answered HTTP ${response.status}: ${text.slice(0, 300)}`;
+      if (response.status < 500)
+        throw new SidecarError("invalid_request", `executor refused the job: ${lastProblem}`);
+      if (attempt < attempts) await Bun.sleep(retryDelay * attempt);
+    }
+    throw new SidecarError("unavailable", `job not acknowledged after ${attempts} attempts (${lastProblem})`);
+  }
+
+  async function receipt(jobId: string): Promise<Receipt> {
+    const deadline = clock() + options.receiptTimeoutMs;
+    const url = `${root}/jobs/${encodeURIComponent(jobId)}/receipt`;
+    let failures = 0;
+    while (clock() < deadline) {
+      const waitMs = Math.max(0, Math.min(options.pollWaitMs, deadline - clock()));
+      let response: Response;
+      try {
+        response = await request(`${url}?wait_ms=${waitMs}`, { method: "GET" }, waitMs + options.timeoutMs);
+      } catch (error) {
+        failures += 1;
+        if (failures >= 5)
+          throw new SidecarError(
+            "unavailable",
+            `receipt of job ${jobId} unreachable: ${(error as Error).message}`,
+          );
+        await Bun.sleep(retryDelay * failures);
+        continue;
+      }
+      const text = await response.text();
+      if (response.status === 200) {
+        const parsed = receiptSchema.safeParse(safeJson(text));
+        if (!parsed.success)
+          throw new SidecarError(
+            "internal",
+            `executor sent a malformed receipt for job ${jobId}: ${text.slice(0, 200)}`,
+          );
+        return parsed.data;
+      }
+      if (response.status === 202 || response.status === 204) {
+        failures = 0;
+        if (waitMs === 0) await Bun.sleep(retryDelay);
+        continue;
+      }
+      if (response.status >= 500) {
+        failures += 1;
+        if (failures >= 5)
+          throw new SidecarError(
+            "unavailable",
+            `receipt of job ${jobId}: executor answered HTTP ${response.status}`,
+          );
+        await Bun.sleep(retryDelay * failures);
+        continue;
+      }
+      throw new SidecarError(
+        "invalid_request",
+        `receipt of job ${jobId}: executor answered HTTP ${response.status}: ${text.slice(0, 300)}`,
+      );
+    }
+    throw new SidecarError(
+      "unavailable",
+      `no receipt for job ${jobId} within ${options.receiptTimeoutMs} ms`,
+    );
+  }
+
+  return { submit, receipt };
+}
+
+function safeJson(text: string): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    return undefined;
+  }
+}

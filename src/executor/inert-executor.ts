@@ -1,0 +1,145 @@
+/**
+ * The embedded inert executor, one per episode, so the binary runs alone:
+ *   observe()          → a freshly generated solid-colour PNG (a palette colour) + "nonce: <n>"
+ *   record({nonce})    → ok only for the nonce of the latest observation
+ *   finish({answer})   → receipt data {submitted: true, correct: answer names the colour}
+ * Jobs are acknowledged after `ackDelayMs` and complete `receiptDelayMs` later;
+ * every receipt carries its timing (`data.timing`) so tests can see the order
+ * and spacing in which the MCP server submitted work. See DESIGN.md §7.
+ */
+import { randomBytes } from "node:crypto";
+import { solidColourPng } from "../images/generate-png.ts";
+import { SidecarError } from "../lib/errors.ts";
+import type { Acknowledgement, Executor, ExecutorJob, Receipt } from "./executor.ts";
+import { inertPalette, type PaletteColour, paletteColours } from "./inert-palette.ts";
+
+export type InertExecutorOptions = {
+  clock?: () => number;
+  /** Uniform in [0, 1); picks the colour. */
+  random?: () => number;
+  newNonce?: () => string;
+  ackDelayMs?: number;
+  receiptDelayMs?: number;
+};
+
+export type InertJobLog = {
+  seq: number;
+  jobId: string;
+  callId: string;
+  route: string;
+  submitted_at: number;
+  acknowledged_at: number;
+};
+
+export type InertExecutor = Executor & {
+  /** Every accepted job, in submission order. */
+  jobs(): readonly InertJobLog[];
+  /** The colour of the latest observation. */
+  currentColour(): PaletteColour | undefined;
+};
+
+export function createInertExecutor(options: InertExecutorOptions = {}): InertExecutor {
+  const clock = options.clock ?? Date.now;
+  const random = options.random ?? Math.random;
+  const newNonce = options.newNonce ?? (() => randomBytes(6).toString("hex"));
+  const ackDelay = options.ackDelayMs ?? 0;
+  const receiptDelay = options.receiptDelayMs ?? 0;
+  let observation: { colour: PaletteColour; nonce: string; n: number } | undefined;
+  let observations = 0;
+  const log: InertJobLog[] = [];
+  const byCall = new Map<string, string>();
+  const receipts = new Map<string, Promise<Receipt>>();
+
+  function run(job: ExecutorJob): Receipt {
+    switch (job.route) {
+      case "observe": {
+        observations += 1;
+        const colour = paletteColours[Math.floor(random() * paletteColours.length)] ?? "red";
+        observation = { colour, nonce: newNonce(), n: observations };
+        const png = solidColourPng(64, 48, inertPalette[colour]);
+        return {
+          ok: true,
+          content: [
+            { type: "text", text: `Observation ${observation.n}. nonce: ${observation.nonce}` },
+            { type: "image", data: Buffer.from(png).toString("base64"), mimeType: "image/png" },
+          ],
+          data: { observation: observation.n, nonce: observation.nonce, colour },
+        };
+      }
+      case "record": {
+        const nonce = job.arguments.nonce;
+        if (observation === undefined || nonce !== observation.nonce) {
+          const why =
+            observation === undefined
+              ? "nothing has been observed yet"
+              : "it is not the nonce of the latest observation";
+          return {
+            ok: false,
+            content: [{ type: "text", text: `record refused: nonce ${JSON.stringify(nonce)} — ${why}` }],
+            data: { recorded: false },
+          };
+        }
+        return {
+          ok: true,
+          content: [{ type: "text", text: `recorded nonce: ${observation.nonce}` }],
+          data: { recorded: true, nonce: observation.nonce },
+        };
+      }
+      case "finish": {
+        const answer = typeof job.arguments.answer === "string" ? job.arguments.answer : "";
+        const correct = observation !== undefined && answer.trim().toLowerCase() === observation.colour;
+        const data = { submitted: true, correct, answer };
+        return { ok: true, content: [{ type: "text", text: JSON.stringify(data) }], data };
+      }
+      default:
+        return {
+          ok: false,
+          content: [{ type: "text", text: `the inert executor has no route ${JSON.stringify(job.route)}` }],
+          data: { route: job.route },
+        };
+    }
+  }
+
+  async function submit(job: ExecutorJob): Promise<Acknowledgement> {
+    const known = byCall.get(job.callId);
+    if (known !== undefined) return { jobId: known };
+    const seq = log.length + 1;
+    const jobId = `inert_${String(seq).padStart(4, "0")}`;
+    byCall.set(job.callId, jobId);
+    const submittedAt = clock();
+    const entry: InertJobLog = {
+      seq,
+      jobId,
+      callId: job.callId,
+      route: job.route,
+      submitted_at: submittedAt,
+      acknowledged_at: submittedAt,
+    };
+    log.push(entry);
+    if (ackDelay > 0) await Bun.sleep(ackDelay);
+    entry.acknowledged_at = clock();
+    receipts.set(
+      jobId,
+      (async () => {
+        if (receiptDelay > 0) await Bun.sleep(receiptDelay);
+        const receipt = run(job);
+        const timing = {
+          seq,
+          submitted_at: entry.submitted_at,
+          acknowledged_at: entry.acknowledged_at,
+          completed_at: clock(),
+        };
+        return { ...receipt, data: { ...(receipt.data as Record<string, unknown>), timing } };
+      })(),
+    );
+    return { jobId };
+  }
+
+  async function receipt(jobId: string): Promise<Receipt> {
+    const pending = receipts.get(jobId);
+    if (pending === undefined) throw new SidecarError("not_found", `the inert executor has no job ${jobId}`);
+    return pending;
+  }
+
+  return { submit, receipt, jobs: () => log, currentColour: () => observation?.colour };
+}

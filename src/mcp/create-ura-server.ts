@@ -1,0 +1,59 @@
+/**
+ * The protocol side of the `ura` MCP server of one episode (one instance per
+ * MCP session): tools from the manifest with their input JSON schema served
+ * verbatim, calls handled by handleToolCall. Built on the SDK's low-level
+ * `Server`, because `McpServer` wants zod input shapes and strips unknown
+ * arguments before a handler could read the OpenCode plugin's `_callID`.
+ * `notifications/cancelled` is ignored: OpenCode sends one after every completed
+ * call, and robot work already admitted is never abandoned half-way.
+ */
+import { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import {
+  CallToolRequestSchema,
+  CancelledNotificationSchema,
+  ListToolsRequestSchema,
+} from "@modelcontextprotocol/sdk/types.js";
+import type { Episode } from "../episodes/episode.ts";
+import type { Logger } from "../lib/logger.ts";
+import { handleToolCall } from "./handle-tool-call.ts";
+import type { ArgumentsCheck } from "./tool-validators.ts";
+
+export type UraServerDeps = {
+  episode: Episode;
+  checks: ReadonlyMap<string, ArgumentsCheck>;
+  logger: Logger;
+  version: string;
+};
+
+export function createUraServer(deps: UraServerDeps): Server {
+  const { episode } = deps;
+  const server = new Server(
+    { name: episode.manifest.server, version: deps.version },
+    { capabilities: { tools: { listChanged: false } } },
+  );
+  server.setNotificationHandler(CancelledNotificationSchema, () => {});
+  server.setRequestHandler(ListToolsRequestSchema, () => {
+    if (!episode.mcp.tools_listed) {
+      episode.mcp.tools_listed = true;
+      episode.persist();
+    }
+    return {
+      tools: episode.manifest.tools.map((tool) => ({
+        name: tool.name,
+        description: tool.description,
+        inputSchema: tool.input_schema as { type: "object"; [key: string]: unknown },
+      })),
+    };
+  });
+  server.setRequestHandler(CallToolRequestSchema, (request) =>
+    handleToolCall(
+      { episode, checks: deps.checks, logger: deps.logger },
+      {
+        name: request.params.name,
+        ...(request.params.arguments ? { arguments: request.params.arguments } : {}),
+        ...(request.params._meta ? { _meta: request.params._meta as Record<string, unknown> } : {}),
+      },
+    ),
+  );
+  return server;
+}

@@ -1,0 +1,185 @@
+/**
+ * One MCP `tools/call` of an episode, from raw params to the MCP result:
+ *   identity (raw `_meta` / `_callID`, read before anything else) → strip the
+ *   clients' private arguments → ledger admission (a callback that matches no
+ *   delivered, unclaimed call is refused and journaled by the ledger) → input
+ *   schema check → executor submit → acknowledgement → receipt.
+ * Foreground tools answer with the receipt; background tools answer on
+ * acknowledgement and their receipt is journaled when it arrives. A finish
+ * receipt with `submitted: true` finishes the episode. Nothing refused ever
+ * reaches the executor. See DESIGN.md §5–§7, CLIENTS.md.
+ */
+import type { Episode } from "../episodes/episode.ts";
+import type { Receipt, ToolContent } from "../executor/executor.ts";
+import { readCallbackIdentity } from "../ledger/callback-identity.ts";
+import type { Admission } from "../ledger/episode-ledger.ts";
+import { toSidecarError } from "../lib/errors.ts";
+import type { Logger } from "../lib/logger.ts";
+import type { ArgumentsCheck } from "./tool-validators.ts";
+
+/** `tools/call` params as the client sent them. */
+export type ToolCallParams = {
+  name: string;
+  arguments?: Record<string, unknown>;
+  _meta?: Record<string, unknown>;
+};
+export type ToolCallResult = { content: ToolContent[]; isError?: boolean };
+
+export type ToolCallContext = {
+  episode: Episode;
+  checks: ReadonlyMap<string, ArgumentsCheck>;
+  logger: Logger;
+};
+
+/** Arguments a client adds on its side: our OpenCode plugin's `_callID`, Gemini CLI's `wait_for_previous`. */
+export function stripPrivateArguments(
+  args: Record<string, unknown>,
+  declared: readonly string[],
+): Record<string, unknown> {
+  const kept: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(args)) {
+    if (key === "_callID") continue;
+    if (key === "wait_for_previous" && !declared.includes(key)) continue;
+    kept[key] = value;
+  }
+  return kept;
+}
+
+const errorResult = (text: string, images: ToolContent[] = []): ToolCallResult => ({
+  isError: true,
+  content: [{ type: "text", text }, ...images],
+});
+
+export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParams): Promise<ToolCallResult> {
+  const { episode } = ctx;
+  const rawArgs = params.arguments ?? {};
+  const log = ctx.logger.child({ episode: episode.id, tool: params.name });
+  const refuse = (reason: string): ToolCallResult => {
+    episode.counters.tool_calls_refused += 1;
+    episode.persist();
+    log.warn("tool call refused", { reason });
+    return errorResult(`ura refused this tool call; it was not executed: ${reason}`);
+  };
+
+  let identity: ReturnType<typeof readCallbackIdentity>;
+  try {
+    identity = readCallbackIdentity({ meta: params._meta, args: rawArgs });
+  } catch (error) {
+    return refuse(toSidecarError(error).message);
+  }
+  const tool = episode.manifest.tools.find((t) => t.name === params.name);
+  const declared = Object.keys((tool?.input_schema.properties as Record<string, unknown> | undefined) ?? {});
+  const args = stripPrivateArguments(rawArgs, declared);
+
+  let admission: Admission;
+  try {
+    admission = await episode.ledger.admit({ tool: params.name, args, ...(identity ? { identity } : {}) });
+  } catch (error) {
+    return refuse(toSidecarError(error).message);
+  }
+  const callId = admission.call.id;
+  if (tool === undefined) {
+    // Unreachable while the ledger only registers manifest tools; kept so a bad registration cannot reach the executor.
+    admission.failed(`no tool ${params.name} in the manifest`);
+    return refuse(`no tool ${JSON.stringify(params.name)} in this episode's manifest`);
+  }
+  const check = ctx.checks.get(tool.name)?.(args) ?? { valid: true };
+  if (!check.valid) {
+    const reason = `arguments do not match the input schema of ${tool.name}: ${check.message}`;
+    admission.failed(reason);
+    return refuse(reason);
+  }
+
+  episode.counters.tool_calls_admitted += 1;
+  episode.persist();
+  log.info("tool call admitted", { call: callId, claimed_by: admission.call.claimedBy });
+
+  let jobId: string;
+  try {
+    admission.submitted();
+    ({ jobId } = await episode.executor.submit({
+      callId,
+      episodeId: episode.id,
+      tool: tool.name,
+      route: tool.route,
+      mode: tool.mode,
+      arguments: args,
+    }));
+    admission.acknowledged(jobId);
+  } catch (error) {
+    const reason = `the executor did not accept the job: ${toSidecarError(error).message}`;
+    safely(() => admission.failed(reason), log);
+    return errorResult(`tool call ${callId} failed: ${reason}`);
+  }
+
+  const finished = episode.track(
+    episode.executor.receipt(jobId).then(
+      (receipt) => {
+        safely(() => admission.receipt(journalView(receipt)), log);
+        if (
+          tool.name === episode.manifest.finish_tool &&
+          isRecord(receipt.data) &&
+          receipt.data.submitted === true
+        ) {
+          episode.finish(receipt.data);
+        }
+        return receipt;
+      },
+      (error: unknown) => {
+        const reason = `no receipt for job ${jobId}: ${toSidecarError(error).message}`;
+        safely(() => admission.failed(reason), log);
+        throw new Error(reason);
+      },
+    ),
+  );
+
+  if (tool.mode === "background") {
+    finished.catch((error: Error) =>
+      log.warn("background job failed", { call: callId, job: jobId, reason: error.message }),
+    );
+    return {
+      content: [
+        {
+          type: "text",
+          text: `accepted: job ${jobId} runs in the background; its receipt is recorded when it arrives`,
+        },
+      ],
+    };
+  }
+  let receipt: Receipt;
+  try {
+    receipt = await finished;
+  } catch (error) {
+    return errorResult(`tool call ${callId} failed: ${(error as Error).message}`);
+  }
+  const content =
+    receipt.content.length > 0
+      ? receipt.content
+      : [{ type: "text" as const, text: receipt.ok ? "done" : "failed" }];
+  return receipt.ok ? { content } : { isError: true, content };
+}
+
+/** The receipt as the journal keeps it: image bytes replaced by their size. */
+function journalView(receipt: Receipt): Record<string, unknown> {
+  return {
+    ok: receipt.ok,
+    content: receipt.content.map((part) =>
+      part.type === "image"
+        ? { type: "image", mimeType: part.mimeType, base64_chars: part.data.length }
+        : part,
+    ),
+    data: receipt.data ?? null,
+  };
+}
+
+function safely(step: () => void, log: Logger): void {
+  try {
+    step();
+  } catch (error) {
+    log.error("ledger journal step failed", { message: (error as Error).message });
+  }
+}
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}

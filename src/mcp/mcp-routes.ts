@@ -1,0 +1,138 @@
+/**
+ * The `ura` MCP server of each episode at /e/{episode}/mcp: Streamable HTTP
+ * (the SDK's web-standard transport), stateful sessions (Codex ends its session
+ * with DELETE; the others just leave), guarded by the episode's own bearer token
+ * (constant-time compare; one episode's token never opens another) and a
+ * Host/Origin check against DNS rebinding. See DESIGN.md §6, CLIENTS.md.
+ */
+import { randomUUID } from "node:crypto";
+import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
+import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js";
+import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
+import { Hono } from "hono";
+import packageJson from "../../package.json" with { type: "json" };
+import type { Episode } from "../episodes/episode.ts";
+import { credentialMatches } from "../episodes/ids.ts";
+import type { IngressDeps } from "../ingress/ingress-deps.ts";
+import { checkHostAndOrigin } from "./check-host.ts";
+import { createUraServer } from "./create-ura-server.ts";
+import { type ArgumentsCheck, compileToolValidators } from "./tool-validators.ts";
+
+/** Sessions kept per episode; the oldest is closed when a client opens one more. */
+const maxSessionsPerEpisode = 16;
+
+type Session = {
+  episodeId: string;
+  transport: WebStandardStreamableHTTPServerTransport;
+  server: Server;
+  openedAt: number;
+};
+
+function jsonRpcError(status: number, message: string, headers: Record<string, string> = {}): Response {
+  return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }), {
+    status,
+    headers: { "content-type": "application/json", ...headers },
+  });
+}
+
+export function createMcpRoutes(deps: IngressDeps): Hono {
+  const app = new Hono();
+  const sessions = new Map<string, Session>();
+  const checks = new WeakMap<Episode, Map<string, ArgumentsCheck>>();
+  const listenHost = () => new URL(deps.episodes.baseUrl()).hostname;
+
+  const checksFor = (episode: Episode) => {
+    let found = checks.get(episode);
+    if (!found) {
+      found = compileToolValidators(episode.manifest);
+      checks.set(episode, found);
+    }
+    return found;
+  };
+
+  function closeSession(id: string, episode: Episode): void {
+    const session = sessions.get(id);
+    if (!session) return;
+    sessions.delete(id);
+    episode.mcp.sessions_closed += 1;
+    void session.server.close().catch(() => {});
+  }
+
+  async function openSession(episode: Episode, request: Request, body: unknown): Promise<Response> {
+    const mine = [...sessions.entries()]
+      .filter(([, s]) => s.episodeId === episode.id)
+      .sort((a, b) => a[1].openedAt - b[1].openedAt);
+    if (mine.length >= maxSessionsPerEpisode && mine[0]) closeSession(mine[0][0], episode);
+    const server = createUraServer({
+      episode,
+      checks: checksFor(episode),
+      logger: deps.logger,
+      version: packageJson.version,
+    });
+    const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      onsessioninitialized: (id) => {
+        sessions.set(id, { episodeId: episode.id, transport, server, openedAt: deps.clock() });
+        episode.mcp.sessions_opened += 1;
+      },
+      onsessionclosed: (id) => closeSession(id, episode),
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) closeSession(transport.sessionId, episode);
+    };
+    await server.connect(transport);
+    const response = await transport.handleRequest(request, { parsedBody: body });
+    if (response.ok) {
+      episode.mcp.initialized = true;
+      episode.mcp.user_agent = request.headers.get("user-agent") ?? undefined;
+      episode.persist();
+    }
+    return response;
+  }
+
+  app.all("/mcp", async (c) => {
+    const episode = deps.episodes.get(c.req.param("episode") ?? "");
+    const request = c.req.raw;
+    const hostProblem = checkHostAndOrigin(request.headers, listenHost());
+    if (hostProblem) return jsonRpcError(403, hostProblem);
+    const bearer = /^Bearer\s+(.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1];
+    if (!credentialMatches(bearer, episode.mcpToken)) {
+      deps.logger.warn("MCP request with a missing or wrong token", {
+        episode: episode.id,
+        method: request.method,
+      });
+      return jsonRpcError(401, `missing or wrong MCP bearer token for episode ${episode.id}`, {
+        "www-authenticate": 'Bearer realm="ura"',
+      });
+    }
+
+    const sessionId = request.headers.get("mcp-session-id");
+    if (sessionId !== null) {
+      const session = sessions.get(sessionId);
+      if (!session || session.episodeId !== episode.id)
+        return jsonRpcError(404, "Session not found: initialize a new one");
+      return session.transport.handleRequest(request);
+    }
+    if (request.method !== "POST") return jsonRpcError(400, "Bad Request: no session; send initialize first");
+    let body: unknown;
+    try {
+      body = await request.json();
+    } catch {
+      return new Response(
+        JSON.stringify({
+          jsonrpc: "2.0",
+          error: { code: -32700, message: "Parse error: body is not JSON" },
+          id: null,
+        }),
+        {
+          status: 400,
+          headers: { "content-type": "application/json" },
+        },
+      );
+    }
+    if (!isInitializeRequest(body))
+      return jsonRpcError(400, "Bad Request: no session; send initialize first");
+    return openSession(episode, request, body);
+  });
+  return app;
+}

@@ -1,0 +1,123 @@
+/**
+ * In-process test kit for the MCP server (tests only): the real app and episode
+ * store served by Bun.serve on a random loopback port, a real SDK client, and a
+ * stand-in for a model exchange that registers and delivers a batch in the
+ * episode's ledger exactly as run-exchange.ts does.
+ */
+import { mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
+import { createApp } from "../app.ts";
+import { type ConfigInput, configSchema } from "../config/schema.ts";
+import type { Episode } from "../episodes/episode.ts";
+import { createEpisodeStore } from "../episodes/episode-store.ts";
+import { createRandomIds } from "../episodes/ids.ts";
+import type { ExchangeDeps } from "../exchange/run-exchange.ts";
+import type { ExecutorFactory } from "../executor/create-executor.ts";
+import { createLogger } from "../lib/logger.ts";
+import { manifestSchema } from "../manifest/manifest-schema.ts";
+import { episodeRouteGroups } from "../server/episode-route-groups.ts";
+
+export const testControlPassword = "test-control-password";
+
+export function startTestSidecar(options: { config?: ConfigInput; createExecutor?: ExecutorFactory } = {}) {
+  const dataDir = mkdtempSync(join(tmpdir(), "ura-mcp-test-"));
+  const config = configSchema.parse({ data_dir: dataDir, ...options.config });
+  const ids = createRandomIds();
+  let port = 0;
+  const episodes = createEpisodeStore({
+    config,
+    dataDir,
+    defaultManifest: manifestSchema.parse(defaultManifestJson),
+    imageCache: config.images.cache,
+    ids,
+    clock: Date.now,
+    redact: (line) => line,
+    registerSecret: () => {},
+    baseUrl: () => `http://127.0.0.1:${port}`,
+    ...(options.createExecutor ? { createExecutor: options.createExecutor } : {}),
+  });
+  const logger = createLogger({ level: "error", redact: (line) => line, write: () => {} });
+  const app = createApp({
+    episodes,
+    exchange: {} as ExchangeDeps,
+    logger,
+    clock: Date.now,
+    ids,
+    control: { episodes, controlPassword: testControlPassword, shutdown: () => {} },
+    version: "test",
+    demoUpstream: true,
+    bodyLimitBytes: 16 * 1024 * 1024,
+    isShuttingDown: () => false,
+    episodeRoutes: episodeRouteGroups,
+  });
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req) => app.fetch(req),
+    idleTimeout: 0,
+  });
+  port = server.port ?? 0;
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    app,
+    episodes,
+    url,
+    mcpUrl: (episode: Episode) => `${url}/e/${episode.id}/mcp`,
+    stop: () => server.stop(true),
+  };
+}
+
+export async function connectMcp(
+  url: string,
+  token: string | undefined,
+): Promise<{ client: Client; transport: StreamableHTTPClientTransport }> {
+  const transport = new StreamableHTTPClientTransport(new URL(url), {
+    requestInit: token === undefined ? {} : { headers: { authorization: `Bearer ${token}` } },
+  });
+  const client = new Client({ name: "ura-test", version: "0.0.0" });
+  await client.connect(transport);
+  return { client, transport };
+}
+
+export type TestCall = { id: string; tool: string; args: Record<string, unknown>; modelName?: string };
+
+let batchSeq = 0;
+
+/** What a model exchange does around its send: register the batch, then mark it delivered (unless told not to). */
+export function deliverBatch(
+  episode: Episode,
+  calls: TestCall[],
+  options: { deliver?: boolean } = {},
+): string {
+  batchSeq += 1;
+  const batchId = `test_batch_${batchSeq}`;
+  episode.ledger.register({
+    batchId,
+    exchangeId: batchId,
+    calls: calls.map((c) => ({
+      id: c.id,
+      modelName: c.modelName ?? `mcp__ura__${c.tool}`,
+      tool: c.tool,
+      args: c.args,
+    })),
+  });
+  if (options.deliver ?? true) episode.ledger.delivered(batchId);
+  return batchId;
+}
+
+/** The episode's ledger journal as written to its records directory. */
+export function readJournal(episode: Episode): Record<string, unknown>[] {
+  return readFileSync(join(episode.records.dir, "ledger.jsonl"), "utf8")
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+export function textOf(result: unknown): string {
+  const parts = ((result as { content?: unknown }).content ?? []) as { type: string; text?: string }[];
+  return parts.map((p) => (p.type === "text" ? (p.text ?? "") : `[${p.type}]`)).join("\n");
+}
