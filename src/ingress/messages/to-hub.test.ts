@@ -1,0 +1,336 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { HubRequest } from "../../hub/schema.ts";
+import { SidecarError } from "../../lib/errors.ts";
+import { buildChatRequest } from "../../upstream/build-chat-request.ts";
+import { messagesToHub } from "./to-hub.ts";
+
+const fixturesDir = resolve(import.meta.dir, "../../../fixtures/messages");
+const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
+
+function loadCase(name: string): { body: Record<string, unknown>; betaFlags: string[] } {
+  const body = JSON.parse(readFileSync(join(fixturesDir, name, "client-request.json"), "utf8"));
+  const meta = JSON.parse(readFileSync(join(fixturesDir, name, "meta.json"), "utf8"));
+  return { body, betaFlags: String(meta.headers["anthropic-beta"]).split(",") };
+}
+
+/** Golden: what must go upstream. Written when missing or with URA_UPDATE_GOLDEN=1, then reviewed. */
+function expectGolden(name: string, hub: HubRequest): void {
+  const file = join(fixturesDir, name, "upstream-request.json");
+  const actual = `${JSON.stringify(buildChatRequest(hub, target), null, 2)}\n`;
+  if (!existsSync(file) || process.env.URA_UPDATE_GOLDEN === "1") writeFileSync(file, actual);
+  expect(actual).toBe(readFileSync(file, "utf8"));
+}
+
+function errorOf(fn: () => unknown): SidecarError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof SidecarError) return error;
+    throw error;
+  }
+  throw new Error("expected a SidecarError");
+}
+
+const minimal = { model: "ura-qwen", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
+
+describe("recorded Claude Code requests", () => {
+  test("main turn: system blocks with cache_control, tools, mid-conversation system message", () => {
+    const { body, betaFlags } = loadCase("main-turn");
+    const hub = messagesToHub(body, { betaFlags });
+    const system = body.system as { text: string }[];
+    expect(hub.messages[0]).toEqual({
+      role: "system",
+      content: system.map((b) => ({ type: "text", text: b.text })),
+    });
+    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user", "system"]);
+    expect(hub.tools.map((t) => t.name)).toContain("mcp__ura__observe");
+    expect(hub.tools).toHaveLength((body.tools as unknown[]).length);
+    expect(hub.maxOutputTokens).toBe(32000);
+    expect(hub.toolChoice).toBeUndefined();
+    expect(hub.responseFormat).toBeUndefined();
+    expect(hub.ignored).toEqual([
+      "cache_control at system[1], system[2], messages[0].content[1]",
+      "thinking (adaptive)",
+      "context_management",
+      "output_config.effort (high)",
+      "metadata.user_id",
+      `anthropic-beta: ${betaFlags.join(",")}`,
+    ]);
+    expectGolden("main-turn", hub);
+  });
+
+  test("tool_result image: becomes an image part of the tool message, then a labelled user message upstream", () => {
+    const { body, betaFlags } = loadCase("tool-result-image");
+    const hub = messagesToHub(body, { betaFlags });
+    const tool = hub.messages.at(-1);
+    expect(tool).toMatchObject({ role: "tool", toolCallId: "toolu_0006", name: "mcp__ura__observe" });
+    expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(["text", "image"]);
+    expect(hub.messages.at(-2)).toEqual({
+      role: "assistant",
+      text: null,
+      toolCalls: [{ id: "toolu_0006", name: "mcp__ura__observe", arguments: '{"camera":"front"}' }],
+    });
+    const chat = buildChatRequest(hub, target);
+    const last = chat.messages.at(-1);
+    expect(last?.role).toBe("user");
+    expect(JSON.stringify(last)).toContain("data:image/png;base64,iVBORw0KGgo");
+    expect(JSON.stringify(last)).toContain("toolu_0006");
+    expectGolden("tool-result-image", hub);
+  });
+
+  test("title request: no tools, structured output forwarded as a json_schema response format", () => {
+    const { body, betaFlags } = loadCase("title");
+    const hub = messagesToHub(body, { betaFlags });
+    expect(hub.tools).toEqual([]);
+    expect(hub.responseFormat).toEqual({
+      type: "json_schema",
+      schema: {
+        type: "object",
+        properties: { title: { type: "string" } },
+        required: ["title"],
+        additionalProperties: false,
+      },
+    });
+    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user"]);
+    expectGolden("title", hub);
+  });
+});
+
+describe("messagesToHub", () => {
+  test("string content and generation settings", () => {
+    const hub = messagesToHub({
+      ...minimal,
+      system: "be brief",
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 20,
+      stop_sequences: ["END"],
+      stream: false,
+    });
+    expect(hub).toEqual({
+      model: "ura-qwen",
+      messages: [
+        { role: "system", content: [{ type: "text", text: "be brief" }] },
+        { role: "user", content: [{ type: "text", text: "hi" }] },
+      ],
+      tools: [],
+      maxOutputTokens: 100,
+      temperature: 0.2,
+      topP: 0.9,
+      topK: 20,
+      stop: ["END"],
+      ignored: [],
+    });
+  });
+
+  test("tool_choice maps to the hub, disable_parallel_tool_use turns parallel calls off", () => {
+    const tools = [{ name: "t", input_schema: { type: "object" } }];
+    const at = (tool_choice: unknown) => messagesToHub({ ...minimal, tools, tool_choice });
+    expect(at({ type: "auto" }).toolChoice).toBe("auto");
+    expect(at({ type: "any" }).toolChoice).toBe("required");
+    expect(at({ type: "none" }).toolChoice).toBe("none");
+    expect(at({ type: "tool", name: "t" }).toolChoice).toEqual({ name: "t" });
+    expect(at({ type: "auto" }).parallelToolCalls).toBeUndefined();
+    expect(at({ type: "any", disable_parallel_tool_use: true }).parallelToolCalls).toBe(false);
+    expect(at({ type: "auto" }).tools).toEqual([
+      { name: "t", description: "", parameters: { type: "object" } },
+    ]);
+  });
+
+  test("history: tool_use ids kept verbatim, tool results first, then the user's own text; thinking not forwarded", () => {
+    const hub = messagesToHub({
+      ...minimal,
+      messages: [
+        { role: "user", content: "go" },
+        {
+          role: "assistant",
+          content: [
+            { type: "thinking", thinking: "hmm", signature: "sig" },
+            { type: "text", text: "calling" },
+            { type: "tool_use", id: "call_abc", name: "mcp__ura__record", input: { nonce: "n1" } },
+            { type: "tool_use", id: "call_def", name: "mcp__ura__record", input: { nonce: "n1" } },
+          ],
+        },
+        {
+          role: "user",
+          content: [
+            { type: "tool_result", tool_use_id: "call_abc", content: "ok" },
+            {
+              type: "tool_result",
+              tool_use_id: "call_def",
+              is_error: true,
+              content: [{ type: "text", text: "bad" }],
+            },
+            { type: "text", text: "continue" },
+          ],
+        },
+        { role: "assistant", content: [{ type: "redacted_thinking", data: "xx" }] },
+      ],
+    });
+    expect(hub.messages).toEqual([
+      { role: "user", content: [{ type: "text", text: "go" }] },
+      {
+        role: "assistant",
+        text: "calling",
+        toolCalls: [
+          { id: "call_abc", name: "mcp__ura__record", arguments: '{"nonce":"n1"}' },
+          { id: "call_def", name: "mcp__ura__record", arguments: '{"nonce":"n1"}' },
+        ],
+      },
+      {
+        role: "tool",
+        toolCallId: "call_abc",
+        name: "mcp__ura__record",
+        content: [{ type: "text", text: "ok" }],
+      },
+      {
+        role: "tool",
+        toolCallId: "call_def",
+        name: "mcp__ura__record",
+        content: [{ type: "text", text: "bad" }],
+        isError: true,
+      },
+      { role: "user", content: [{ type: "text", text: "continue" }] },
+    ]);
+    expect(hub.ignored).toEqual([
+      "messages[1].content[0]: thinking block (history thinking is not forwarded)",
+      "messages[3].content[0]: redacted_thinking block (history thinking is not forwarded)",
+      "messages[3]: assistant message with nothing but thinking (not forwarded)",
+    ]);
+  });
+
+  test("a user image (base64) becomes a hub image part", () => {
+    const hub = messagesToHub({
+      ...minimal,
+      messages: [
+        {
+          role: "user",
+          content: [
+            { type: "image", source: { type: "base64", media_type: "image/png", data: "AAAA" } },
+            { type: "text", text: "what?" },
+          ],
+        },
+      ],
+    });
+    expect(hub.messages[0]).toEqual({
+      role: "user",
+      content: [
+        { type: "image", mediaType: "image/png", data: "AAAA" },
+        { type: "text", text: "what?" },
+      ],
+    });
+  });
+
+  const refusals: [string, Record<string, unknown>, string][] = [
+    ["unknown top-level field", { ...minimal, service_tier: "auto" }, "service_tier"],
+    ["two unknown fields", { ...minimal, container: "c", mcp_servers: [] }, "container, mcp_servers"],
+    [
+      "unknown block field",
+      { ...minimal, messages: [{ role: "user", content: [{ type: "text", text: "x", extra: 1 }] }] },
+      "messages[0].content[0].extra",
+    ],
+    [
+      "unknown block type",
+      { ...minimal, messages: [{ role: "user", content: [{ type: "document", source: {} }] }] },
+      "messages[0].content[0].type",
+    ],
+    [
+      "url image source",
+      {
+        ...minimal,
+        messages: [
+          { role: "user", content: [{ type: "image", source: { type: "url", url: "https://x/y.png" } }] },
+        ],
+      },
+      "messages[0].content[0].source.type",
+    ],
+    [
+      "url image inside a tool_result",
+      {
+        ...minimal,
+        messages: [
+          { role: "assistant", content: [{ type: "tool_use", id: "c1", name: "t", input: {} }] },
+          {
+            role: "user",
+            content: [
+              {
+                type: "tool_result",
+                tool_use_id: "c1",
+                content: [{ type: "image", source: { type: "url", url: "https://x" } }],
+              },
+            ],
+          },
+        ],
+      },
+      "messages[1].content[0].content[0].source.type",
+    ],
+    [
+      "server tool",
+      { ...minimal, tools: [{ type: "web_search_20250305", name: "web_search", max_uses: 3 }] },
+      "tools[0].type",
+    ],
+    [
+      "bash server tool",
+      {
+        ...minimal,
+        tools: [
+          { name: "t", input_schema: {} },
+          { type: "bash_20250124", name: "bash" },
+        ],
+      },
+      "tools[1].type",
+    ],
+    [
+      "unknown tool field",
+      { ...minimal, tools: [{ name: "t", input_schema: {}, strict: true }] },
+      "tools[0].strict",
+    ],
+    [
+      "duplicate tool name",
+      {
+        ...minimal,
+        tools: [
+          { name: "t", input_schema: {} },
+          { name: "t", input_schema: {} },
+        ],
+      },
+      "tools[1].name",
+    ],
+    [
+      "tool_result for an unknown id",
+      { ...minimal, messages: [{ role: "user", content: [{ type: "tool_result", tool_use_id: "nope" }] }] },
+      "messages[0].content[0].tool_use_id",
+    ],
+    ["unknown metadata key", { ...minimal, metadata: { user_id: "u", team: "x" } }, "metadata.team"],
+    ["missing max_tokens", { model: "m", messages: [] }, "max_tokens"],
+    ["unknown tool_choice", { ...minimal, tool_choice: { type: "web" } }, "tool_choice.type"],
+    [
+      "unknown output_config field",
+      { ...minimal, output_config: { effort: "low", task_budget: 3 } },
+      "output_config.task_budget",
+    ],
+  ];
+  for (const [name, body, param] of refusals) {
+    test(`400 naming the field: ${name}`, () => {
+      const error = errorOf(() => messagesToHub(body));
+      expect(error.kind).toBe("invalid_request");
+      expect(error.status).toBe(400);
+      expect(error.param).toBe(param);
+      expect(error.message).toContain(param.split(", ")[0] as string);
+    });
+  }
+
+  test("the server tool refusal names the tool", () => {
+    const error = errorOf(() =>
+      messagesToHub({ ...minimal, tools: [{ type: "web_search_20250305", name: "web_search" }] }),
+    );
+    expect(error.message).toContain("web_search_20250305");
+    expect(error.message).toContain('"web_search"');
+  });
+
+  test("a non-object body is refused", () => {
+    expect(errorOf(() => messagesToHub([1, 2])).kind).toBe("invalid_request");
+  });
+});

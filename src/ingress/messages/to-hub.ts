@@ -1,0 +1,228 @@
+/**
+ * Anthropic Messages request → hub request (pure).
+ * Spec: https://docs.anthropic.com/en/api/messages
+ *
+ * - `system` (string or text blocks) → one leading hub system message; a
+ *   mid-conversation `role:"system"` message stays where it is.
+ * - A user message's `tool_result` blocks become hub tool messages (images kept
+ *   as parts of that tool message; the upstream builder moves them into a user
+ *   message for Qwen), placed first — Chat Completions needs tool messages right
+ *   after the assistant's calls — followed by the rest of the user's text/images.
+ * - Assistant `tool_use` ids are kept verbatim: they are the model's call ids,
+ *   which Claude Code echoes in `_meta["claudecode/toolUseId"]`.
+ * - `thinking`/`redacted_thinking` history, cache_control and the other
+ *   provider-only options are recorded in `ignored` (see schema.ts).
+ */
+import type {
+  HubMessage,
+  HubPart,
+  HubRequest,
+  HubTextPart,
+  HubToolCall,
+  HubToolChoice,
+} from "../../hub/schema.ts";
+import { invalidField } from "../../lib/errors.ts";
+import { parseMessagesRequest } from "./parse-request.ts";
+import type { ImageBlock, MessagesRequest, TextBlock, ToolChoice, ToolResultBlock } from "./schema.ts";
+
+export type MessagesRequestContext = {
+  /** The `anthropic-beta` header's flags (recorded as ignored: none changes what we forward). */
+  betaFlags?: string[];
+};
+
+function toImagePart(block: ImageBlock, path: string): HubPart {
+  if (block.source.type === "url") {
+    throw invalidField(
+      `${path}.source.type`,
+      "url image sources are not supported (the sidecar fetches nothing); send the image as a base64 source",
+    );
+  }
+  return { type: "image", mediaType: block.source.media_type, data: block.source.data };
+}
+
+function toTextPart(block: TextBlock): HubTextPart {
+  return { type: "text", text: block.text };
+}
+
+function toToolChoice(choice: ToolChoice): HubToolChoice {
+  switch (choice.type) {
+    case "auto":
+      return "auto";
+    case "any":
+      return "required";
+    case "none":
+      return "none";
+    case "tool":
+      return { name: choice.name };
+    default: {
+      const never: never = choice;
+      throw new Error(`unknown tool_choice ${JSON.stringify(never)}`);
+    }
+  }
+}
+
+/** Collects what was accepted but not forwarded, one readable line per kind. */
+function createIgnoredList() {
+  const cacheControl: string[] = [];
+  const other: string[] = [];
+  return {
+    cacheControl: (path: string, block: { cache_control?: unknown }) => {
+      if (block.cache_control !== undefined) cacheControl.push(path);
+    },
+    add: (entry: string) => other.push(entry),
+    list: (): string[] => [
+      ...(cacheControl.length > 0 ? [`cache_control at ${cacheControl.join(", ")}`] : []),
+      ...other,
+    ],
+  };
+}
+
+export function messagesToHub(body: unknown, context: MessagesRequestContext = {}): HubRequest {
+  const request: MessagesRequest = parseMessagesRequest(body);
+  const ignored = createIgnoredList();
+  const messages: HubMessage[] = [];
+  const toolNames = new Map<string, string>();
+
+  const systemBlocks = request.system ?? [];
+  systemBlocks.forEach((block, i) => {
+    ignored.cacheControl(`system[${i}]`, block);
+  });
+  if (systemBlocks.length > 0) messages.push({ role: "system", content: systemBlocks.map(toTextPart) });
+
+  request.messages.forEach((message, i) => {
+    const at = (j: number) => `messages[${i}].content[${j}]`;
+    switch (message.role) {
+      case "system":
+        message.content.forEach((block, j) => {
+          ignored.cacheControl(at(j), block);
+        });
+        messages.push({ role: "system", content: message.content.map(toTextPart) });
+        break;
+      case "assistant": {
+        const texts: string[] = [];
+        const toolCalls: HubToolCall[] = [];
+        message.content.forEach((block, j) => {
+          switch (block.type) {
+            case "text":
+              ignored.cacheControl(at(j), block);
+              if (block.citations && block.citations.length > 0) ignored.add(`${at(j)}.citations`);
+              texts.push(block.text);
+              break;
+            case "tool_use":
+              ignored.cacheControl(at(j), block);
+              if (toolNames.has(block.id))
+                throw invalidField(`${at(j)}.id`, `tool_use id ${block.id} appears twice in messages`);
+              toolNames.set(block.id, block.name);
+              toolCalls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
+              break;
+            case "thinking":
+            case "redacted_thinking":
+              ignored.add(`${at(j)}: ${block.type} block (history thinking is not forwarded)`);
+              break;
+            default: {
+              const never: never = block;
+              throw new Error(`unknown assistant block ${JSON.stringify(never)}`);
+            }
+          }
+        });
+        if (texts.length === 0 && toolCalls.length === 0) {
+          ignored.add(`messages[${i}]: assistant message with nothing but thinking (not forwarded)`);
+          break;
+        }
+        messages.push({ role: "assistant", text: texts.length > 0 ? texts.join("\n") : null, toolCalls });
+        break;
+      }
+      case "user": {
+        const parts: HubPart[] = [];
+        message.content.forEach((block, j) => {
+          ignored.cacheControl(at(j), block);
+          switch (block.type) {
+            case "text":
+              if (block.citations && block.citations.length > 0) ignored.add(`${at(j)}.citations`);
+              parts.push(toTextPart(block));
+              break;
+            case "image":
+              parts.push(toImagePart(block, at(j)));
+              break;
+            case "tool_result":
+              messages.push(toToolMessage(block, at(j), toolNames, ignored.cacheControl));
+              break;
+            default: {
+              const never: never = block;
+              throw new Error(`unknown user block ${JSON.stringify(never)}`);
+            }
+          }
+        });
+        if (parts.length > 0) messages.push({ role: "user", content: parts });
+        break;
+      }
+      default: {
+        const never: never = message;
+        throw new Error(`unknown message role ${JSON.stringify(never)}`);
+      }
+    }
+  });
+
+  const tools = (request.tools ?? []).map((tool, i) => {
+    ignored.cacheControl(`tools[${i}]`, tool);
+    return { name: tool.name, description: tool.description ?? "", parameters: tool.input_schema };
+  });
+  const names = new Set<string>();
+  tools.forEach((tool, i) => {
+    if (names.has(tool.name))
+      throw invalidField(`tools[${i}].name`, `tool name ${tool.name} is declared twice`);
+    names.add(tool.name);
+  });
+
+  if (request.thinking !== undefined) ignored.add(`thinking (${request.thinking.type})`);
+  if (request.context_management !== undefined) ignored.add("context_management");
+  if (request.output_config?.effort !== undefined)
+    ignored.add(`output_config.effort (${request.output_config.effort})`);
+  if (request.metadata?.user_id !== undefined) ignored.add("metadata.user_id");
+  if (context.betaFlags !== undefined && context.betaFlags.length > 0)
+    ignored.add(`anthropic-beta: ${context.betaFlags.join(",")}`);
+
+  const choice = request.tool_choice;
+  const format = request.output_config?.format;
+  return {
+    model: request.model,
+    messages,
+    tools,
+    ...(choice !== undefined ? { toolChoice: toToolChoice(choice) } : {}),
+    ...(choice !== undefined && choice.type !== "none" && choice.disable_parallel_tool_use === true
+      ? { parallelToolCalls: false }
+      : {}),
+    maxOutputTokens: request.max_tokens,
+    ...(request.temperature !== undefined ? { temperature: request.temperature } : {}),
+    ...(request.top_p !== undefined ? { topP: request.top_p } : {}),
+    ...(request.top_k !== undefined ? { topK: request.top_k } : {}),
+    ...(request.stop_sequences !== undefined ? { stop: request.stop_sequences } : {}),
+    ...(format !== undefined
+      ? { responseFormat: { type: "json_schema" as const, schema: format.schema } }
+      : {}),
+    ignored: ignored.list(),
+  };
+}
+
+function toToolMessage(
+  block: ToolResultBlock,
+  path: string,
+  toolNames: Map<string, string>,
+  noteCacheControl: (path: string, block: { cache_control?: unknown }) => void,
+): HubMessage {
+  const name = toolNames.get(block.tool_use_id);
+  if (name === undefined) {
+    throw invalidField(`${path}.tool_use_id`, `no earlier tool_use has id ${block.tool_use_id}`);
+  }
+  const content = (block.content ?? []).map((part, k): HubPart => {
+    noteCacheControl(`${path}.content[${k}]`, part);
+    return part.type === "text" ? toTextPart(part) : toImagePart(part, `${path}.content[${k}]`);
+  });
+  return {
+    role: "tool",
+    toolCallId: block.tool_use_id,
+    name,
+    content,
+    ...(block.is_error === true ? { isError: true } : {}),
+  };
+}
