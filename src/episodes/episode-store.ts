@@ -73,6 +73,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       imageCache: deps.imageCache,
       delivery: deps.config.delivery,
       executor: createExecutor(id),
+      drainDeadlineMs: deps.config.shutdown.drain_deadline_ms,
       clock: deps.clock,
     });
     episodes.set(id, episode);

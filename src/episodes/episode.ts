@@ -31,6 +31,8 @@ export type EpisodeInit = {
   delivery: { wait_ms: number; previous_ack_wait_ms: number };
   /** Runs this episode's admitted tool calls. */
   executor: Executor;
+  /** How long cancelling waits for admitted calls to finish. */
+  drainDeadlineMs: number;
   clock: () => number;
 };
 
@@ -96,6 +98,7 @@ export function createEpisode(init: EpisodeInit) {
       if (state === "failed" || state === "interrupted") {
         return `episode ${init.id} is ${state}${failure ? ` (${failure.reason}: ${failure.message})` : ""}; no further model exchanges are run`;
       }
+      if (abort.signal.aborted) return `episode ${init.id} was cancelled; no further model exchanges are run`;
       if (init.maxTurns > 0 && counters.delivered_exchanges >= init.maxTurns) {
         return `episode ${init.id} reached max_turns (${init.maxTurns}); no further model exchanges are run`;
       }
@@ -117,10 +120,12 @@ export function createEpisode(init: EpisodeInit) {
     /**
      * Cancel: close admission, abort upstream work, wait (bounded) for admitted
      * callbacks. Reports the calls that did not finish; physical work already
-     * running is not stopped.
+     * running is not stopped. A finished episode keeps its state and result.
      */
-    async cancel(message = "cancelled by the control API", drainTimeoutMs = 10_000) {
-      episode.fail("cancelled", message);
+    async cancel(message = "cancelled by the control API", drainTimeoutMs = init.drainDeadlineMs) {
+      // A finished episode stays finished: cancelling it only closes it for further work.
+      if (state === "finished") ledger.close(message);
+      else episode.fail("cancelled", message);
       abort.abort(new Error(message));
       const drained = await ledger.drain({ timeoutMs: drainTimeoutMs });
       episode.persist();

@@ -1,0 +1,123 @@
+import { afterEach, describe, expect, test } from "bun:test";
+import type { ExecutorJob } from "./executor.ts";
+import { createHttpExecutor } from "./http-executor.ts";
+
+const job: ExecutorJob = {
+  callId: "call_1",
+  episodeId: "ep_x",
+  tool: "record",
+  route: "record",
+  mode: "foreground",
+  arguments: { nonce: "n" },
+};
+
+/** A controller following docs/executor-api.md, with knobs for failures. */
+function startController(
+  options: { failFirstSubmits?: number; pendingPolls?: number; refuse?: boolean } = {},
+) {
+  const jobs = new Map<string, { id: string; body: unknown; polls: number }>();
+  const seen: { method: string; path: string; key: string | null; body: unknown }[] = [];
+  let submitFailures = options.failFirstSubmits ?? 0;
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      const body = req.method === "POST" ? await req.json() : undefined;
+      seen.push({
+        method: req.method,
+        path: url.pathname + url.search,
+        key: req.headers.get("idempotency-key"),
+        body,
+      });
+      if (req.method === "POST" && url.pathname === "/jobs") {
+        if (options.refuse) return new Response("no such route", { status: 422 });
+        if (submitFailures > 0) {
+          submitFailures -= 1;
+          return new Response("busy", { status: 503 });
+        }
+        const key = req.headers.get("idempotency-key") ?? "";
+        const known = jobs.get(key);
+        if (known) return Response.json({ job_id: known.id }, { status: 200 });
+        jobs.set(key, { id: `J-${jobs.size + 1}`, body, polls: 0 });
+        return Response.json({ job_id: `J-${jobs.size}` }, { status: 202 });
+      }
+      const match = /^\/jobs\/([^/]+)\/receipt$/.exec(url.pathname);
+      const entry = [...jobs.values()].find((j) => j.id === match?.[1]);
+      if (!entry) return new Response("unknown job", { status: 404 });
+      entry.polls += 1;
+      if (entry.polls <= (options.pendingPolls ?? 0)) return new Response(null, { status: 204 });
+      return Response.json({
+        ok: true,
+        content: [{ type: "text", text: "done" }],
+        data: { polls: entry.polls },
+      });
+    },
+  });
+  stops.push(() => server.stop(true));
+  return { url: `http://127.0.0.1:${server.port}`, seen, jobs };
+}
+
+let stops: (() => void)[] = [];
+afterEach(() => {
+  for (const stop of stops) stop();
+  stops = [];
+});
+
+const client = (url: string) =>
+  createHttpExecutor({ url, timeoutMs: 2_000, receiptTimeoutMs: 2_000, pollWaitMs: 0, retryDelayMs: 5 });
+
+describe("createHttpExecutor", () => {
+  test("submits with the call id as idempotency key, then polls the receipt", async () => {
+    const controller = startController({ pendingPolls: 2 });
+    const executor = client(controller.url);
+    const ack = await executor.submit(job);
+    expect(ack).toEqual({ jobId: "J-1" });
+    expect(controller.seen[0]).toEqual({
+      method: "POST",
+      path: "/jobs",
+      key: "call_1",
+      body: {
+        call_id: "call_1",
+        episode_id: "ep_x",
+        tool: "record",
+        route: "record",
+        mode: "foreground",
+        arguments: { nonce: "n" },
+      },
+    });
+    const receipt = await executor.receipt(ack.jobId);
+    expect(receipt).toEqual({ ok: true, content: [{ type: "text", text: "done" }], data: { polls: 3 } });
+    expect(controller.seen.filter((s) => s.method === "GET")).toHaveLength(3);
+  });
+
+  test("a 5xx submit is retried with the same key and never creates a second job", async () => {
+    const controller = startController({ failFirstSubmits: 2 });
+    const ack = await client(controller.url).submit(job);
+    expect(ack.jobId).toBe("J-1");
+    expect(controller.seen.map((s) => s.key)).toEqual(["call_1", "call_1", "call_1"]);
+    expect(controller.jobs.size).toBe(1);
+  });
+
+  test("a 4xx submit is a refusal (no retry); an unknown job's receipt fails; an unreachable controller fails", async () => {
+    const refusing = startController({ refuse: true });
+    await expect(client(refusing.url).submit(job)).rejects.toThrow("refused the job");
+    expect(refusing.seen).toHaveLength(1);
+    const controller = startController();
+    await expect(client(controller.url).receipt("J-404")).rejects.toThrow("HTTP 404");
+    await expect(client("http://127.0.0.1:9").submit(job)).rejects.toThrow("not acknowledged");
+  });
+
+  test("no receipt within receipt_timeout_ms is a failure", async () => {
+    const controller = startController({ pendingPolls: 1_000_000 });
+    const executor = createHttpExecutor({
+      url: controller.url,
+      timeoutMs: 500,
+      receiptTimeoutMs: 100,
+      pollWaitMs: 0,
+      retryDelayMs: 10,
+    });
+    const { jobId } = await executor.submit(job);
+    await expect(executor.receipt(jobId)).rejects.toThrow("no receipt");
+  });
+});
