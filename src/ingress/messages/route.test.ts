@@ -135,7 +135,7 @@ describe("POST /v1/messages", () => {
     expect(block).toMatchObject({ type: "tool_use", name: "mcp__ura__observe" });
     const registered = lines(episode, "ledger.jsonl").filter((e) => e.type === "registered");
     expect(registered).toHaveLength(1);
-    expect((registered[0]?.calls as { id: string }[]).map((c) => c.id)).toEqual([block.id]);
+    expect(((registered[0]?.calls ?? []) as { id: string }[]).map((c) => c.id)).toEqual([block.id]);
     expect(lines(episode, "ledger.jsonl").some((e) => e.type === "delivered")).toBe(true);
     expect(episode.counters.delivered_exchanges).toBe(1);
     // What went upstream: the system prompt and tools, no cache_control; recorded as ignored.
