@@ -5,6 +5,7 @@
 import type { Hono } from "hono";
 import type { IngressDeps } from "../ingress/ingress-deps.ts";
 import { createMessagesRoutes } from "../ingress/messages/route.ts";
+import { createResponsesRoutes } from "../ingress/responses/route.ts";
 import { createMcpRoutes } from "../mcp/mcp-routes.ts";
 
-export const episodeRouteGroups: ((deps: IngressDeps) => Hono)[] = [createMcpRoutes, createMessagesRoutes];
+export const episodeRouteGroups: ((deps: IngressDeps) => Hono)[] = [createMcpRoutes, createMessagesRoutes, createResponsesRoutes];

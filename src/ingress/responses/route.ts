@@ -1,0 +1,77 @@
+/**
+ * OpenAI Responses route for OpenCode and Codex CLI, mounted under /e/{episode}:
+ *   POST /v1/responses   one model exchange, JSON or SSE (`stream: true`)
+ * The key comes as `Authorization: Bearer`. Everything else is the shared
+ * exchange pipeline; this file only wires parse → translate → render.
+ */
+import type { Context } from "hono";
+import { Hono } from "hono";
+import type { Episode } from "../../episodes/episode.ts";
+import { runExchange } from "../../exchange/run-exchange.ts";
+import { SidecarError, toSidecarError } from "../../lib/errors.ts";
+import { authenticateIngress } from "../authenticate-ingress.ts";
+import type { IngressDeps } from "../ingress-deps.ts";
+import { renderResponsesError } from "./errors.ts";
+import { type RenderContext, toResponseObject } from "./from-hub.ts";
+import { parseResponsesRequest } from "./parse-request.ts";
+import { readTools } from "./read-tools.ts";
+import type { ResponsesRequest } from "./schema.ts";
+import { renderStream } from "./stream.ts";
+import { toHub } from "./to-hub.ts";
+
+function parseBody(text: string): { body: unknown; parsed: boolean } {
+  try {
+    return { body: JSON.parse(text), parsed: true };
+  } catch {
+    return { body: text, parsed: false };
+  }
+}
+
+export function createResponsesRoutes(deps: IngressDeps): Hono {
+  const app = new Hono();
+  const seconds = () => Math.floor(deps.clock() / 1000);
+
+  app.post("/v1/responses", async (c: Context) => {
+    let episode: Episode;
+    try {
+      episode = authenticateIngress(deps.episodes, c.req.param("episode") ?? "", c.req.raw.headers);
+    } catch (error) {
+      return renderResponsesError(toSidecarError(error));
+    }
+    const createdAt = seconds();
+    const { body, parsed } = parseBody(await c.req.text());
+    let request: ResponsesRequest | undefined;
+    return episode.track(
+      runExchange(deps.exchange, {
+        protocol: "responses",
+        episode,
+        path: new URL(c.req.url).pathname,
+        clientRequest: body,
+        translate: () => {
+          if (!parsed) throw new SidecarError("invalid_request", "request body is not valid JSON", { param: "body" });
+          request = parseResponsesRequest(body);
+          return toHub(request);
+        },
+        render: (response) => {
+          if (!request) throw new SidecarError("internal", "render before translate");
+          const tools = readTools(request.tools ?? []);
+          const ctx: RenderContext = {
+            responseId: deps.ids.callId().replace(/^call_/, "resp_"),
+            createdAt,
+            completedAt: seconds(),
+            request,
+            offeredTools: tools.offered,
+            names: tools.names,
+          };
+          return request.stream
+            ? { contentType: "text/event-stream; charset=utf-8", chunks: renderStream(response, ctx) }
+            : { contentType: "application/json", chunks: [JSON.stringify(toResponseObject(response, ctx))] };
+        },
+        renderError: renderResponsesError,
+        clientSignal: c.req.raw.signal,
+      }),
+    );
+  });
+
+  return app;
+}

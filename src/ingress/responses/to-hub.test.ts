@@ -1,0 +1,240 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { HubRequest } from "../../hub/schema.ts";
+import { SidecarError } from "../../lib/errors.ts";
+import { buildChatRequest } from "../../upstream/build-chat-request.ts";
+import { parseResponsesRequest } from "./parse-request.ts";
+import { toHub } from "./to-hub.ts";
+
+const fixturesDir = resolve(import.meta.dir, "../../../fixtures/responses");
+const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
+
+function loadCase(name: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(fixturesDir, name, "client-request.json"), "utf8"));
+}
+
+function translate(body: unknown): HubRequest {
+  return toHub(parseResponsesRequest(body));
+}
+
+/** Golden: what must go upstream. Written when missing or with URA_UPDATE_GOLDEN=1, then reviewed. */
+function expectGolden(name: string, hub: HubRequest): void {
+  const file = join(fixturesDir, name, "upstream-request.json");
+  const actual = `${JSON.stringify(buildChatRequest(hub, target), null, 2)}\n`;
+  if (!existsSync(file) || process.env.URA_UPDATE_GOLDEN === "1") writeFileSync(file, actual);
+  expect(actual).toBe(readFileSync(file, "utf8"));
+}
+
+function errorOf(fn: () => unknown): SidecarError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof SidecarError) return error;
+    throw error;
+  }
+  throw new Error("expected a SidecarError");
+}
+
+const minimal = { model: "ura-qwen", input: "hi" };
+
+describe("recorded OpenCode requests", () => {
+  test("agent turn: string system message, ura_observe function tool, recorded cache key", () => {
+    const body = loadCase("opencode-agent-turn");
+    const hub = translate(body);
+    expect(hub.model).toBe("ura-qwen");
+    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user"]);
+    expect(hub.messages[0]).toEqual({ role: "system", content: [{ type: "text", text: (body.input as { content: string }[])[0]?.content ?? "" }] });
+    expect(hub.tools.map((t) => t.name)).toEqual(["ura_observe"]);
+    expect(hub.toolChoice).toBe("auto");
+    expect(hub.maxOutputTokens).toBe(8192);
+    expect(hub.ignored).toEqual(["prompt_cache_key (provider cache hint)"]);
+    expectGolden("opencode-agent-turn", hub);
+  });
+
+  test("title request: no tools, no tool_choice upstream", () => {
+    const hub = translate(loadCase("opencode-title"));
+    expect(hub.tools).toEqual([]);
+    expect(hub.toolChoice).toBeUndefined();
+    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user", "user"]);
+    const chat = buildChatRequest(hub, target);
+    expect(chat.tools).toBeUndefined();
+    expect(chat.tool_choice).toBeUndefined();
+    expectGolden("opencode-title", hub);
+  });
+
+  test("tool image: function_call_output parts become a tool message with an image, shown to Qwen in the next user message", () => {
+    const hub = translate(loadCase("opencode-tool-image"));
+    expect(hub.messages.at(-2)).toEqual({
+      role: "assistant",
+      text: null,
+      toolCalls: [{ id: "call_resp_6", name: "ura_observe", arguments: '{"camera":"front"}' }],
+    });
+    const tool = hub.messages.at(-1);
+    expect(tool).toMatchObject({ role: "tool", toolCallId: "call_resp_6", name: "ura_observe" });
+    expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(["text", "image"]);
+    expect(tool?.role === "tool" && tool.content[1]).toMatchObject({ type: "image", mediaType: "image/png" });
+    const chat = buildChatRequest(hub, target);
+    expect(chat.messages.at(-2)).toMatchObject({ role: "tool", tool_call_id: "call_resp_6" });
+    const last = chat.messages.at(-1);
+    expect(last?.role).toBe("user");
+    expect(JSON.stringify(last)).toContain("data:image/png;base64,iVBORw0KGgo");
+    expect(JSON.stringify(last)).toContain("call_resp_6");
+    expectGolden("opencode-tool-image", hub);
+  });
+});
+
+describe("recorded Codex requests", () => {
+  test("namespace turn: mcp__ura flattened, multi_agent_v1 and web_search dropped and recorded", () => {
+    const body = loadCase("codex-namespace-turn");
+    const hub = translate(body);
+    const names = hub.tools.map((t) => t.name);
+    expect(names).toContain("mcp__ura__observe");
+    expect(names).toContain("exec_command");
+    expect(names.some((n) => n.includes("spawn_agent"))).toBe(false);
+    expect(names.some((n) => n.includes("web_search"))).toBe(false);
+    const observe = hub.tools.find((t) => t.name === "mcp__ura__observe");
+    expect(observe?.parameters).toMatchObject({ type: "object" });
+    expect(hub.ignored).toEqual([
+      "tools[7]: namespace multi_agent_v1 (close_agent, resume_agent, send_input, spawn_agent, wait_agent) not offered: only MCP server namespaces (mcp__*) are",
+      "tools[12]: built-in tool web_search not offered (Qwen cannot provide it)",
+      "reasoning (Qwen runs non-thinking)",
+      "include (no reasoning or logprobs are produced)",
+      "prompt_cache_key (provider cache hint)",
+      "client_metadata (client bookkeeping)",
+    ]);
+    expect(hub.messages.map((m) => m.role)).toEqual(["system", "system", "user", "user"]);
+    expect(hub.parallelToolCalls).toBe(true);
+    expectGolden("codex-namespace-turn", hub);
+  });
+
+  test("tool image: the namespace call is flattened in history; text and image parts reach the tool message", () => {
+    const hub = translate(loadCase("codex-tool-image"));
+    expect(hub.messages.at(-2)).toEqual({
+      role: "assistant",
+      text: null,
+      toolCalls: [{ id: "call_resp_5", name: "mcp__ura__observe", arguments: '{"camera":"front"}' }],
+    });
+    const tool = hub.messages.at(-1);
+    expect(tool).toMatchObject({ role: "tool", toolCallId: "call_resp_5", name: "mcp__ura__observe" });
+    expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(["text", "text", "image"]);
+    expect(hub.ignored).toContain(`input_image.detail "high" (Qwen has no detail setting)`);
+    const last = buildChatRequest(hub, target).messages.at(-1);
+    expect(last?.role).toBe("user");
+    expect(JSON.stringify(last)).toContain("data:image/png;base64,");
+    expectGolden("codex-tool-image", hub);
+  });
+});
+
+describe("input items", () => {
+  test("instructions come first; developer → system; assistant text and its calls form one turn", () => {
+    const hub = translate({
+      model: "m",
+      instructions: "be brief",
+      input: [
+        { role: "developer", content: "dev note" },
+        { role: "user", content: [{ type: "input_text", text: "go" }] },
+        { type: "reasoning", id: "rs_1", summary: [], encrypted_content: "opaque" },
+        { type: "message", role: "assistant", content: [{ type: "output_text", text: "calling" }] },
+        { type: "function_call", call_id: "c1", name: "a", arguments: "{}" },
+        { type: "function_call", call_id: "c2", namespace: "mcp__ura", name: "observe", arguments: "{}" },
+        { type: "function_call_output", call_id: "c1", output: "one" },
+        { type: "function_call_output", call_id: "c2", output: [{ type: "input_text", text: "two" }] },
+      ],
+    });
+    expect(hub.messages).toEqual([
+      { role: "system", content: [{ type: "text", text: "be brief" }] },
+      { role: "system", content: [{ type: "text", text: "dev note" }] },
+      { role: "user", content: [{ type: "text", text: "go" }] },
+      {
+        role: "assistant",
+        text: "calling",
+        toolCalls: [
+          { id: "c1", name: "a", arguments: "{}" },
+          { id: "c2", name: "mcp__ura__observe", arguments: "{}" },
+        ],
+      },
+      { role: "tool", toolCallId: "c1", name: "a", content: [{ type: "text", text: "one" }] },
+      { role: "tool", toolCallId: "c2", name: "mcp__ura__observe", content: [{ type: "text", text: "two" }] },
+    ]);
+    expect(hub.ignored).toEqual(["1 reasoning item(s) in input (Qwen runs non-thinking)"]);
+  });
+
+  test("a user image data URL becomes a hub image part", () => {
+    const hub = translate({
+      model: "m",
+      input: [{ role: "user", content: [{ type: "input_image", image_url: "data:image/webp;base64,UklGRg==" }] }],
+    });
+    expect(hub.messages[0]).toEqual({ role: "user", content: [{ type: "image", mediaType: "image/webp", data: "UklGRg==" }] });
+  });
+
+  test("a string input is one user message", () => {
+    expect(translate(minimal).messages).toEqual([{ role: "user", content: [{ type: "text", text: "hi" }] }]);
+  });
+
+  test("options: forwarded ones reach the hub; json_schema text format becomes a response format", () => {
+    const hub = translate({
+      ...minimal,
+      temperature: 0.2,
+      top_p: 0.9,
+      max_output_tokens: 50,
+      parallel_tool_calls: false,
+      store: false,
+      text: { format: { type: "json_schema", name: "x", schema: { type: "object" } } },
+    });
+    expect(hub).toMatchObject({ temperature: 0.2, topP: 0.9, maxOutputTokens: 50, parallelToolCalls: false });
+    expect(hub.responseFormat).toEqual({ type: "json_schema", schema: { type: "object" } });
+    expect(hub.ignored).toEqual([]);
+  });
+
+  test("a forced function tool_choice is kept, flattened when namespaced", () => {
+    const hub = translate({
+      ...minimal,
+      tools: [{ type: "namespace", name: "mcp__ura", description: "", tools: [{ type: "function", name: "observe", parameters: {} }] }],
+      tool_choice: { type: "function", namespace: "mcp__ura", name: "observe" },
+    });
+    expect(hub.toolChoice).toEqual({ name: "mcp__ura__observe" });
+  });
+});
+
+describe("refused with a 400 naming the field", () => {
+  const cases: [string, Record<string, unknown>, string][] = [
+    ["previous_response_id", { ...minimal, previous_response_id: "resp_1" }, "previous_response_id"],
+    ["background", { ...minimal, background: true }, "background"],
+    ["conversation", { ...minimal, conversation: "conv_1" }, "conversation"],
+    ["unknown top-level field", { ...minimal, frobnicate: 1 }, "frobnicate"],
+    ["forced tool that is not offered", { ...minimal, tool_choice: { type: "function", name: "nope" } }, "tool_choice"],
+    [
+      "forced tool that was dropped",
+      { ...minimal, tools: [{ type: "web_search" }, { type: "function", name: "f" }], tool_choice: { type: "web_search" } },
+      "tool_choice",
+    ],
+    ["required with no tools", { ...minimal, tool_choice: "required" }, "tool_choice"],
+    ["unknown tool type", { ...minimal, tools: [{ type: "teleport" }] }, "tools[0].type"],
+    ["function tool without a name", { ...minimal, tools: [{ type: "function" }] }, "tools[0].name"],
+    ["duplicate tool name", { ...minimal, tools: [{ type: "function", name: "f" }, { type: "function", name: "f" }] }, "tools[1].name"],
+    ["unknown content part", { ...minimal, input: [{ role: "user", content: [{ type: "input_file", file_id: "f" }] }] }, "input[0].content[0].type"],
+    ["unknown item type", { ...minimal, input: [{ type: "web_search_call", id: "x" }] }, "input[0].type"],
+    [
+      "image by URL",
+      { ...minimal, input: [{ role: "user", content: [{ type: "input_image", image_url: "https://example.com/a.png" }] }] },
+      "input[0].content[0].image_url",
+    ],
+    ["output without its call", { ...minimal, input: [{ type: "function_call_output", call_id: "x", output: "r" }] }, "input[0].call_id"],
+    [
+      "image in a system message",
+      { ...minimal, input: [{ role: "system", content: [{ type: "input_image", image_url: "data:image/png;base64,AA==" }] }] },
+      "input[0].content",
+    ],
+    ["missing model", { input: "hi" }, "model"],
+  ];
+  for (const [name, body, param] of cases) {
+    test(name, () => {
+      const error = errorOf(() => translate(body));
+      expect(error.kind).toBe("invalid_request");
+      expect(error.status).toBe(400);
+      expect(error.param).toBe(param);
+      expect(error.message).toStartWith(`${param}:`);
+    });
+  }
+});

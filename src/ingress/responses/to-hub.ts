@@ -1,0 +1,172 @@
+/**
+ * Responses request → hub request (pure). Spec: https://www.openresponses.org/specification
+ * - system/developer messages and `instructions` → system; user → user; assistant
+ *   `output_text` and the following `function_call` items → one assistant turn;
+ *   `function_call_output` (text, or parts with `input_image`) → a tool message whose
+ *   images the upstream builder shows Qwen in the next user message.
+ * - `reasoning` items carry nothing upstream (Qwen runs non-thinking): dropped, recorded.
+ * - Options we cannot honour and that change meaning (`previous_response_id`,
+ *   `background:true`, a `tool_choice` forcing a tool we do not offer, …) → 400
+ *   naming the field. Options that only tune OpenAI's service are recorded in `ignored`.
+ */
+import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from "../../hub/schema.ts";
+import { invalidField } from "../../lib/errors.ts";
+import { parseAt } from "./parse-request.ts";
+import { flattenName, readTools } from "./read-tools.ts";
+import { type ContentPart, functionToolChoiceSchema, type ResponsesRequest, type ToolChoice } from "./schema.ts";
+
+const dataUrlPattern = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s;
+
+function toHubParts(content: string | ContentPart[], param: string, ignored: Set<string>): HubPart[] {
+  if (typeof content === "string") return [{ type: "text", text: content }];
+  return content.map((part, j): HubPart => {
+    switch (part.type) {
+      case "input_text":
+      case "output_text":
+        return { type: "text", text: part.text };
+      case "input_image": {
+        const at = `${param}[${j}]`;
+        if (part.file_id) throw invalidField(`${at}.file_id`, "file ids are not supported: send the image inline as a data URL");
+        const match = dataUrlPattern.exec(part.image_url ?? "");
+        if (!match?.[1] || match[2] === undefined) {
+          throw invalidField(`${at}.image_url`, "only inline base64 data URLs are supported (the sidecar fetches nothing)");
+        }
+        if (part.detail && part.detail !== "auto") ignored.add(`input_image.detail "${part.detail}" (Qwen has no detail setting)`);
+        return { type: "image", mediaType: match[1], data: match[2] };
+      }
+      default: {
+        const never: never = part;
+        throw new Error(`unhandled content part ${JSON.stringify(never)}`);
+      }
+    }
+  });
+}
+
+function textOnly(parts: HubPart[], param: string): string {
+  if (parts.some((p) => p.type === "image")) throw invalidField(param, "images are only supported in user messages and tool outputs");
+  return parts.map((p) => (p.type === "text" ? p.text : "")).join("");
+}
+
+function toMessages(request: ResponsesRequest, ignored: Set<string>): HubMessage[] {
+  const messages: HubMessage[] = [];
+  if (request.instructions) messages.push({ role: "system", content: [{ type: "text", text: request.instructions }] });
+  if (typeof request.input === "string") {
+    messages.push({ role: "user", content: [{ type: "text", text: request.input }] });
+    return messages;
+  }
+  const callNames = new Map<string, string>();
+  let reasoningItems = 0;
+  request.input.forEach((item, i) => {
+    const param = `input[${i}]`;
+    switch (item.type) {
+      case "message": {
+        const parts = toHubParts(item.content, `${param}.content`, ignored);
+        if (item.role === "user") messages.push({ role: "user", content: parts });
+        else if (item.role === "assistant") messages.push({ role: "assistant", text: textOnly(parts, `${param}.content`), toolCalls: [] });
+        else messages.push({ role: "system", content: [{ type: "text", text: textOnly(parts, `${param}.content`) }] });
+        break;
+      }
+      case "function_call": {
+        const call: HubToolCall = { id: item.call_id, name: flattenName(item.namespace, item.name), arguments: item.arguments };
+        if (callNames.has(call.id)) throw invalidField(`${param}.call_id`, `duplicate call_id ${JSON.stringify(call.id)}`);
+        callNames.set(call.id, call.name);
+        const last = messages.at(-1);
+        if (last?.role === "assistant") last.toolCalls.push(call);
+        else messages.push({ role: "assistant", text: null, toolCalls: [call] });
+        break;
+      }
+      case "function_call_output": {
+        const name = callNames.get(item.call_id);
+        if (name === undefined) throw invalidField(`${param}.call_id`, `no function_call with call_id ${JSON.stringify(item.call_id)} precedes this output`);
+        messages.push({ role: "tool", toolCallId: item.call_id, name, content: toHubParts(item.output, `${param}.output`, ignored) });
+        break;
+      }
+      case "reasoning":
+        reasoningItems += 1;
+        break;
+      default: {
+        const never: never = item;
+        throw new Error(`unhandled input item ${JSON.stringify(never)}`);
+      }
+    }
+  });
+  if (reasoningItems > 0) ignored.add(`${reasoningItems} reasoning item(s) in input (Qwen runs non-thinking)`);
+  return messages;
+}
+
+function toToolChoice(choice: ToolChoice | null | undefined, offered: ReadonlySet<string>): HubToolChoice | undefined {
+  if (choice === null || choice === undefined) return undefined;
+  if (typeof choice === "string") {
+    if (choice === "required" && offered.size === 0) throw invalidField("tool_choice", `"required" but no tool is offered upstream`);
+    return offered.size === 0 ? undefined : choice;
+  }
+  if (choice.type !== "function") {
+    throw invalidField("tool_choice", `tool_choice of type ${JSON.stringify(choice.type)} is not supported (only auto, none, required or a function)`);
+  }
+  const forced = parseAt(functionToolChoiceSchema, choice, "tool_choice");
+  const name = flattenName(forced.namespace, forced.name);
+  if (!offered.has(name)) throw invalidField("tool_choice", `forces tool ${JSON.stringify(name)}, which is not offered upstream`);
+  return { name };
+}
+
+/** Fields that change meaning and that a stateless proxy to Qwen cannot honour. */
+function refuseUnsupported(request: ResponsesRequest): void {
+  if (request.previous_response_id) {
+    throw invalidField("previous_response_id", "responses are not stored (stateless proxy); send the whole conversation in input");
+  }
+  if (request.conversation !== undefined && request.conversation !== null) {
+    throw invalidField("conversation", "conversations are not stored (stateless proxy); send the whole conversation in input");
+  }
+  if (request.background) throw invalidField("background", "background responses are not supported");
+  if (request.prompt !== undefined && request.prompt !== null) throw invalidField("prompt", "prompt templates are not supported");
+  if (request.max_tool_calls !== undefined && request.max_tool_calls !== null) {
+    throw invalidField("max_tool_calls", "a tool-call cap cannot be enforced on the upstream model");
+  }
+  if (request.top_logprobs) throw invalidField("top_logprobs", "log probabilities are not available");
+}
+
+/** Options that only tune OpenAI's service (or Codex's bookkeeping): accepted, recorded, not forwarded. */
+function recordIgnored(request: ResponsesRequest, ignored: Set<string>): void {
+  const notes: [keyof ResponsesRequest, string][] = [
+    ["reasoning", "Qwen runs non-thinking"],
+    ["include", "no reasoning or logprobs are produced"],
+    ["prompt_cache_key", "provider cache hint"],
+    ["prompt_cache_retention", "provider cache hint"],
+    ["client_metadata", "client bookkeeping"],
+    ["metadata", "not stored"],
+    ["user", "provider abuse monitoring"],
+    ["safety_identifier", "provider abuse monitoring"],
+    ["service_tier", "provider scheduling"],
+    ["stream_options", "the answer is buffered and replayed whole"],
+  ];
+  for (const [field, why] of notes) {
+    if (request[field] !== undefined && request[field] !== null) ignored.add(`${field} (${why})`);
+  }
+  if (request.store) ignored.add("store: true (responses are never stored)");
+  if (request.truncation === "auto") ignored.add(`truncation: "auto" (the episode's context policy decides)`);
+  if (request.text?.verbosity) ignored.add(`text.verbosity (no such Qwen setting)`);
+}
+
+export function toHub(request: ResponsesRequest): HubRequest {
+  refuseUnsupported(request);
+  const ignored = new Set<string>();
+  const tools = readTools(request.tools ?? []);
+  const messages = toMessages(request, ignored);
+  recordIgnored(request, ignored);
+  const hub: HubRequest = {
+    model: request.model,
+    messages,
+    tools: tools.hub,
+    ignored: [...tools.ignored, ...ignored],
+  };
+  const toolChoice = toToolChoice(request.tool_choice, new Set(tools.names.keys()));
+  if (toolChoice !== undefined) hub.toolChoice = toolChoice;
+  if (request.parallel_tool_calls !== undefined && request.parallel_tool_calls !== null) hub.parallelToolCalls = request.parallel_tool_calls;
+  if (request.max_output_tokens) hub.maxOutputTokens = request.max_output_tokens;
+  if (request.temperature !== undefined && request.temperature !== null) hub.temperature = request.temperature;
+  if (request.top_p !== undefined && request.top_p !== null) hub.topP = request.top_p;
+  const format = request.text?.format;
+  if (format?.type === "json_object") hub.responseFormat = { type: "json_object" };
+  if (format?.type === "json_schema") hub.responseFormat = { type: "json_schema", schema: format.schema };
+  return hub;
+}
