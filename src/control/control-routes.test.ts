@@ -24,7 +24,7 @@ function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
     return (await res.json()) as Record<string, unknown> & {
       id: string;
       mcp_token: string;
-      urls: Record<string, string>;
+      urls: { responses: string; gemini: string; anthropic: string; mcp: string };
     };
   };
   return { ...sidecar, control, create };
