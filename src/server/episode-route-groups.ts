@@ -3,9 +3,15 @@
  * MCP server. Each module owns its routes; this list is the only place they meet.
  */
 import type { Hono } from "hono";
+import { createGeminiRoutes } from "../ingress/gemini/route.ts";
 import type { IngressDeps } from "../ingress/ingress-deps.ts";
 import { createMessagesRoutes } from "../ingress/messages/route.ts";
 import { createResponsesRoutes } from "../ingress/responses/route.ts";
 import { createMcpRoutes } from "../mcp/mcp-routes.ts";
 
-export const episodeRouteGroups: ((deps: IngressDeps) => Hono)[] = [createMcpRoutes, createMessagesRoutes, createResponsesRoutes];
+export const episodeRouteGroups: ((deps: IngressDeps) => Hono)[] = [
+  createMcpRoutes,
+  createMessagesRoutes,
+  createResponsesRoutes,
+  createGeminiRoutes,
+];

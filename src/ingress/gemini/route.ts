@@ -1,0 +1,126 @@
+/**
+ * Gemini GenerateContent for Gemini CLI, mounted under /e/{episode}/gemini
+ * (GOOGLE_GEMINI_BASE_URL). Thin: authenticate, classify the operation
+ * (`classify-operation.ts` holds the model rule), then either answer countTokens
+ * locally or hand the exchange to `runExchange` with this protocol's translator,
+ * renderers and error envelope. Unsupported operations go through `runExchange`
+ * too, as a refusal: archived as a failed exchange, episode → provider_error,
+ * no upstream request.
+ */
+import { Hono } from "hono";
+import type { Episode } from "../../episodes/episode.ts";
+import { type Rendered, runExchange } from "../../exchange/run-exchange.ts";
+import type { HubResponse } from "../../hub/schema.ts";
+import { SidecarError, toSidecarError } from "../../lib/errors.ts";
+import { authenticateIngress } from "../authenticate-ingress.ts";
+import type { IngressDeps } from "../ingress-deps.ts";
+import { classifyGeminiOperation, type GeminiOperation } from "./classify-operation.ts";
+import { renderGeminiError } from "./errors.ts";
+import { hubToGeminiResponse } from "./from-hub.ts";
+import { geminiStreamChunks, renderGeminiSse } from "./stream.ts";
+import { geminiToHub } from "./to-hub.ts";
+
+type Body = { json: true; value: unknown } | { json: false; text: string };
+
+function parseBody(text: string): Body {
+  try {
+    return { json: true, value: JSON.parse(text) };
+  } catch {
+    return { json: false, text };
+  }
+}
+
+/** The request path as recorded: below the episode, without an API key in the query. */
+function recordedPath(url: URL, base: string): string {
+  const query = new URLSearchParams(url.searchParams);
+  query.delete("key");
+  const search = query.size > 0 ? `?${query}` : "";
+  return `${url.pathname.slice(base.length)}${search}`;
+}
+
+function renderFor(operation: GeminiOperation, response: HubResponse): Rendered {
+  if (operation.kind === "generate" && operation.sse)
+    return { contentType: "text/event-stream", chunks: renderGeminiSse(response) };
+  if (operation.kind === "generate" && operation.stream) {
+    return { contentType: "application/json", chunks: [JSON.stringify(geminiStreamChunks(response))] };
+  }
+  return { contentType: "application/json", chunks: [JSON.stringify(hubToGeminiResponse(response))] };
+}
+
+/** countTokens: a local, final 400 so the CLI uses its own estimate. Not an exchange, not a turn. */
+function answerCountTokens(
+  deps: IngressDeps,
+  episode: Episode,
+  path: string,
+  model: string,
+  body: Body,
+): Response {
+  const error = new SidecarError(
+    "invalid_request",
+    `countTokens is not supported for ${model}: the sidecar does not count tokens; use a local estimate`,
+  );
+  episode.counters.auxiliary_responses += 1;
+  episode.records.auxiliary({
+    protocol: "gemini",
+    operation: "countTokens",
+    path,
+    status: error.status,
+    message: error.message,
+    request: body.json ? body.value : body.text,
+  });
+  episode.persist();
+  deps.logger.info("auxiliary response", { episode: episode.id, path, status: error.status });
+  return renderGeminiError(error);
+}
+
+export function createGeminiRoutes(deps: IngressDeps): Hono {
+  const app = new Hono();
+  app.all("/gemini/*", async (c) => {
+    const url = new URL(c.req.url);
+    const episodeId = c.req.param("episode") ?? "";
+    try {
+      const episode = authenticateIngress(deps.episodes, episodeId, c.req.raw.headers, url.searchParams);
+      const base = `/e/${episode.id}`;
+      const operation = classifyGeminiOperation({
+        method: c.req.method,
+        path: url.pathname.slice(`${base}/gemini`.length),
+        query: url.searchParams,
+        episodeModel: episode.model,
+      });
+      const body = parseBody(await c.req.text());
+      const path = recordedPath(url, base);
+      if (operation.kind === "count_tokens")
+        return answerCountTokens(deps, episode, path, operation.model, body);
+      return await episode.track(
+        runExchange(deps.exchange, {
+          protocol: "gemini",
+          episode,
+          path,
+          clientRequest: body.json ? body.value : body.text,
+          translate: () => {
+            if (!body.json)
+              throw new SidecarError("invalid_request", "request body is not valid JSON", {
+                param: "(body)",
+              });
+            return geminiToHub(body.value, operation.kind === "generate" ? operation.model : episode.model);
+          },
+          render: (response) => renderFor(operation, response),
+          renderError: renderGeminiError,
+          clientSignal: c.req.raw.signal,
+          ...(operation.kind === "unsupported"
+            ? {
+                refuse: new SidecarError(
+                  "invalid_request",
+                  `${operation.reason}. The episode is now in provider_error; no upstream request was made.`,
+                  { episodeFatal: true },
+                ),
+              }
+            : {}),
+        }),
+      );
+    } catch (error) {
+      return renderGeminiError(toSidecarError(error));
+    }
+  });
+  return app;
+}

@@ -1,0 +1,473 @@
+import { describe, expect, test } from "bun:test";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { HubRequest } from "../../hub/schema.ts";
+import { SidecarError } from "../../lib/errors.ts";
+import { buildChatRequest } from "../../upstream/build-chat-request.ts";
+import { geminiToHub, removeWaitForPrevious } from "./to-hub.ts";
+
+const fixturesDir = resolve(import.meta.dir, "../../../fixtures/gemini");
+const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
+
+function loadCase(name: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(join(fixturesDir, name, "client-request.json"), "utf8"));
+}
+
+/** Golden: what must go upstream. Written when missing or with URA_UPDATE_GOLDEN=1, then reviewed. */
+function expectGolden(name: string, hub: HubRequest): void {
+  const file = join(fixturesDir, name, "upstream-request.json");
+  const actual = `${JSON.stringify(buildChatRequest(hub, target), null, 2)}\n`;
+  if (!existsSync(file) || process.env.URA_UPDATE_GOLDEN === "1") writeFileSync(file, actual);
+  expect(actual).toBe(readFileSync(file, "utf8"));
+}
+
+function errorOf(fn: () => unknown): SidecarError {
+  try {
+    fn();
+  } catch (error) {
+    if (error instanceof SidecarError) return error;
+    throw error;
+  }
+  throw new Error("expected a SidecarError");
+}
+
+const user = (text: string) => ({ role: "user", parts: [{ text }] });
+const minimal = { contents: [user("hi")] };
+
+describe("recorded Gemini CLI requests", () => {
+  test("first turn: system instruction, two user text parts, every tool without wait_for_previous", () => {
+    const body = loadCase("first-turn");
+    const hub = geminiToHub(body, "ura-qwen");
+    expect(hub.model).toBe("ura-qwen");
+    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user"]);
+    const system = body.systemInstruction as { parts: { text: string }[] };
+    expect(hub.messages[0]).toEqual({
+      role: "system",
+      content: [{ type: "text", text: system.parts[0]?.text ?? "" }],
+    });
+    const declarations =
+      (
+        body.tools as {
+          functionDeclarations: { name: string; parametersJsonSchema: { properties: object } }[];
+        }[]
+      )[0]?.functionDeclarations ?? [];
+    expect(hub.tools.map((t) => t.name)).toEqual(declarations.map((d) => d.name));
+    expect(hub.tools.map((t) => t.name)).toContain("mcp_ura_observe");
+    for (const tool of hub.tools) expect(JSON.stringify(tool.parameters)).not.toContain("wait_for_previous");
+    // The rest of each declaration is forwarded byte for byte.
+    const observe = declarations.find((d) => d.name === "mcp_ura_observe");
+    if (!observe) throw new Error("the fixture declares mcp_ura_observe");
+    const { wait_for_previous: _, ...rest } = observe.parametersJsonSchema.properties as Record<
+      string,
+      unknown
+    >;
+    expect(JSON.stringify(hub.tools.find((t) => t.name === "mcp_ura_observe")?.parameters)).toBe(
+      JSON.stringify({ ...observe.parametersJsonSchema, properties: rest }),
+    );
+    expect(hub).toMatchObject({ temperature: 1, topP: 0.95, topK: 64 });
+    expect(hub.toolChoice).toBeUndefined();
+    expect(hub.ignored).toEqual([
+      "wait_for_previous in tool parameters (Gemini CLI scheduling hint, not offered to the model)",
+      "generationConfig.thinkingConfig (upstream runs with thinking disabled)",
+    ]);
+    expectGolden("first-turn", hub);
+  });
+
+  test("functionResponse + sibling inlineData: the image belongs to the tool message of that call", () => {
+    const body = loadCase("function-response-image");
+    const hub = geminiToHub(body, "ura-qwen");
+    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
+    expect(hub.messages[2]).toEqual({
+      role: "assistant",
+      text: null,
+      toolCalls: [{ id: "call_gem_5", name: "mcp_ura_observe", arguments: '{"camera":"front"}' }],
+    });
+    const tool = hub.messages[3];
+    if (tool?.role !== "tool") throw new Error("expected a tool message");
+    expect(tool.toolCallId).toBe("call_gem_5");
+    expect(tool.name).toBe("mcp_ura_observe");
+    expect(tool.content[0]).toEqual({
+      type: "text",
+      text: "<untrusted_context>\nobservation nonce=7ad6c3fe: a red square is in view.\n</untrusted_context>\n[Tool 'observe' provided the following image data with mime-type: image/png]",
+    });
+    expect(tool.content[1]).toMatchObject({ type: "image", mediaType: "image/png" });
+    expect(hub.ignored[0]).toBe('thoughtSignature "skip_thought_signature_validator" (dropped)');
+    // Upstream: the image travels in a user message right after the tool message, labelled with the call.
+    const chat = buildChatRequest(hub, target);
+    expect(chat.messages.slice(-2).map((m) => m.role)).toEqual(["tool", "user"]);
+    expect(JSON.stringify(chat.messages.at(-1))).toContain("call_gem_5");
+    expect(JSON.stringify(chat)).not.toContain("thoughtSignature");
+    expectGolden("function-response-image", hub);
+  });
+
+  test("the countTokens body is a bare contents list (the route answers it locally, never translates it)", () => {
+    const body = loadCase("count-tokens");
+    expect(Object.keys(body)).toEqual(["contents"]);
+    // Its functionResponse id differs from the one the real turn used: it must never reach the ledger or upstream.
+    expect(JSON.stringify(body)).toContain("mcp_ura_observe__call_gem_5");
+  });
+});
+
+describe("contents", () => {
+  test("functionCall without id pairs with its functionResponse by order and name", () => {
+    const hub = geminiToHub(
+      {
+        contents: [
+          user("go"),
+          {
+            role: "model",
+            parts: [
+              { text: "ok " },
+              { text: "now" },
+              { functionCall: { name: "a", args: { x: 1 } } },
+              { functionCall: { name: "a", args: { x: 2 } } },
+            ],
+          },
+          {
+            role: "user",
+            parts: [
+              { functionResponse: { name: "a", response: { output: "one" } } },
+              { functionResponse: { name: "a", response: { error: "two failed" } } },
+            ],
+          },
+        ],
+      },
+      "m",
+    );
+    expect(hub.messages[1]).toEqual({
+      role: "assistant",
+      text: "ok now",
+      toolCalls: [
+        { id: "gemini_call_1_2", name: "a", arguments: '{"x":1}' },
+        { id: "gemini_call_1_3", name: "a", arguments: '{"x":2}' },
+      ],
+    });
+    expect(hub.messages.slice(2)).toEqual([
+      { role: "tool", toolCallId: "gemini_call_1_2", name: "a", content: [{ type: "text", text: "one" }] },
+      {
+        role: "tool",
+        toolCallId: "gemini_call_1_3",
+        name: "a",
+        content: [{ type: "text", text: '{"error":"two failed"}' }],
+        isError: true,
+      },
+    ]);
+  });
+
+  test("history arguments keep wait_for_previous as the client echoed it", () => {
+    const hub = geminiToHub(
+      {
+        contents: [
+          user("go"),
+          {
+            role: "model",
+            parts: [
+              {
+                functionCall: {
+                  id: "c1",
+                  name: "mcp_ura_record",
+                  args: { nonce: "n", wait_for_previous: true },
+                },
+              },
+            ],
+          },
+          {
+            role: "user",
+            parts: [{ functionResponse: { id: "c1", name: "mcp_ura_record", response: { output: "ok" } } }],
+          },
+        ],
+      },
+      "m",
+    );
+    expect(hub.messages[1]).toMatchObject({
+      toolCalls: [{ arguments: '{"nonce":"n","wait_for_previous":true}' }],
+    });
+  });
+
+  test("an unpaired functionResponse without id is refused, naming the field", () => {
+    const error = errorOf(() =>
+      geminiToHub(
+        {
+          contents: [
+            user("go"),
+            { role: "user", parts: [{ functionResponse: { name: "a", response: {} } }] },
+          ],
+        },
+        "m",
+      ),
+    );
+    expect(error.status).toBe(400);
+    expect(error.param).toBe("contents[1].parts[0].functionResponse.id");
+  });
+
+  test("text after a functionResponse ends the image attachment; user text and images follow the tool messages", () => {
+    const img = { inlineData: { mimeType: "image/png", data: "AAAA" } };
+    const hub = geminiToHub(
+      {
+        contents: [
+          user("go"),
+          { role: "model", parts: [{ functionCall: { id: "c1", name: "a", args: {} } }] },
+          {
+            role: "user",
+            parts: [
+              { functionResponse: { id: "c1", name: "a", response: { output: "r" } } },
+              img,
+              { text: "look" },
+              img,
+            ],
+          },
+        ],
+      },
+      "m",
+    );
+    expect(hub.messages.slice(2)).toEqual([
+      {
+        role: "tool",
+        toolCallId: "c1",
+        name: "a",
+        content: [
+          { type: "text", text: "r" },
+          { type: "image", mediaType: "image/png", data: "AAAA" },
+        ],
+      },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "look" },
+          { type: "image", mediaType: "image/png", data: "AAAA" },
+        ],
+      },
+    ]);
+  });
+
+  test("functionResponse.parts images join the tool message", () => {
+    const hub = geminiToHub(
+      {
+        contents: [
+          user("go"),
+          { role: "model", parts: [{ functionCall: { id: "c1", name: "a" } }] },
+          {
+            role: "user",
+            parts: [
+              {
+                functionResponse: {
+                  id: "c1",
+                  name: "a",
+                  response: { output: "r" },
+                  parts: [{ inlineData: { mimeType: "image/webp", data: "BB" } }],
+                },
+              },
+            ],
+          },
+        ],
+      },
+      "m",
+    );
+    expect(hub.messages[2]).toMatchObject({
+      content: [
+        { type: "text", text: "r" },
+        { type: "image", mediaType: "image/webp", data: "BB" },
+      ],
+    });
+  });
+
+  test.each([
+    [
+      { contents: [{ role: "user", parts: [{ text: "a", thoughtSignature: "real-google-signature" }] }] },
+      "contents[0].parts[0].thoughtSignature",
+    ],
+    [
+      { contents: [{ role: "user", parts: [{ fileData: { fileUri: "gs://x" } }] }] },
+      "contents[0].parts[0].fileData",
+    ],
+    [{ contents: [{ role: "user", parts: [{ text: "a", thought: true }] }] }, "contents[0].parts[0].thought"],
+    [
+      {
+        contents: [{ role: "user", parts: [{ text: "a", inlineData: { mimeType: "image/png", data: "" } }] }],
+      },
+      "contents[0].parts[0]",
+    ],
+    [
+      { contents: [{ role: "user", parts: [{ inlineData: { mimeType: "application/pdf", data: "" } }] }] },
+      "contents[0].parts[0].inlineData.mimeType",
+    ],
+    [
+      { contents: [{ role: "model", parts: [{ inlineData: { mimeType: "image/png", data: "" } }] }] },
+      "contents[0].parts[0].inlineData",
+    ],
+    [
+      { contents: [{ role: "user", parts: [{ functionCall: { name: "a" } }] }] },
+      "contents[0].parts[0].functionCall",
+    ],
+    [{ contents: [{ role: "function", parts: [{ text: "a" }] }] }, "contents[0].role"],
+    [{ contents: [] }, "contents"],
+    [{ ...minimal, cachedContent: "cachedContents/1" }, "cachedContent"],
+    [{ ...minimal, generationConfig: { seed: 1 } }, "generationConfig.seed"],
+    [{ ...minimal, generationConfig: { candidateCount: 2 } }, "generationConfig.candidateCount"],
+    [
+      { ...minimal, generationConfig: { responseMimeType: "text/x.enum" } },
+      "generationConfig.responseMimeType",
+    ],
+    [
+      { ...minimal, generationConfig: { responseJsonSchema: { type: "object" } } },
+      "generationConfig.responseMimeType",
+    ],
+    [{ ...minimal, tools: [{ googleSearch: {} }] }, "tools[0].googleSearch"],
+    [
+      {
+        ...minimal,
+        tools: [{ functionDeclarations: [{ name: "a", parameters: { type: "OBJECT", oneOf: [] } }] }],
+      },
+      "tools[0].functionDeclarations[0].parameters.oneOf",
+    ],
+    [
+      { ...minimal, tools: [{ functionDeclarations: [{ name: "a" }, { name: "a" }] }] },
+      "tools[0].functionDeclarations[1].name",
+    ],
+    [
+      { ...minimal, systemInstruction: { parts: [{ inlineData: { mimeType: "image/png", data: "" } }] } },
+      "systemInstruction.parts[0]",
+    ],
+    [
+      { ...minimal, toolConfig: { functionCallingConfig: { mode: "ANY", allowedFunctionNames: ["nope"] } } },
+      "toolConfig.functionCallingConfig.allowedFunctionNames[0]",
+    ],
+  ])("refused with a 400 naming the field: %j", (body, param) => {
+    const error = errorOf(() => geminiToHub(body, "m"));
+    expect(error.status).toBe(400);
+    expect(error.param).toBe(param);
+    expect(error.message.startsWith(`${param}:`)).toBe(true);
+  });
+});
+
+describe("options", () => {
+  const tools = [{ functionDeclarations: [{ name: "a" }, { name: "b" }] }];
+  test("generation settings map to the hub; thinkingConfig and safetySettings are listed as ignored", () => {
+    const hub = geminiToHub(
+      {
+        ...minimal,
+        safetySettings: [{ category: "HARM_CATEGORY_HARASSMENT", threshold: "BLOCK_NONE" }],
+        generationConfig: {
+          temperature: 0.2,
+          topP: 0.5,
+          topK: 3,
+          maxOutputTokens: 99,
+          stopSequences: ["END"],
+          candidateCount: 1,
+          responseMimeType: "application/json",
+          responseSchema: {
+            type: "OBJECT",
+            properties: { n: { type: "INTEGER", nullable: true } },
+            propertyOrdering: ["n"],
+          },
+          thinkingConfig: { thinkingBudget: 0 },
+        },
+      },
+      "m",
+    );
+    expect(hub).toMatchObject({ temperature: 0.2, topP: 0.5, topK: 3, maxOutputTokens: 99, stop: ["END"] });
+    expect(hub.responseFormat).toEqual({
+      type: "json_schema",
+      schema: { type: "object", properties: { n: { type: ["integer", "null"] } } },
+    });
+    expect(hub.ignored).toEqual([
+      "generationConfig.responseSchema.propertyOrdering (Gemini generation-order hint)",
+      "generationConfig.thinkingConfig (upstream runs with thinking disabled)",
+      "safetySettings (Google safety filters; no upstream counterpart)",
+    ]);
+  });
+
+  test("application/json without a schema is json_object", () => {
+    expect(
+      geminiToHub({ ...minimal, generationConfig: { responseMimeType: "application/json" } }, "m")
+        .responseFormat,
+    ).toEqual({ type: "json_object" });
+  });
+
+  test.each([
+    [{ mode: "AUTO" }, "auto"],
+    [{ mode: "ANY" }, "required"],
+    [{ mode: "NONE" }, "none"],
+    [{ mode: "ANY", allowedFunctionNames: ["b"] }, { name: "b" }],
+  ])("functionCallingConfig %j → %j", (functionCallingConfig, choice) => {
+    expect(geminiToHub({ ...minimal, tools, toolConfig: { functionCallingConfig } }, "m").toolChoice).toEqual(
+      choice as HubRequest["toolChoice"],
+    );
+  });
+
+  test("two allowed function names cannot be expressed upstream", () => {
+    const error = errorOf(() =>
+      geminiToHub(
+        {
+          ...minimal,
+          tools,
+          toolConfig: { functionCallingConfig: { mode: "ANY", allowedFunctionNames: ["a", "b"] } },
+        },
+        "m",
+      ),
+    );
+    expect(error.param).toBe("toolConfig.functionCallingConfig.allowedFunctionNames");
+  });
+
+  test("OpenAPI-style parameters become JSON Schema, wait_for_previous removed from properties and required", () => {
+    const hub = geminiToHub(
+      {
+        ...minimal,
+        tools: [
+          {
+            functionDeclarations: [
+              {
+                name: "a",
+                description: "d",
+                parameters: {
+                  type: "OBJECT",
+                  properties: {
+                    tags: {
+                      type: "ARRAY",
+                      items: { type: "STRING", enum: ["x", "y"] },
+                      maxItems: "3",
+                      example: ["x"],
+                    },
+                    wait_for_previous: { type: "BOOLEAN" },
+                  },
+                  required: ["tags", "wait_for_previous"],
+                },
+              },
+            ],
+          },
+        ],
+      },
+      "m",
+    );
+    expect(hub.tools).toEqual([
+      {
+        name: "a",
+        description: "d",
+        parameters: {
+          type: "object",
+          properties: {
+            tags: {
+              type: "array",
+              items: { type: "string", enum: ["x", "y"] },
+              maxItems: 3,
+              examples: [["x"]],
+            },
+          },
+          required: ["tags"],
+        },
+      },
+    ]);
+  });
+
+  test("a declaration without parameters takes an empty object schema", () => {
+    expect(
+      geminiToHub({ ...minimal, tools: [{ functionDeclarations: [{ name: "a" }] }] }, "m").tools[0]
+        ?.parameters,
+    ).toEqual({ type: "object", properties: {} });
+  });
+
+  test("removeWaitForPrevious leaves a schema without it untouched (same object)", () => {
+    const schema = { type: "object", properties: { a: {} } };
+    expect(removeWaitForPrevious(schema).schema).toBe(schema);
+  });
+});
