@@ -3,10 +3,10 @@
  * the control password (Bearer), compared in constant time.
  */
 import { Hono } from "hono";
+import { describeZodError } from "../config/load-config.ts";
 import { episodeOptionsSchema } from "../episodes/episode-options.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../episodes/ids.ts";
-import { describeZodError } from "../config/load-config.ts";
 import { SidecarError } from "../lib/errors.ts";
 
 export type ControlDeps = {
@@ -29,7 +29,10 @@ export function createControlRoutes(deps: ControlDeps) {
   app.use("*", async (c, next) => {
     const bearer = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization") ?? "")?.[1];
     if (!credentialMatches(bearer, deps.controlPassword)) {
-      throw new SidecarError("authentication", "control API: missing or wrong password (Authorization: Bearer $URA_CONTROL_PASSWORD)");
+      throw new SidecarError(
+        "authentication",
+        "control API: missing or wrong password (Authorization: Bearer $URA_CONTROL_PASSWORD)",
+      );
     }
     await next();
   });
