@@ -34,7 +34,14 @@ function errorType(kind: ErrorKind): string {
 }
 
 export function toOpenAiError(error: SidecarError): OpenAiErrorBody {
-  return { error: { message: error.message, type: errorType(error.kind), param: error.param ?? null, code: error.kind } };
+  return {
+    error: {
+      message: error.message,
+      type: errorType(error.kind),
+      param: error.param ?? null,
+      code: error.kind,
+    },
+  };
 }
 
 export function renderResponsesError(error: SidecarError): Response {

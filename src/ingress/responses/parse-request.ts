@@ -12,7 +12,8 @@ type Issue = z.core.$ZodIssue;
 /** `["input", 0, "content", 1]` → `input[0].content[1]` (appended to a prefix). */
 export function formatPath(path: readonly PropertyKey[], prefix = ""): string {
   let out = prefix;
-  for (const key of path) out += typeof key === "number" ? `[${key}]` : out === "" ? String(key) : `.${String(key)}`;
+  for (const key of path)
+    out += typeof key === "number" ? `[${key}]` : out === "" ? String(key) : `.${String(key)}`;
   return out;
 }
 
@@ -32,7 +33,10 @@ function innermost(issue: Issue, base: PropertyKey[]): { issue: Issue; path: Pro
 function describeIssue(top: Issue, prefix: string): ReturnType<typeof invalidField> {
   const { issue, path } = innermost(top, []);
   if (issue.code === "unrecognized_keys") {
-    return invalidField(formatPath([...path, issue.keys[0] ?? ""], prefix), "unknown field; this endpoint does not support it");
+    return invalidField(
+      formatPath([...path, issue.keys[0] ?? ""], prefix),
+      "unknown field; this endpoint does not support it",
+    );
   }
   const param = formatPath(path, prefix) || "body";
   if (issue.code === "invalid_union" && "options" in issue) {

@@ -73,7 +73,10 @@ export function readTools(tools: readonly Tool[]): ReadTools {
     if (out.names.has(flat)) throw invalidField(param, `duplicate tool name ${JSON.stringify(flat)}`);
     out.names.set(flat, namespace ? { name: tool.name, namespace } : { name: tool.name });
     out.hub.push(toHubTool(tool, flat));
-    if (tool.strict) out.ignored.push(`${param}.strict: Qwen does not enforce strict schemas; arguments are still validated as JSON`);
+    if (tool.strict)
+      out.ignored.push(
+        `${param}.strict: Qwen does not enforce strict schemas; arguments are still validated as JSON`,
+      );
   };
   tools.forEach((raw, i) => {
     const param = `tools[${i}]`;
@@ -88,7 +91,9 @@ export function readTools(tools: readonly Tool[]): ReadTools {
         );
         return;
       }
-      ns.tools.forEach((tool, j) => add(tool, ns.name, `${param}.tools[${j}].name`));
+      ns.tools.forEach((tool, j) => {
+        add(tool, ns.name, `${param}.tools[${j}].name`);
+      });
       out.offered.push(raw);
     } else if (builtInTypes.has(raw.type)) {
       out.ignored.push(`${param}: built-in tool ${raw.type} not offered (Qwen cannot provide it)`);

@@ -48,7 +48,8 @@ export function createResponsesRoutes(deps: IngressDeps): Hono {
         path: new URL(c.req.url).pathname,
         clientRequest: body,
         translate: () => {
-          if (!parsed) throw new SidecarError("invalid_request", "request body is not valid JSON", { param: "body" });
+          if (!parsed)
+            throw new SidecarError("invalid_request", "request body is not valid JSON", { param: "body" });
           request = parseResponsesRequest(body);
           return toHub(request);
         },

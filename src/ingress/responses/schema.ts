@@ -15,7 +15,11 @@ export const inputImagePartSchema = z.object({
   file_id: z.string().nullish(),
   detail: z.string().nullish(),
 });
-export const contentPartSchema = z.discriminatedUnion("type", [inputTextPartSchema, outputTextPartSchema, inputImagePartSchema]);
+export const contentPartSchema = z.discriminatedUnion("type", [
+  inputTextPartSchema,
+  outputTextPartSchema,
+  inputImagePartSchema,
+]);
 export type ContentPart = z.infer<typeof contentPartSchema>;
 
 export const messageItemSchema = z.object({
@@ -41,8 +45,14 @@ export const reasoningItemSchema = z.object({ type: z.literal("reasoning") });
 
 /** An item without `type` is a message (EasyInputMessage: OpenCode sends them so). */
 export const inputItemSchema = z.preprocess(
-  (item) => (item !== null && typeof item === "object" && !("type" in item) ? { ...item, type: "message" } : item),
-  z.discriminatedUnion("type", [messageItemSchema, functionCallItemSchema, functionCallOutputItemSchema, reasoningItemSchema]),
+  (item) =>
+    item !== null && typeof item === "object" && !("type" in item) ? { ...item, type: "message" } : item,
+  z.discriminatedUnion("type", [
+    messageItemSchema,
+    functionCallItemSchema,
+    functionCallOutputItemSchema,
+    reasoningItemSchema,
+  ]),
 );
 export type InputItem = z.infer<typeof inputItemSchema>;
 
@@ -75,7 +85,10 @@ export const functionToolChoiceSchema = z.object({
   name: z.string().min(1),
   namespace: z.string().nullish(),
 });
-export const toolChoiceSchema = z.union([z.enum(["auto", "none", "required"]), z.looseObject({ type: z.string() })]);
+export const toolChoiceSchema = z.union([
+  z.enum(["auto", "none", "required"]),
+  z.looseObject({ type: z.string() }),
+]);
 export type ToolChoice = z.infer<typeof toolChoiceSchema>;
 
 export const textConfigSchema = z.object({

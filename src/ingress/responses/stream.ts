@@ -21,12 +21,17 @@ function itemEvents(item: OutputItem, outputIndex: number): EventBody[] {
   switch (item.type) {
     case "message": {
       const events: EventBody[] = [
-        { type: "response.output_item.added", output_index: outputIndex, item: { ...item, status: "in_progress", content: [] } },
+        {
+          type: "response.output_item.added",
+          output_index: outputIndex,
+          item: { ...item, status: "in_progress", content: [] },
+        },
       ];
       item.content.forEach((part, contentIndex) => {
         const here = { ...at, content_index: contentIndex };
         events.push({ type: "response.content_part.added", ...here, part: { ...part, text: "" } });
-        if (part.text !== "") events.push({ type: "response.output_text.delta", ...here, delta: part.text, logprobs: [] });
+        if (part.text !== "")
+          events.push({ type: "response.output_text.delta", ...here, delta: part.text, logprobs: [] });
         events.push({ type: "response.output_text.done", ...here, text: part.text, logprobs: [] });
         events.push({ type: "response.content_part.done", ...here, part });
       });
@@ -35,8 +40,14 @@ function itemEvents(item: OutputItem, outputIndex: number): EventBody[] {
     }
     case "function_call":
       return [
-        { type: "response.output_item.added", output_index: outputIndex, item: { ...item, arguments: "", status: "in_progress" } },
-        ...(item.arguments === "" ? [] : [{ type: "response.function_call_arguments.delta", ...at, delta: item.arguments }]),
+        {
+          type: "response.output_item.added",
+          output_index: outputIndex,
+          item: { ...item, arguments: "", status: "in_progress" },
+        },
+        ...(item.arguments === ""
+          ? []
+          : [{ type: "response.function_call_arguments.delta", ...at, delta: item.arguments }]),
         { type: "response.function_call_arguments.done", ...at, name: item.name, arguments: item.arguments },
         { type: "response.output_item.done", output_index: outputIndex, item },
       ];

@@ -44,7 +44,10 @@ describe("recorded OpenCode requests", () => {
     const hub = translate(body);
     expect(hub.model).toBe("ura-qwen");
     expect(hub.messages.map((m) => m.role)).toEqual(["system", "user"]);
-    expect(hub.messages[0]).toEqual({ role: "system", content: [{ type: "text", text: (body.input as { content: string }[])[0]?.content ?? "" }] });
+    expect(hub.messages[0]).toEqual({
+      role: "system",
+      content: [{ type: "text", text: (body.input as { content: string }[])[0]?.content ?? "" }],
+    });
     expect(hub.tools.map((t) => t.name)).toEqual(["ura_observe"]);
     expect(hub.toolChoice).toBe("auto");
     expect(hub.maxOutputTokens).toBe(8192);
@@ -163,9 +166,14 @@ describe("input items", () => {
   test("a user image data URL becomes a hub image part", () => {
     const hub = translate({
       model: "m",
-      input: [{ role: "user", content: [{ type: "input_image", image_url: "data:image/webp;base64,UklGRg==" }] }],
+      input: [
+        { role: "user", content: [{ type: "input_image", image_url: "data:image/webp;base64,UklGRg==" }] },
+      ],
     });
-    expect(hub.messages[0]).toEqual({ role: "user", content: [{ type: "image", mediaType: "image/webp", data: "UklGRg==" }] });
+    expect(hub.messages[0]).toEqual({
+      role: "user",
+      content: [{ type: "image", mediaType: "image/webp", data: "UklGRg==" }],
+    });
   });
 
   test("a string input is one user message", () => {
@@ -190,7 +198,14 @@ describe("input items", () => {
   test("a forced function tool_choice is kept, flattened when namespaced", () => {
     const hub = translate({
       ...minimal,
-      tools: [{ type: "namespace", name: "mcp__ura", description: "", tools: [{ type: "function", name: "observe", parameters: {} }] }],
+      tools: [
+        {
+          type: "namespace",
+          name: "mcp__ura",
+          description: "",
+          tools: [{ type: "function", name: "observe", parameters: {} }],
+        },
+      ],
       tool_choice: { type: "function", namespace: "mcp__ura", name: "observe" },
     });
     expect(hub.toolChoice).toEqual({ name: "mcp__ura__observe" });
@@ -203,27 +218,61 @@ describe("refused with a 400 naming the field", () => {
     ["background", { ...minimal, background: true }, "background"],
     ["conversation", { ...minimal, conversation: "conv_1" }, "conversation"],
     ["unknown top-level field", { ...minimal, frobnicate: 1 }, "frobnicate"],
-    ["forced tool that is not offered", { ...minimal, tool_choice: { type: "function", name: "nope" } }, "tool_choice"],
+    [
+      "forced tool that is not offered",
+      { ...minimal, tool_choice: { type: "function", name: "nope" } },
+      "tool_choice",
+    ],
     [
       "forced tool that was dropped",
-      { ...minimal, tools: [{ type: "web_search" }, { type: "function", name: "f" }], tool_choice: { type: "web_search" } },
+      {
+        ...minimal,
+        tools: [{ type: "web_search" }, { type: "function", name: "f" }],
+        tool_choice: { type: "web_search" },
+      },
       "tool_choice",
     ],
     ["required with no tools", { ...minimal, tool_choice: "required" }, "tool_choice"],
     ["unknown tool type", { ...minimal, tools: [{ type: "teleport" }] }, "tools[0].type"],
     ["function tool without a name", { ...minimal, tools: [{ type: "function" }] }, "tools[0].name"],
-    ["duplicate tool name", { ...minimal, tools: [{ type: "function", name: "f" }, { type: "function", name: "f" }] }, "tools[1].name"],
-    ["unknown content part", { ...minimal, input: [{ role: "user", content: [{ type: "input_file", file_id: "f" }] }] }, "input[0].content[0].type"],
+    [
+      "duplicate tool name",
+      {
+        ...minimal,
+        tools: [
+          { type: "function", name: "f" },
+          { type: "function", name: "f" },
+        ],
+      },
+      "tools[1].name",
+    ],
+    [
+      "unknown content part",
+      { ...minimal, input: [{ role: "user", content: [{ type: "input_file", file_id: "f" }] }] },
+      "input[0].content[0].type",
+    ],
     ["unknown item type", { ...minimal, input: [{ type: "web_search_call", id: "x" }] }, "input[0].type"],
     [
       "image by URL",
-      { ...minimal, input: [{ role: "user", content: [{ type: "input_image", image_url: "https://example.com/a.png" }] }] },
+      {
+        ...minimal,
+        input: [{ role: "user", content: [{ type: "input_image", image_url: "https://example.com/a.png" }] }],
+      },
       "input[0].content[0].image_url",
     ],
-    ["output without its call", { ...minimal, input: [{ type: "function_call_output", call_id: "x", output: "r" }] }, "input[0].call_id"],
+    [
+      "output without its call",
+      { ...minimal, input: [{ type: "function_call_output", call_id: "x", output: "r" }] },
+      "input[0].call_id",
+    ],
     [
       "image in a system message",
-      { ...minimal, input: [{ role: "system", content: [{ type: "input_image", image_url: "data:image/png;base64,AA==" }] }] },
+      {
+        ...minimal,
+        input: [
+          { role: "system", content: [{ type: "input_image", image_url: "data:image/png;base64,AA==" }] },
+        ],
+      },
       "input[0].content",
     ],
     ["missing model", { input: "hi" }, "model"],

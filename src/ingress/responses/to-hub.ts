@@ -13,7 +13,12 @@ import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from
 import { invalidField } from "../../lib/errors.ts";
 import { parseAt } from "./parse-request.ts";
 import { flattenName, readTools } from "./read-tools.ts";
-import { type ContentPart, functionToolChoiceSchema, type ResponsesRequest, type ToolChoice } from "./schema.ts";
+import {
+  type ContentPart,
+  functionToolChoiceSchema,
+  type ResponsesRequest,
+  type ToolChoice,
+} from "./schema.ts";
 
 const dataUrlPattern = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s;
 
@@ -26,12 +31,20 @@ function toHubParts(content: string | ContentPart[], param: string, ignored: Set
         return { type: "text", text: part.text };
       case "input_image": {
         const at = `${param}[${j}]`;
-        if (part.file_id) throw invalidField(`${at}.file_id`, "file ids are not supported: send the image inline as a data URL");
+        if (part.file_id)
+          throw invalidField(
+            `${at}.file_id`,
+            "file ids are not supported: send the image inline as a data URL",
+          );
         const match = dataUrlPattern.exec(part.image_url ?? "");
         if (!match?.[1] || match[2] === undefined) {
-          throw invalidField(`${at}.image_url`, "only inline base64 data URLs are supported (the sidecar fetches nothing)");
+          throw invalidField(
+            `${at}.image_url`,
+            "only inline base64 data URLs are supported (the sidecar fetches nothing)",
+          );
         }
-        if (part.detail && part.detail !== "auto") ignored.add(`input_image.detail "${part.detail}" (Qwen has no detail setting)`);
+        if (part.detail && part.detail !== "auto")
+          ignored.add(`input_image.detail "${part.detail}" (Qwen has no detail setting)`);
         return { type: "image", mediaType: match[1], data: match[2] };
       }
       default: {
@@ -43,13 +56,15 @@ function toHubParts(content: string | ContentPart[], param: string, ignored: Set
 }
 
 function textOnly(parts: HubPart[], param: string): string {
-  if (parts.some((p) => p.type === "image")) throw invalidField(param, "images are only supported in user messages and tool outputs");
+  if (parts.some((p) => p.type === "image"))
+    throw invalidField(param, "images are only supported in user messages and tool outputs");
   return parts.map((p) => (p.type === "text" ? p.text : "")).join("");
 }
 
 function toMessages(request: ResponsesRequest, ignored: Set<string>): HubMessage[] {
   const messages: HubMessage[] = [];
-  if (request.instructions) messages.push({ role: "system", content: [{ type: "text", text: request.instructions }] });
+  if (request.instructions)
+    messages.push({ role: "system", content: [{ type: "text", text: request.instructions }] });
   if (typeof request.input === "string") {
     messages.push({ role: "user", content: [{ type: "text", text: request.input }] });
     return messages;
@@ -62,13 +77,23 @@ function toMessages(request: ResponsesRequest, ignored: Set<string>): HubMessage
       case "message": {
         const parts = toHubParts(item.content, `${param}.content`, ignored);
         if (item.role === "user") messages.push({ role: "user", content: parts });
-        else if (item.role === "assistant") messages.push({ role: "assistant", text: textOnly(parts, `${param}.content`), toolCalls: [] });
-        else messages.push({ role: "system", content: [{ type: "text", text: textOnly(parts, `${param}.content`) }] });
+        else if (item.role === "assistant")
+          messages.push({ role: "assistant", text: textOnly(parts, `${param}.content`), toolCalls: [] });
+        else
+          messages.push({
+            role: "system",
+            content: [{ type: "text", text: textOnly(parts, `${param}.content`) }],
+          });
         break;
       }
       case "function_call": {
-        const call: HubToolCall = { id: item.call_id, name: flattenName(item.namespace, item.name), arguments: item.arguments };
-        if (callNames.has(call.id)) throw invalidField(`${param}.call_id`, `duplicate call_id ${JSON.stringify(call.id)}`);
+        const call: HubToolCall = {
+          id: item.call_id,
+          name: flattenName(item.namespace, item.name),
+          arguments: item.arguments,
+        };
+        if (callNames.has(call.id))
+          throw invalidField(`${param}.call_id`, `duplicate call_id ${JSON.stringify(call.id)}`);
         callNames.set(call.id, call.name);
         const last = messages.at(-1);
         if (last?.role === "assistant") last.toolCalls.push(call);
@@ -77,8 +102,17 @@ function toMessages(request: ResponsesRequest, ignored: Set<string>): HubMessage
       }
       case "function_call_output": {
         const name = callNames.get(item.call_id);
-        if (name === undefined) throw invalidField(`${param}.call_id`, `no function_call with call_id ${JSON.stringify(item.call_id)} precedes this output`);
-        messages.push({ role: "tool", toolCallId: item.call_id, name, content: toHubParts(item.output, `${param}.output`, ignored) });
+        if (name === undefined)
+          throw invalidField(
+            `${param}.call_id`,
+            `no function_call with call_id ${JSON.stringify(item.call_id)} precedes this output`,
+          );
+        messages.push({
+          role: "tool",
+          toolCallId: item.call_id,
+          name,
+          content: toHubParts(item.output, `${param}.output`, ignored),
+        });
         break;
       }
       case "reasoning":
@@ -90,35 +124,51 @@ function toMessages(request: ResponsesRequest, ignored: Set<string>): HubMessage
       }
     }
   });
-  if (reasoningItems > 0) ignored.add(`${reasoningItems} reasoning item(s) in input (Qwen runs non-thinking)`);
+  if (reasoningItems > 0)
+    ignored.add(`${reasoningItems} reasoning item(s) in input (Qwen runs non-thinking)`);
   return messages;
 }
 
-function toToolChoice(choice: ToolChoice | null | undefined, offered: ReadonlySet<string>): HubToolChoice | undefined {
+function toToolChoice(
+  choice: ToolChoice | null | undefined,
+  offered: ReadonlySet<string>,
+): HubToolChoice | undefined {
   if (choice === null || choice === undefined) return undefined;
   if (typeof choice === "string") {
-    if (choice === "required" && offered.size === 0) throw invalidField("tool_choice", `"required" but no tool is offered upstream`);
+    if (choice === "required" && offered.size === 0)
+      throw invalidField("tool_choice", `"required" but no tool is offered upstream`);
     return offered.size === 0 ? undefined : choice;
   }
   if (choice.type !== "function") {
-    throw invalidField("tool_choice", `tool_choice of type ${JSON.stringify(choice.type)} is not supported (only auto, none, required or a function)`);
+    throw invalidField(
+      "tool_choice",
+      `tool_choice of type ${JSON.stringify(choice.type)} is not supported (only auto, none, required or a function)`,
+    );
   }
   const forced = parseAt(functionToolChoiceSchema, choice, "tool_choice");
   const name = flattenName(forced.namespace, forced.name);
-  if (!offered.has(name)) throw invalidField("tool_choice", `forces tool ${JSON.stringify(name)}, which is not offered upstream`);
+  if (!offered.has(name))
+    throw invalidField("tool_choice", `forces tool ${JSON.stringify(name)}, which is not offered upstream`);
   return { name };
 }
 
 /** Fields that change meaning and that a stateless proxy to Qwen cannot honour. */
 function refuseUnsupported(request: ResponsesRequest): void {
   if (request.previous_response_id) {
-    throw invalidField("previous_response_id", "responses are not stored (stateless proxy); send the whole conversation in input");
+    throw invalidField(
+      "previous_response_id",
+      "responses are not stored (stateless proxy); send the whole conversation in input",
+    );
   }
   if (request.conversation !== undefined && request.conversation !== null) {
-    throw invalidField("conversation", "conversations are not stored (stateless proxy); send the whole conversation in input");
+    throw invalidField(
+      "conversation",
+      "conversations are not stored (stateless proxy); send the whole conversation in input",
+    );
   }
   if (request.background) throw invalidField("background", "background responses are not supported");
-  if (request.prompt !== undefined && request.prompt !== null) throw invalidField("prompt", "prompt templates are not supported");
+  if (request.prompt !== undefined && request.prompt !== null)
+    throw invalidField("prompt", "prompt templates are not supported");
   if (request.max_tool_calls !== undefined && request.max_tool_calls !== null) {
     throw invalidField("max_tool_calls", "a tool-call cap cannot be enforced on the upstream model");
   }
@@ -161,9 +211,11 @@ export function toHub(request: ResponsesRequest): HubRequest {
   };
   const toolChoice = toToolChoice(request.tool_choice, new Set(tools.names.keys()));
   if (toolChoice !== undefined) hub.toolChoice = toolChoice;
-  if (request.parallel_tool_calls !== undefined && request.parallel_tool_calls !== null) hub.parallelToolCalls = request.parallel_tool_calls;
+  if (request.parallel_tool_calls !== undefined && request.parallel_tool_calls !== null)
+    hub.parallelToolCalls = request.parallel_tool_calls;
   if (request.max_output_tokens) hub.maxOutputTokens = request.max_output_tokens;
-  if (request.temperature !== undefined && request.temperature !== null) hub.temperature = request.temperature;
+  if (request.temperature !== undefined && request.temperature !== null)
+    hub.temperature = request.temperature;
   if (request.top_p !== undefined && request.top_p !== null) hub.topP = request.top_p;
   const format = request.text?.format;
   if (format?.type === "json_object") hub.responseFormat = { type: "json_object" };

@@ -1,0 +1,162 @@
+import { describe, expect, test } from "bun:test";
+import type { HubResponse } from "../../hub/schema.ts";
+import { type RenderContext, toResponseObject } from "./from-hub.ts";
+import { parseResponsesRequest } from "./parse-request.ts";
+import { readTools } from "./read-tools.ts";
+
+/** The required fields of the Open Responses ResponseResource (schema/components/schemas/ResponseResource.json). */
+const requiredFields = [
+  "id",
+  "object",
+  "created_at",
+  "completed_at",
+  "status",
+  "incomplete_details",
+  "model",
+  "previous_response_id",
+  "instructions",
+  "output",
+  "error",
+  "tools",
+  "tool_choice",
+  "truncation",
+  "parallel_tool_calls",
+  "text",
+  "top_p",
+  "presence_penalty",
+  "frequency_penalty",
+  "top_logprobs",
+  "temperature",
+  "reasoning",
+  "user",
+  "usage",
+  "max_output_tokens",
+  "max_tool_calls",
+  "store",
+  "background",
+  "service_tier",
+  "metadata",
+  "safety_identifier",
+  "prompt_cache_key",
+];
+
+function contextFor(body: Record<string, unknown>): RenderContext {
+  const request = parseResponsesRequest(body);
+  const tools = readTools(request.tools ?? []);
+  return {
+    responseId: "resp_x1",
+    createdAt: 100,
+    completedAt: 101,
+    request,
+    offeredTools: tools.offered,
+    names: tools.names,
+  };
+}
+
+const hub: HubResponse = {
+  id: "chatcmpl-1",
+  model: "qwen3-vl-plus",
+  text: null,
+  toolCalls: [{ id: "call_q", name: "mcp__ura__observe", arguments: '{"camera":"front"}' }],
+  finishReason: "tool_calls",
+  usage: { inputTokens: 7, outputTokens: 3 },
+};
+
+describe("response object", () => {
+  test("every required field of the published schema is present; unset ones are null", () => {
+    const object = toResponseObject(hub, contextFor({ model: "ura-qwen", input: "x" }));
+    expect(Object.keys(object).sort()).toEqual([...requiredFields].sort());
+    expect(object).toMatchObject({
+      id: "resp_x1",
+      object: "response",
+      created_at: 100,
+      completed_at: 101,
+      status: "completed",
+      incomplete_details: null,
+      previous_response_id: null,
+      instructions: null,
+      error: null,
+      user: null,
+      max_output_tokens: null,
+      safety_identifier: null,
+      prompt_cache_key: null,
+      store: false,
+      background: false,
+    });
+  });
+
+  test("a namespaced call goes back as {namespace, name} with the model's call id", () => {
+    const ctx = contextFor({
+      model: "ura-qwen",
+      input: "x",
+      tools: [
+        { type: "namespace", name: "mcp__ura", tools: [{ type: "function", name: "observe" }] },
+        { type: "namespace", name: "multi_agent_v1", tools: [{ type: "function", name: "spawn_agent" }] },
+        { type: "web_search" },
+      ],
+    });
+    const object = toResponseObject(hub, ctx);
+    expect(object.output).toEqual([
+      {
+        type: "function_call",
+        id: "fc_x1_0",
+        call_id: "call_q",
+        namespace: "mcp__ura",
+        name: "observe",
+        arguments: '{"camera":"front"}',
+        status: "completed",
+      },
+    ]);
+    expect(object.tools.map((t) => `${t.type}:${(t as { name?: string }).name}`)).toEqual([
+      "namespace:mcp__ura",
+    ]);
+  });
+
+  test("usage always carries input, output and total tokens with details", () => {
+    expect(toResponseObject(hub, contextFor({ model: "m", input: "x" })).usage).toEqual({
+      input_tokens: 7,
+      input_tokens_details: { cached_tokens: 0 },
+      output_tokens: 3,
+      output_tokens_details: { reasoning_tokens: 0 },
+      total_tokens: 10,
+    });
+  });
+
+  test("an empty answer still yields one (empty) message, never an empty output", () => {
+    const object = toResponseObject(
+      { ...hub, toolCalls: [], text: null, finishReason: "stop" },
+      contextFor({ model: "m", input: "x" }),
+    );
+    expect(object.output).toEqual([
+      {
+        type: "message",
+        id: "msg_x1",
+        status: "completed",
+        role: "assistant",
+        content: [{ type: "output_text", text: "", annotations: [], logprobs: [] }],
+      },
+    ]);
+  });
+
+  test("request settings are echoed", () => {
+    const object = toResponseObject(
+      hub,
+      contextFor({
+        model: "m",
+        input: "x",
+        instructions: "sys",
+        temperature: 0.3,
+        max_output_tokens: 9,
+        prompt_cache_key: "k",
+        tool_choice: "auto",
+      }),
+    );
+    expect(object).toMatchObject({
+      instructions: "sys",
+      temperature: 0.3,
+      max_output_tokens: 9,
+      prompt_cache_key: "k",
+      tool_choice: "auto",
+    });
+  });
+});

@@ -1,0 +1,303 @@
+import { beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+import { Hono } from "hono";
+import {
+  createScriptedUpstream,
+  type ScriptedUpstream,
+} from "../../../fixtures/scripted-upstream/create-scripted-upstream.ts";
+import { createPixelReader } from "../../../fixtures/scripted-upstream/pixel-reader.ts";
+import defaultManifestJson from "../../../manifests/tools/robot.json" with { type: "json" };
+import { configSchema } from "../../config/schema.ts";
+import type { Episode } from "../../episodes/episode.ts";
+import { createEpisodeStore } from "../../episodes/episode-store.ts";
+import { createRandomIds } from "../../episodes/ids.ts";
+import { type Codecs, loadCodecs } from "../../images/codecs.ts";
+import { createLogger } from "../../lib/logger.ts";
+import { manifestSchema } from "../../manifest/manifest-schema.ts";
+import { readSse } from "../../sse/read-sse.ts";
+import { createUpstreamClient } from "../../upstream/upstream-client.ts";
+import type { IngressDeps } from "../ingress-deps.ts";
+import { createResponsesRoutes } from "./route.ts";
+
+let codecs: Codecs;
+beforeAll(async () => {
+  codecs = await loadCodecs();
+});
+
+/** The Responses route alone, in process, over the real pipeline and the scripted upstream. */
+function setup() {
+  const dataDir = mkdtempSync(join(tmpdir(), "ura-responses-route-"));
+  const config = configSchema.parse({ data_dir: dataDir });
+  const ids = createRandomIds();
+  const scripted: ScriptedUpstream = createScriptedUpstream({ readPixel: createPixelReader(codecs) });
+  const logger = createLogger({ level: "error", redact: (l) => l, write: () => {} });
+  const episodes = createEpisodeStore({
+    config,
+    dataDir,
+    defaultManifest: manifestSchema.parse(defaultManifestJson),
+    imageCache: config.images.cache,
+    ids,
+    clock: Date.now,
+    redact: (l) => l,
+    registerSecret: () => {},
+    baseUrl: () => "http://127.0.0.1:1",
+  });
+  const deps: IngressDeps = {
+    episodes,
+    logger,
+    clock: Date.now,
+    ids,
+    exchange: {
+      upstream: createUpstreamClient({
+        baseUrl: "http://scripted.invalid/v1",
+        apiKey: "sk-test",
+        retry: { ...config.upstream.retry, max_attempts: 1 },
+        timeoutMs: 5_000,
+        newId: ids.callId,
+        fetch: ((input: string | URL | Request, init?: RequestInit) =>
+          scripted.fetch(new Request(input as string, init))) as typeof fetch,
+      }),
+      images: { codecs, settings: config.images.webp },
+      sizeLimits: config.images.limits,
+      imageInput: true,
+      parallelToolCalls: true,
+      logger,
+      shutdownSignal: new AbortController().signal,
+    },
+  };
+  const app = new Hono();
+  app.route("/e/:episode", createResponsesRoutes(deps));
+  const episode = episodes.create({ max_turns: 0 });
+  const post = (
+    body: unknown,
+    headers: Record<string, string> = { authorization: `Bearer ${episode.ingressKey}` },
+  ) =>
+    app.request(`/e/${episode.id}/v1/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    });
+  return { app, episode, scripted, post };
+}
+
+const robotTools = ["observe", "record", "finish"].map((name) => ({
+  type: "function",
+  name,
+  description: name,
+  parameters: { type: "object" },
+}));
+/** A Codex-shaped turn: the robot tools as the `mcp__ura` namespace, plus Codex's built-in and own namespace. */
+const codexTurn = (stream: boolean) => ({
+  model: "ura-qwen",
+  stream,
+  store: false,
+  parallel_tool_calls: true,
+  tool_choice: "auto",
+  reasoning: { summary: "auto" },
+  include: ["reasoning.encrypted_content"],
+  input: [
+    { type: "message", role: "developer", content: [{ type: "input_text", text: "You drive a robot." }] },
+    {
+      type: "message",
+      role: "user",
+      content: [{ type: "input_text", text: "Observe, record twice, finish." }],
+    },
+  ],
+  tools: [
+    { type: "namespace", name: "mcp__ura", description: "ura", tools: robotTools },
+    {
+      type: "namespace",
+      name: "multi_agent_v1",
+      description: "agents",
+      tools: [{ type: "function", name: "spawn_agent", parameters: {} }],
+    },
+    { type: "web_search", external_web_access: false },
+  ],
+});
+
+function lines(episode: Episode, file: string): Record<string, unknown>[] {
+  const path = join(episode.records.dir, file);
+  if (!existsSync(path)) return [];
+  return readFileSync(path, "utf8")
+    .split("\n")
+    .filter((l) => l !== "")
+    .map((l) => JSON.parse(l));
+}
+
+async function events(
+  res: Response,
+): Promise<{ event: string | undefined; data: Record<string, unknown> }[]> {
+  const out = [];
+  for await (const e of readSse(res.body as ReadableStream<Uint8Array>))
+    out.push({ event: e.event, data: JSON.parse(e.data) });
+  return out;
+}
+
+describe("POST /v1/responses", () => {
+  test("streamed Codex turn: namespace call back as {namespace, name}, the call id the ledger registered, delivered", async () => {
+    const { episode, scripted, post } = setup();
+    const res = await post(codexTurn(true));
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("text/event-stream");
+    const got = await events(res);
+    expect(got.map((e) => e.event)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.function_call_arguments.delta",
+      "response.function_call_arguments.done",
+      "response.output_item.done",
+      "response.completed",
+    ]);
+    got.forEach((e, i) => {
+      expect(e.data).toMatchObject({ type: e.event, sequence_number: i });
+    });
+    const item = got[5]?.data.item as { call_id: string; namespace: string; name: string; status: string };
+    expect(item).toMatchObject({
+      type: "function_call",
+      namespace: "mcp__ura",
+      name: "observe",
+      status: "completed",
+    });
+    const registered = lines(episode, "ledger.jsonl").filter((e) => e.type === "registered");
+    expect(
+      ((registered[0]?.calls ?? []) as { id: string; tool: string }[]).map((c) => [c.id, c.tool]),
+    ).toEqual([[item.call_id, "observe"]]);
+    expect(lines(episode, "ledger.jsonl").some((e) => e.type === "delivered")).toBe(true);
+    expect(got.at(-1)?.data.response).toMatchObject({
+      status: "completed",
+      usage: { input_tokens: expect.any(Number), output_tokens: 12 },
+    });
+    // Upstream saw the flattened robot tools only; the drops are recorded.
+    const upstream = scripted.received[0]?.body as {
+      tools: { function: { name: string } }[];
+      messages: { role: string }[];
+    };
+    expect(upstream.tools.map((t) => t.function.name)).toEqual([
+      "mcp__ura__observe",
+      "mcp__ura__record",
+      "mcp__ura__finish",
+    ]);
+    expect(upstream.messages.map((m) => m.role)).toEqual(["system", "user"]);
+    const recorded = lines(episode, "exchanges.jsonl").find((l) => l.stage === "upstream_request");
+    expect(recorded?.ignored).toEqual([
+      "tools[1]: namespace multi_agent_v1 (spawn_agent) not offered: only MCP server namespaces (mcp__*) are",
+      "tools[2]: built-in tool web_search not offered (Qwen cannot provide it)",
+      "reasoning (Qwen runs non-thinking)",
+      "include (no reasoning or logprobs are produced)",
+    ]);
+  });
+
+  test("JSON turn: one response object with every field", async () => {
+    const { post } = setup();
+    const res = await post({ ...codexTurn(false), stream: undefined });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toContain("application/json");
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).toMatchObject({
+      object: "response",
+      status: "completed",
+      previous_response_id: null,
+      error: null,
+      model: expect.any(String),
+    });
+    expect(String(body.id)).toStartWith("resp_");
+    expect(body.output).toEqual([
+      expect.objectContaining({ type: "function_call", namespace: "mcp__ura", name: "observe" }),
+    ]);
+  });
+
+  test("recorded OpenCode tool-image request: the PNG reaches upstream as WebP in a user message after the tool message", async () => {
+    const { scripted, post } = setup();
+    const body = JSON.parse(
+      readFileSync(
+        resolve(import.meta.dir, "../../../fixtures/responses/opencode-tool-image/client-request.json"),
+        "utf8",
+      ),
+    );
+    const res = await post(body);
+    expect(res.status).toBe(200);
+    const got = await events(res);
+    expect(got.at(-1)?.event).toBe("response.completed");
+    const upstream = scripted.received[0]?.body as { messages: { role: string; content: unknown }[] };
+    const messages = upstream.messages;
+    expect(messages.at(-2)?.role).toBe("tool");
+    expect(messages.at(-1)?.role).toBe("user");
+    expect(JSON.stringify(messages.at(-1))).toContain("data:image/webp;base64,");
+    expect(JSON.stringify(messages)).not.toContain("data:image/png");
+  });
+
+  test("wrong key → 401 and unknown episode → 404, in the OpenAI envelope, nothing recorded", async () => {
+    const { app, episode, post } = setup();
+    const res = await post(codexTurn(true), { authorization: "Bearer wrong" });
+    expect(res.status).toBe(401);
+    expect(await res.json()).toMatchObject({
+      error: { type: "authentication_error", code: "authentication", param: null },
+    });
+    const missing = await app.request("/e/ep_nothere/v1/responses", {
+      method: "POST",
+      body: "{}",
+      headers: { authorization: "Bearer k" },
+    });
+    expect(missing.status).toBe(404);
+    expect(await missing.json()).toMatchObject({ error: { code: "not_found" } });
+    expect(lines(episode, "exchanges.jsonl")).toEqual([]);
+  });
+
+  test("previous_response_id → final 400 naming the field; nothing upstream, the episode keeps running", async () => {
+    const { episode, scripted, post } = setup();
+    const res = await post({ ...codexTurn(true), previous_response_id: "resp_1" });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      error: { type: "invalid_request_error", param: "previous_response_id", code: "invalid_request" },
+    });
+    expect(scripted.received).toHaveLength(0);
+    expect(episode.state).toBe("running");
+  });
+
+  test("a body that is not JSON → 400", async () => {
+    const { post } = setup();
+    const res = await post("{nope");
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({ error: { type: "invalid_request_error", param: "body" } });
+  });
+
+  test("transient upstream failure → 503 server_error before any byte; the client's retry gets a final 400", async () => {
+    const { episode, scripted, post } = setup();
+    scripted.enqueueFaults([{ kind: "status", status: 503 }]);
+    const first = await post(codexTurn(true));
+    expect(first.status).toBe(503);
+    expect(first.headers.get("content-type")).toContain("application/json");
+    expect(await first.json()).toMatchObject({ error: { type: "server_error", code: "upstream_transient" } });
+    expect(episode.failure?.reason).toBe("provider_error");
+    const retry = await post(codexTurn(true));
+    expect(retry.status).toBe(400);
+    expect(((await retry.json()) as { error: { message: string } }).error.message).toContain(
+      "provider_error",
+    );
+    expect(scripted.received).toHaveLength(1);
+  });
+
+  test("upstream rejects the request (4xx) → final 400", async () => {
+    const { post, scripted } = setup();
+    scripted.enqueueFaults([{ kind: "thinking_400" }]);
+    const res = await post(codexTurn(true));
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      error: { type: "invalid_request_error", code: "upstream_rejected" },
+    });
+  });
+
+  test("invalid upstream output (undeclared tool) → 502, never a function_call", async () => {
+    const { episode, scripted, post } = setup();
+    scripted.enqueueFaults([{ kind: "undeclared_tool" }]);
+    const res = await post(codexTurn(true));
+    expect(res.status).toBe(502);
+    const text = await res.text();
+    expect(JSON.parse(text)).toMatchObject({ error: { type: "server_error", code: "upstream_invalid" } });
+    expect(text).not.toContain("function_call");
+    expect(lines(episode, "ledger.jsonl").filter((e) => e.type === "registered")).toEqual([]);
+  });
+});

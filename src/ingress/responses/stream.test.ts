@@ -1,0 +1,204 @@
+import { describe, expect, test } from "bun:test";
+import type { HubResponse } from "../../hub/schema.ts";
+import { readSse } from "../../sse/read-sse.ts";
+import type { RenderContext } from "./from-hub.ts";
+import { parseResponsesRequest } from "./parse-request.ts";
+import { readTools } from "./read-tools.ts";
+import { renderStream, toStreamEvents } from "./stream.ts";
+
+const request = parseResponsesRequest({
+  model: "ura-qwen",
+  input: "go",
+  stream: true,
+  store: false,
+  tools: [
+    { type: "function", name: "ura_observe", parameters: { type: "object" } },
+    {
+      type: "namespace",
+      name: "mcp__ura",
+      description: "robot",
+      tools: [{ type: "function", name: "record", parameters: {} }],
+    },
+    { type: "web_search" },
+  ],
+});
+const tools = readTools(request.tools ?? []);
+const ctx: RenderContext = {
+  responseId: "resp_abc",
+  createdAt: 1_700_000_000,
+  completedAt: 1_700_000_001,
+  request,
+  offeredTools: tools.offered,
+  names: tools.names,
+};
+const usage = { inputTokens: 12, outputTokens: 5 };
+const text: HubResponse = {
+  id: "chatcmpl-1",
+  model: "qwen3-vl-plus",
+  text: "A red square.",
+  toolCalls: [],
+  finishReason: "stop",
+  usage,
+};
+const calls: HubResponse = {
+  id: "chatcmpl-2",
+  model: "qwen3-vl-plus",
+  text: null,
+  toolCalls: [
+    { id: "call_1", name: "mcp__ura__record", arguments: '{"nonce":"n"}' },
+    { id: "call_2", name: "ura_observe", arguments: "{}" },
+  ],
+  finishReason: "tool_calls",
+  usage,
+};
+
+describe("SSE event sequence", () => {
+  test("text: the full sequence in order, numbered from 0", () => {
+    const events = toStreamEvents(text, ctx);
+    expect(events.map((e) => e.type)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.content_part.added",
+      "response.output_text.delta",
+      "response.output_text.done",
+      "response.content_part.done",
+      "response.output_item.done",
+      "response.completed",
+    ]);
+    expect(events.map((e) => e.sequence_number)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
+    expect(events[2]).toEqual({
+      type: "response.output_item.added",
+      sequence_number: 2,
+      output_index: 0,
+      item: { type: "message", id: "msg_abc", status: "in_progress", role: "assistant", content: [] },
+    });
+    expect(events[4]).toEqual({
+      type: "response.output_text.delta",
+      sequence_number: 4,
+      item_id: "msg_abc",
+      output_index: 0,
+      content_index: 0,
+      delta: "A red square.",
+      logprobs: [],
+    });
+    expect(events[7]).toMatchObject({
+      item: {
+        type: "message",
+        status: "completed",
+        content: [{ type: "output_text", text: "A red square.", annotations: [], logprobs: [] }],
+      },
+    });
+    expect(events[8]).toMatchObject({
+      response: {
+        id: "resp_abc",
+        status: "completed",
+        completed_at: 1_700_000_001,
+        usage: {
+          input_tokens: 12,
+          output_tokens: 5,
+          total_tokens: 17,
+          input_tokens_details: { cached_tokens: 0 },
+          output_tokens_details: { reasoning_tokens: 0 },
+        },
+      },
+    });
+  });
+
+  test("tool calls: added, arguments delta/done, done with the full item; namespace restored", () => {
+    const events = toStreamEvents(calls, ctx);
+    expect(events.map((e) => e.type)).toEqual([
+      "response.created",
+      "response.in_progress",
+      "response.output_item.added",
+      "response.function_call_arguments.delta",
+      "response.function_call_arguments.done",
+      "response.output_item.done",
+      "response.output_item.added",
+      "response.function_call_arguments.delta",
+      "response.function_call_arguments.done",
+      "response.output_item.done",
+      "response.completed",
+    ]);
+    expect(events[2]).toEqual({
+      type: "response.output_item.added",
+      sequence_number: 2,
+      output_index: 0,
+      item: {
+        type: "function_call",
+        id: "fc_abc_0",
+        call_id: "call_1",
+        namespace: "mcp__ura",
+        name: "record",
+        arguments: "",
+        status: "in_progress",
+      },
+    });
+    expect(events[3]).toEqual({
+      type: "response.function_call_arguments.delta",
+      sequence_number: 3,
+      item_id: "fc_abc_0",
+      output_index: 0,
+      delta: '{"nonce":"n"}',
+    });
+    expect(events[5]).toEqual({
+      type: "response.output_item.done",
+      sequence_number: 5,
+      output_index: 0,
+      item: {
+        type: "function_call",
+        id: "fc_abc_0",
+        call_id: "call_1",
+        namespace: "mcp__ura",
+        name: "record",
+        arguments: '{"nonce":"n"}',
+        status: "completed",
+      },
+    });
+    expect(events[9]).toMatchObject({
+      output_index: 1,
+      item: {
+        type: "function_call",
+        id: "fc_abc_1",
+        call_id: "call_2",
+        name: "ura_observe",
+        status: "completed",
+      },
+    });
+    expect("namespace" in (events[9] as unknown as { item: object }).item).toBe(false);
+  });
+
+  test("text and calls together: the message comes first, then the calls", () => {
+    const events = toStreamEvents({ ...calls, text: "Recording." }, ctx);
+    const added = events
+      .filter((e) => e.type === "response.output_item.added")
+      .map((e) => (e.item as { type: string }).type);
+    expect(added).toEqual(["message", "function_call", "function_call"]);
+  });
+
+  test("truncated by max tokens: response.incomplete with the reason", () => {
+    const last = toStreamEvents({ ...text, finishReason: "length" }, ctx).at(-1);
+    expect(last).toMatchObject({
+      type: "response.incomplete",
+      response: {
+        status: "incomplete",
+        incomplete_details: { reason: "max_output_tokens" },
+        completed_at: null,
+      },
+    });
+  });
+
+  test("every frame is one whole `event:` + `data:` block that parses back to its event", async () => {
+    const frames = renderStream(calls, ctx);
+    const events = toStreamEvents(calls, ctx);
+    expect(frames).toHaveLength(events.length);
+    frames.forEach((frame, i) => {
+      expect(frame).toBe(`event: ${events[i]?.type}\ndata: ${JSON.stringify(events[i])}\n\n`);
+    });
+    const parsed: { event: string | undefined; data: string }[] = [];
+    for await (const event of readSse(new Response(frames.join("")).body as ReadableStream<Uint8Array>))
+      parsed.push(event);
+    expect(parsed.map((e) => e.event)).toEqual(events.map((e) => e.type));
+    expect(parsed.map((e) => JSON.parse(e.data).sequence_number)).toEqual(events.map((_, i) => i));
+  });
+});
