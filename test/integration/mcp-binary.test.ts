@@ -90,7 +90,7 @@ describe("ura MCP server in the compiled binary", () => {
       params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "x", version: "0" } },
     };
     for (const headers of [
-      {},
+      {} as Record<string, string>,
       { authorization: "Bearer nope" },
       { authorization: `Bearer ${b.mcp_token}` },
     ]) {
