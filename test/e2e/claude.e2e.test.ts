@@ -17,13 +17,19 @@ import { launchClaude } from "../../fixtures/capture/launchers.ts";
 import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
 import { readSse } from "../../src/sse/read-sse.ts";
 import { checkSmokeEpisode } from "../../src/validate/smoke-checks.ts";
-import { binaryPath, startSidecarProcess } from "../support/sidecar-process.ts";
+import {
+  binaryPath,
+  type LaunchInfo,
+  type SidecarProcess,
+  startSidecarProcess,
+} from "../support/sidecar-process.ts";
 import { clientBinPath, installedVersion, readClientManifest } from "./install-clients.ts";
 
 const repoRoot = resolve(import.meta.dir, "../..");
 const insideNamespace = process.env.URA_E2E_NETNS === "1";
 const canUnshare = !insideNamespace && Bun.spawnSync(["unshare", "-n", "true"]).exitCode === 0;
 const timeoutMs = 240_000;
+const testTimeoutMs = 2 * timeoutMs;
 
 type Line = Record<string, unknown>;
 function readLines(file: string): Line[] {
@@ -49,7 +55,7 @@ async function deliveredToolUseIds(recordsDir: string): Promise<string[]> {
   return ids;
 }
 
-async function runSmokeEpisode(): Promise<void> {
+function assertPrerequisites(): void {
   if (!existsSync(binaryPath)) throw new Error(`${binaryPath} is missing: run \`make build\` first`);
   const manifest = readClientManifest("claude");
   if (installedVersion("claude") !== manifest.version) {
@@ -57,39 +63,58 @@ async function runSmokeEpisode(): Promise<void> {
       `Claude Code ${manifest.version} is not installed: run \`bun test/e2e/install-clients.ts claude\``,
     );
   }
+}
+
+/** Runs the pinned Claude Code against an episode with the capture launcher's isolation settings. */
+async function runClaude(sidecar: SidecarProcess, episode: LaunchInfo) {
+  // Outside any git checkout: Claude Code describes the repository around its cwd.
+  mkdirSync("/var/tmp/ura-e2e", { recursive: true });
+  const root = mkdtempSync("/var/tmp/ura-e2e/claude-");
+  const launch = launchClaude({
+    bin: clientBinPath("claude"),
+    root,
+    baseUrl: episode.urls.anthropic,
+    mcpUrl: episode.urls.mcp,
+    mcpToken: episode.mcp_token,
+    apiKey: episode.ingress_key,
+    model: "ura-qwen",
+    variant: undefined,
+  });
+  expect(launch.env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
+  const started = Date.now();
+  const proc = Bun.spawn(launch.cmd, {
+    cwd: launch.cwd,
+    env: launch.env,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => proc.kill(), timeoutMs - 30_000);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  clearTimeout(timer);
+  const context = `claude exit ${code}\nstdout:\n${stdout.slice(-4000)}\nstderr:\n${stderr.slice(-4000)}\nsidecar:\n${sidecar.output().slice(-4000)}`;
+  return { stdout, code, context, ms: Date.now() - started };
+}
+
+function resultMessage(stdout: string): { type?: string; result?: string; is_error?: boolean } | undefined {
+  return stdout
+    .split("\n")
+    .filter((l) => l.startsWith("{"))
+    .map((l) => JSON.parse(l) as { type?: string; result?: string; is_error?: boolean })
+    .find((m) => m.type === "result");
+}
+
+async function runSmokeEpisode(): Promise<void> {
+  assertPrerequisites();
   const upstream = await serveScriptedUpstream();
   const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
   try {
     const episode = await sidecar.createEpisode({ client: "claude" });
-    // Outside any git checkout: Claude Code describes the repository around its cwd.
-    mkdirSync("/var/tmp/ura-e2e", { recursive: true });
-    const root = mkdtempSync("/var/tmp/ura-e2e/claude-");
-    const launch = launchClaude({
-      bin: clientBinPath("claude"),
-      root,
-      baseUrl: episode.urls.anthropic,
-      mcpUrl: episode.urls.mcp,
-      mcpToken: episode.mcp_token,
-      apiKey: episode.ingress_key,
-      model: "ura-qwen",
-      variant: undefined,
-    });
-    expect(launch.env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
-    const proc = Bun.spawn(launch.cmd, {
-      cwd: launch.cwd,
-      env: launch.env,
-      stdin: "ignore",
-      stdout: "pipe",
-      stderr: "pipe",
-    });
-    const timer = setTimeout(() => proc.kill(), timeoutMs - 30_000);
-    const [stdout, stderr, code] = await Promise.all([
-      new Response(proc.stdout).text(),
-      new Response(proc.stderr).text(),
-      proc.exited,
-    ]);
-    clearTimeout(timer);
-    const context = `claude exit ${code}\nstdout:\n${stdout.slice(-4000)}\nstderr:\n${stderr.slice(-4000)}\nsidecar:\n${sidecar.output().slice(-4000)}`;
+    const { stdout, code, context } = await runClaude(sidecar, episode);
 
     const status = await sidecar.episode(episode.id);
     const checks = checkSmokeEpisode({
@@ -132,11 +157,7 @@ async function runSmokeEpisode(): Promise<void> {
     }
 
     // The final answer reached the user.
-    const result = stdout
-      .split("\n")
-      .filter((l) => l.startsWith("{"))
-      .map((l) => JSON.parse(l) as { type?: string; result?: string; is_error?: boolean })
-      .find((m) => m.type === "result");
+    const result = resultMessage(stdout);
     expect(result?.is_error).toBe(false);
     expect(result?.result).toContain("The episode is complete");
   } finally {
@@ -146,9 +167,47 @@ async function runSmokeEpisode(): Promise<void> {
   }
 }
 
+/**
+ * Transient upstream trouble: the sidecar's own retries are spent, Claude Code gets
+ * 529 overloaded_error and retries; the episode is already in provider_error, so
+ * the retry gets a final 400 and Claude Code stops — no further upstream work.
+ */
+async function runUpstreamFailure(): Promise<void> {
+  assertPrerequisites();
+  const upstream = await serveScriptedUpstream();
+  const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
+  try {
+    const episode = await sidecar.createEpisode({ client: "claude" });
+    upstream.scripted.enqueueFaults(
+      Array.from({ length: 10 }, () => ({ kind: "status" as const, status: 503 })),
+    );
+    const { stdout, code, context, ms } = await runClaude(sidecar, episode);
+    const statuses = readLines(join(episode.records_dir, "exchanges.jsonl")).filter(
+      (l) => l.stage === "status",
+    );
+    const errors = statuses.map((s) => (s.error as { kind: string; http_status: number }).kind);
+    if (errors[0] !== "upstream_transient") console.error(context);
+    expect(errors).toEqual(["upstream_transient", "episode_closed"]);
+    const status = await sidecar.episode(episode.id);
+    expect(status.state).toBe("failed");
+    expect(status.failure).toMatchObject({ reason: "provider_error" });
+    // The sidecar's own attempts (retry config: 3), and nothing after the episode failed.
+    expect(upstream.scripted.received).toHaveLength(3);
+    expect(code).not.toBe(0);
+    expect(resultMessage(stdout)?.is_error).toBe(true);
+    expect(
+      readLines(join(episode.records_dir, "ledger.jsonl")).filter((e) => e.type === "registered"),
+    ).toEqual([]);
+    console.error(`claude stopped ${ms} ms after start, after 1 retry of the 529`);
+  } finally {
+    await sidecar.stop();
+    upstream.stop();
+  }
+}
+
 if (canUnshare) {
   test(
-    "Claude Code smoke episode, inside a loopback-only network namespace",
+    "Claude Code smoke episode and upstream failure, inside a loopback-only network namespace",
     async () => {
       const proc = Bun.spawn(
         [
@@ -169,7 +228,7 @@ if (canUnshare) {
       );
       expect(await proc.exited).toBe(0);
     },
-    timeoutMs + 15_000,
+    testTimeoutMs + 15_000,
   );
 } else {
   describe(
@@ -178,6 +237,11 @@ if (canUnshare) {
       test(
         "Claude Code smoke episode: every acceptance check, claims by the delivered tool_use ids",
         runSmokeEpisode,
+        timeoutMs,
+      );
+      test(
+        "upstream failure: 529, one client retry, a final 400, no more upstream work",
+        runUpstreamFailure,
         timeoutMs,
       );
     },
