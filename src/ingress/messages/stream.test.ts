@@ -131,4 +131,18 @@ describe("Messages SSE", () => {
       delta: { type: "input_json_delta", partial_json: "{}" },
     });
   });
+
+  test("exact bytes of a text answer", () => {
+    const frames = renderMessagesStream({ ...base, text: "Hi" }, request);
+    expect(frames.join("")).toBe(
+      [
+        'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_chatcmpl-42","type":"message","role":"assistant","model":"ura-qwen","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":120,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}}\n\n',
+        'event: content_block_start\ndata: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}\n\n',
+        'event: content_block_delta\ndata: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}\n\n',
+        'event: content_block_stop\ndata: {"type":"content_block_stop","index":0}\n\n',
+        'event: message_delta\ndata: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"input_tokens":120,"output_tokens":7}}\n\n',
+        'event: message_stop\ndata: {"type":"message_stop"}\n\n',
+      ].join(""),
+    );
+  });
 });
