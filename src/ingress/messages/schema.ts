@@ -7,8 +7,9 @@
  * is listed in the hub request's `ignored`): `cache_control` on any block or tool,
  * `thinking` (config), `context_management`, `output_config.effort`,
  * `metadata.user_id`, `citations` on text blocks, `thinking` /
- * `redacted_thinking` blocks in the history, and the `anthropic-beta` header's flags. `output_config.format` (structured
- * output) is forwarded as the hub response format.
+ * `redacted_thinking` blocks in the history, and the `anthropic-beta` header's
+ * flags. `output_config.format` (structured output) is forwarded as the hub
+ * response format.
  *
  * String content (message, system, tool_result) is normalised to one text block
  * before validation, so every path a 400 names points into block arrays.
