@@ -238,4 +238,64 @@ describe("ura MCP server in the compiled binary", () => {
     ]);
     await client.close();
   });
+
+  test("max_turns: the exchange past the cap is refused with a final 400 and the episode fails", async () => {
+    const episode = await sidecar.createEpisode({ max_turns: 1 });
+    const messages = [{ role: "user", content: "hello" }];
+    const first = await exchange(episode, messages);
+    expect(first.length).toBeGreaterThan(0);
+    const res = await fetch(`${episode.urls.anthropic}/v1/messages`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-api-key": episode.ingress_key,
+        "anthropic-version": "2023-06-01",
+      },
+      body: JSON.stringify({ model: "qwen3-vl-plus", max_tokens: 1024, messages, tools }),
+    });
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain("max_turns");
+    const status = await sidecar.episode(episode.id);
+    expect(status.state).toBe("failed");
+    expect(status.failure).toMatchObject({ reason: "max_turns" });
+    expect(status.counters).toMatchObject({ delivered_exchanges: 1, failed_exchanges: 1 });
+  });
+
+  test("cancel: a delivered but unclaimed call can no longer run, model requests are refused", async () => {
+    const episode = await sidecar.createEpisode();
+    const client = await connect(episode.urls.mcp, episode.mcp_token);
+    const turn1 = await exchange(episode, [{ role: "user", content: "go" }]);
+    const call = turn1.find((b) => b.type === "tool_use") as ToolUse;
+    const cancelled = await sidecar.control(`/episodes/${episode.id}/cancel`, { method: "POST" });
+    expect(cancelled.status).toBe(200);
+    expect(await cancelled.json()).toMatchObject({
+      state: "failed",
+      failure: { reason: "cancelled" },
+      drain: { unfinished: [] },
+    });
+    const late = await client.callTool({
+      name: "observe",
+      arguments: {},
+      _meta: { "claudecode/toolUseId": call.id },
+    });
+    expect(late.isError).toBe(true);
+    expect(text(late)).toContain("refused");
+    const res = await fetch(`${episode.urls.anthropic}/v1/messages`, {
+      method: "POST",
+      headers: {
+        "content-type": "application/json",
+        "x-api-key": episode.ingress_key,
+        "anthropic-version": "2023-06-01",
+      },
+      body: JSON.stringify({
+        model: "qwen3-vl-plus",
+        max_tokens: 1024,
+        messages: [{ role: "user", content: "again" }],
+        tools,
+      }),
+    });
+    expect(res.status).toBe(400);
+    expect(journal(episode).some((e) => e.type === "submitted")).toBe(false);
+    await client.close();
+  });
 });
