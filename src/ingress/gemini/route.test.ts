@@ -214,6 +214,16 @@ describe("streamGenerateContent", () => {
     expect(body.candidates[0]?.finishReason).toBe("STOP");
   });
 
+  test("streamGenerateContent without alt=sse answers the chunks as one JSON array, as Google does", async () => {
+    const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
+    const res = await post(episode, "/v1beta/models/ura-qwen:streamGenerateContent", { contents: [prompt] });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("application/json");
+    const chunks = (await res.json()) as { candidates: { finishReason?: string }[] }[];
+    expect(chunks).toHaveLength(1);
+    expect(chunks[0]?.candidates[0]?.finishReason).toBe("STOP");
+  });
+
   test("the recorded first turn of Gemini CLI runs through the whole pipeline", async () => {
     const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
     const body = JSON.parse(readFileSync(join(fixturesDir, "first-turn/client-request.json"), "utf8"));

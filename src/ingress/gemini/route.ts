@@ -75,6 +75,16 @@ function answerCountTokens(
 
 export function createGeminiRoutes(deps: IngressDeps): Hono {
   const app = new Hono();
+  /** Qwen's arguments text per delivered call id, per episode (see `DeliveredArguments`). */
+  const deliveredArguments = new WeakMap<Episode, Map<string, string>>();
+  const argumentsOf = (episode: Episode) => {
+    let known = deliveredArguments.get(episode);
+    if (!known) {
+      known = new Map();
+      deliveredArguments.set(episode, known);
+    }
+    return known;
+  };
   app.all("/gemini/*", async (c) => {
     const url = new URL(c.req.url);
     const episodeId = c.req.param("episode") ?? "";
@@ -102,9 +112,19 @@ export function createGeminiRoutes(deps: IngressDeps): Hono {
               throw new SidecarError("invalid_request", "request body is not valid JSON", {
                 param: "(body)",
               });
-            return geminiToHub(body.value, operation.kind === "generate" ? operation.model : episode.model);
+            const known = argumentsOf(episode);
+            return geminiToHub(
+              body.value,
+              operation.kind === "generate" ? operation.model : episode.model,
+              (id) => known.get(id),
+            );
           },
-          render: (response) => renderFor(operation, response),
+          render: (response) => {
+            const rendered = renderFor(operation, response);
+            const known = argumentsOf(episode);
+            for (const call of response.toolCalls) known.set(call.id, call.arguments);
+            return rendered;
+          },
           renderError: renderGeminiError,
           clientSignal: c.req.raw.signal,
           ...(operation.kind === "unsupported"

@@ -184,6 +184,26 @@ describe("contents", () => {
     });
   });
 
+  test("history arguments reuse the exact text Qwen wrote when the echo is equal; otherwise the echo's JSON", () => {
+    const history = (args: Record<string, unknown>) => ({
+      contents: [
+        user("go"),
+        { role: "model", parts: [{ functionCall: { id: "c1", name: "a", args } }] },
+        { role: "user", parts: [{ functionResponse: { id: "c1", name: "a", response: { output: "ok" } } }] },
+      ],
+    });
+    const delivered = (id: string) => (id === "c1" ? '{ "b": [1, 2],  "a": "x" }' : undefined);
+    const argsOf = (args: Record<string, unknown>) => {
+      const message = geminiToHub(history(args), "m", delivered).messages[1];
+      return message?.role === "assistant" ? message.toolCalls[0]?.arguments : undefined;
+    };
+    expect(argsOf({ a: "x", b: [1, 2] })).toBe('{ "b": [1, 2],  "a": "x" }');
+    expect(argsOf({ a: "x", b: [2, 1] })).toBe('{"a":"x","b":[2,1]}');
+    expect(argsOf({ a: "x", b: [1, 2], wait_for_previous: true })).toBe(
+      '{"a":"x","b":[1,2],"wait_for_previous":true}',
+    );
+  });
+
   test("an unpaired functionResponse without id is refused, naming the field", () => {
     const error = errorOf(() =>
       geminiToHub(

@@ -4,7 +4,8 @@
  * - `contents`: a `model` content becomes one assistant message (its text parts
  *   joined, its functionCalls as tool calls, arguments as JSON text of `args`
  *   exactly as the client echoed them — `wait_for_previous` included, since the
- *   ledger's canonical arguments ignore it anyway). A `user` content becomes one
+ *   ledger's canonical arguments ignore it anyway — or, when the route still knows
+ *   the call and the echo is equal, the exact text Qwen wrote). A `user` content becomes one
  *   tool message per functionResponse, then one user message with its remaining
  *   text and images. An `inlineData` part after a functionResponse (Gemini CLI's
  *   way of returning an MCP image) belongs to that tool message, so the image
@@ -91,10 +92,29 @@ function responseText(response: Record<string, unknown>): string {
     : JSON.stringify(response);
 }
 
+/**
+ * The arguments text Qwen produced for a delivered call id, if the route kept it.
+ * Gemini carries arguments as an object, so the original bytes are lost on the
+ * client's side; when the echoed object equals the delivered one, the history
+ * sent upstream uses the exact text Qwen wrote.
+ */
+export type DeliveredArguments = (callId: string) => string | undefined;
+
+function argumentsText(
+  id: string | undefined,
+  args: Record<string, unknown>,
+  delivered: DeliveredArguments,
+): string {
+  const original = id === undefined ? undefined : delivered(id);
+  if (original !== undefined && Bun.deepEquals(JSON.parse(original), args, true)) return original;
+  return JSON.stringify(args);
+}
+
 function convertModelContent(
   content: Content,
   i: number,
   notes: Notes,
+  delivered: DeliveredArguments,
 ): { message: HubMessage; calls: PendingCall[] } {
   const texts: string[] = [];
   const toolCalls: HubToolCall[] = [];
@@ -111,7 +131,7 @@ function convertModelContent(
         toolCalls.push({
           id: call.id ?? `gemini_call_${i}_${j}`,
           name: call.name,
-          arguments: JSON.stringify(call.args ?? {}),
+          arguments: argumentsText(call.id, call.args ?? {}, delivered),
         });
         break;
       }
@@ -189,12 +209,12 @@ function convertUserContent(content: Content, i: number, pending: PendingCall[],
   return userParts.length > 0 ? [...toolMessages, { role: "user", content: userParts }] : toolMessages;
 }
 
-function convertContents(contents: Content[], notes: Notes): HubMessage[] {
+function convertContents(contents: Content[], notes: Notes, delivered: DeliveredArguments): HubMessage[] {
   const messages: HubMessage[] = [];
   let pending: PendingCall[] = [];
   contents.forEach((content, i) => {
     if (content.role === "model") {
-      const { message, calls } = convertModelContent(content, i, notes);
+      const { message, calls } = convertModelContent(content, i, notes, delivered);
       messages.push(message);
       pending = calls;
     } else {
@@ -333,10 +353,14 @@ function convertResponseFormat(request: GenerateContentRequest, notes: Notes): H
 }
 
 /** `model` is the model name from the request path (already checked against the episode). */
-export function geminiToHub(body: unknown, model: string): HubRequest {
+export function geminiToHub(
+  body: unknown,
+  model: string,
+  delivered: DeliveredArguments = () => undefined,
+): HubRequest {
   const request = parseGenerateContentRequest(body);
   const notes = new Notes();
-  const messages = [...convertSystem(request, notes), ...convertContents(request.contents, notes)];
+  const messages = [...convertSystem(request, notes), ...convertContents(request.contents, notes, delivered)];
   const tools = convertTools(request, notes);
   const hub: HubRequest = { model, messages, tools, ignored: [] };
   const toolChoice = convertToolChoice(request, tools);
