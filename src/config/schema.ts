@@ -40,6 +40,13 @@ export const upstreamSchema = z
     /** Whether the model takes image input; an image for a text-only model is an explicit error. */
     image_input: z.boolean().default(true),
     parallel_tool_calls: z.boolean().default(true),
+    /**
+     * Largest max_tokens sent upstream: clients ask for more than Qwen models allow
+     * (Claude Code sends 32000; qwen-vl-max allows 8192), and an over-limit value is
+     * a 400 that would end the episode. A larger client value is lowered to this and
+     * recorded with the exchange.
+     */
+    max_output_tokens: z.number().int().positive().default(8192),
     /** Per-attempt timeout, whole exchange buffered. */
     timeout_ms: z.number().int().positive().default(120_000),
     retry: retrySchema.default(retrySchema.parse({})),

@@ -29,6 +29,8 @@ export type ExchangeDeps = {
   sizeLimits: SizeLimits;
   imageInput: boolean;
   parallelToolCalls: boolean;
+  /** Upper bound for max_tokens upstream (config upstream.max_output_tokens); none when absent. */
+  maxOutputTokens?: number;
   logger: Logger;
   /** Aborted when the sidecar shuts down: cancels upstream requests and retry waits. */
   shutdownSignal: AbortSignal;
@@ -99,7 +101,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       model: episode.model,
       imageInput: deps.imageInput,
       parallelToolCalls: deps.parallelToolCalls,
+      maxOutputTokens: deps.maxOutputTokens,
     });
+    if (converted.maxOutputTokens !== undefined && upstreamRequest.max_tokens !== converted.maxOutputTokens) {
+      hub.ignored.push(`max_output_tokens ${converted.maxOutputTokens} lowered to ${upstreamRequest.max_tokens} (upstream.max_output_tokens)`);
+    }
     const body = JSON.stringify(upstreamRequest);
     checkUpstreamSize(body, deps.sizeLimits);
     episode.records.exchange(exchangeId, "upstream_request", { body: upstreamRequest, images: stats, ignored: hub.ignored });

@@ -90,6 +90,7 @@ export async function startSidecar(options: StartOptions) {
       sizeLimits: config.images.limits,
       imageInput: config.upstream.image_input,
       parallelToolCalls: config.upstream.parallel_tool_calls,
+      maxOutputTokens: config.upstream.max_output_tokens,
       logger,
       shutdownSignal: shutdownController.signal,
     },

@@ -59,3 +59,10 @@ describe("buildChatRequest", () => {
     expect(chat).toMatchObject({ max_tokens: 99, temperature: 0.2, top_p: 0.9, top_k: 5, stop: ["END"], tool_choice: { type: "function", function: { name: "ura_observe" } } });
   });
 });
+
+describe("buildChatRequest max_tokens cap", () => {
+  test("a client max above upstream.max_output_tokens is lowered, below it kept", () => {
+    expect(buildChatRequest({ ...request, maxOutputTokens: 32000 }, { ...target, maxOutputTokens: 8192 }).max_tokens).toBe(8192);
+    expect(buildChatRequest({ ...request, maxOutputTokens: 100 }, { ...target, maxOutputTokens: 8192 }).max_tokens).toBe(100);
+  });
+});

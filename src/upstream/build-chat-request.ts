@@ -13,6 +13,8 @@ export type ChatTarget = {
   model: string;
   imageInput: boolean;
   parallelToolCalls: boolean;
+  /** Upper bound for max_tokens (config upstream.max_output_tokens). */
+  maxOutputTokens?: number;
 };
 
 function dataUrl(part: { mediaType: string; data: string }): string {
@@ -126,7 +128,9 @@ export function buildChatRequest(request: HubRequest, target: ChatTarget): ChatR
   if (choice !== undefined) {
     chat.tool_choice = typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
   }
-  if (request.maxOutputTokens !== undefined) chat.max_tokens = request.maxOutputTokens;
+  if (request.maxOutputTokens !== undefined) {
+    chat.max_tokens = Math.min(request.maxOutputTokens, target.maxOutputTokens ?? Number.POSITIVE_INFINITY);
+  }
   if (request.temperature !== undefined) chat.temperature = request.temperature;
   if (request.topP !== undefined) chat.top_p = request.topP;
   if (request.topK !== undefined) chat.top_k = request.topK;
