@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { HubMessage, HubRequest, HubToolMessage } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { applyContextPolicy } from "./apply-context.ts";
+import { ContextPolicyError, contextFailureRecord } from "./context-policy-error.ts";
 import { contextDecisionSchema } from "./decision-schema.ts";
 import { estimateTokens } from "./estimate.ts";
 import { type ContextPolicy, contextPolicySchema } from "./policy-schema.ts";
@@ -218,5 +219,18 @@ describe("sliding_window", () => {
     expect(sidecarError.message).toMatch(
       /^context policy sliding_window: the request is still ~\d+ tokens .* over target_input_tokens 4000/,
     );
+    // The failure carries the decision reached so far, for the failed exchange's record.
+    expect(error).toBeInstanceOf(ContextPolicyError);
+    const decision = contextDecisionSchema.parse((error as ContextPolicyError).decision);
+    expect(decision).toMatchObject({
+      policy: "sliding_window",
+      reduced: false,
+      images_omitted: [],
+      blocks_removed: [],
+    });
+    expect(decision.estimate_before).toBe(estimateTokens(input));
+    expect(decision.estimate_after).toBeGreaterThan(4_000);
+    expect(contextFailureRecord(error)).toEqual({ context_decision: decision });
+    expect(contextFailureRecord(new SidecarError("request_too_large", "image too big"))).toEqual({});
   });
 });

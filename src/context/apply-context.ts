@@ -11,6 +11,7 @@ import { estimateTokens } from "./estimate.ts";
 import type { ContextPolicy } from "./policy-schema.ts";
 import { validateToolHistory } from "./validate-history.ts";
 
+export { ContextPolicyError, contextFailureRecord } from "./context-policy-error.ts";
 export type { ContextDecision } from "./decision-schema.ts";
 
 export interface ContextResult {
@@ -18,7 +19,10 @@ export interface ContextResult {
   decision: ContextDecision;
 }
 
-/** Throws SidecarError `invalid_request` (broken history) or `request_too_large` (over target). */
+/**
+ * Throws SidecarError `invalid_request` (broken history) or ContextPolicyError
+ * (`request_too_large`, over target; carries the decision for the failure record).
+ */
 export function applyContextPolicy(request: HubRequest, policy: ContextPolicy): ContextResult {
   validateToolHistory(request.messages);
   switch (policy.policy) {

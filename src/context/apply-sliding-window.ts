@@ -8,15 +8,16 @@
  *    newest `keep_recent_blocks`.
  * Everything else — system prompt, tool declarations, generation settings, user
  * messages, assistant text — is protected; if the request is still over target
- * it fails with `request_too_large`. Kept messages are the same objects; a tool
- * message with omitted images is a copy whose other parts are the same objects.
+ * it fails with `request_too_large` (a ContextPolicyError carrying the decision).
+ * Kept messages are the same objects; a tool message with omitted images is a
+ * copy whose other parts are the same objects.
  *
  * Message sizes are measured once and the total is kept incrementally (JSON of
  * the request = JSON without messages + each message + the commas between), so
  * the work is linear in the size of the history.
  */
 import type { HubMessage, HubPart, HubRequest, HubToolMessage } from "../hub/schema.ts";
-import { SidecarError } from "../lib/errors.ts";
+import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
 import { measureJsonBytes, tokensFromBytes } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
@@ -94,14 +95,14 @@ export function applySlidingWindow(
 
   decision.estimate_after = estimate();
   if (overTarget()) {
-    throw new SidecarError(
-      "request_too_large",
+    throw new ContextPolicyError(
       `context policy sliding_window: the request is still ~${decision.estimate_after} tokens ` +
         `after omitting ${decision.images_omitted.length} tool-result images and removing ` +
         `${decision.blocks_removed.length} call/result blocks, over target_input_tokens ` +
         `${policy.target_input_tokens} (from ~${estimateBefore}); the rest is protected: system prompt, ` +
         `tool declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks ` +
         `and the ${policy.min_recent_tool_images} most recent tool images`,
+      decision,
     );
   }
   decision.reduced = true;

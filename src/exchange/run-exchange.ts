@@ -5,7 +5,7 @@
  * byte was handed to the socket, or revoke if the client went away.
  * Every stage is recorded; every failure is rendered in the client's envelope.
  */
-import { applyContextPolicy } from "../context/apply-context.ts";
+import { applyContextPolicy, contextFailureRecord } from "../context/apply-context.ts";
 import type { Episode } from "../episodes/episode.ts";
 import type { HubRequest, HubResponse } from "../hub/schema.ts";
 import type { Codecs } from "../images/codecs.ts";
@@ -110,7 +110,8 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     checkUpstreamSize(body, deps.sizeLimits);
     episode.records.exchange(exchangeId, "upstream_request", { body: upstreamRequest, images: stats, ignored: hub.ignored });
   } catch (error) {
-    return fail(toSidecarError(error));
+    // A context failure (protected content over target) is recorded with its decision.
+    return fail(toSidecarError(error), contextFailureRecord(error));
   }
 
   const signal = AbortSignal.any([episode.abortSignal, deps.shutdownSignal, spec.clientSignal]);
