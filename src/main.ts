@@ -2,12 +2,15 @@
 /**
  * Entry point: parse arguments, load config, start the server. The only file
  * with process-level side effects (signals, exit codes, stdout banners).
+ * Exit codes: 0 clean (drained) shutdown, 1 fatal error, 2 usage/config error,
+ * 3 cleanup failure (the drain overran shutdown.drain_deadline_ms; records frozen
+ * with complete:false), 130 a second signal forced the exit mid-drain.
  */
 import { parseArgs } from "node:util";
-import { ConfigError, type ConfigFlags, loadConfig, readSecrets } from "./config/load-config.ts";
-import { helpText } from "./cli/help.ts";
-import { startSidecar } from "./server/start-sidecar.ts";
 import packageJson from "../package.json" with { type: "json" };
+import { helpText } from "./cli/help.ts";
+import { ConfigError, type ConfigFlags, loadConfig, readSecrets } from "./config/load-config.ts";
+import { startSidecar } from "./server/start-sidecar.ts";
 
 const version = packageJson.version;
 
@@ -59,7 +62,12 @@ async function main(argv: string[]): Promise<number> {
     console.log("configuration is valid");
     return 0;
   }
-  const sidecar = await startSidecar({ config, secrets: readSecrets(process.env), version, out: (line) => console.log(line) });
+  const sidecar = await startSidecar({
+    config,
+    secrets: readSecrets(process.env),
+    version,
+    out: (line) => console.log(line),
+  });
   let signals = 0;
   const onSignal = (name: string) => {
     signals += 1;
@@ -74,10 +82,10 @@ async function main(argv: string[]): Promise<number> {
   return sidecar.closed;
 }
 
+// Exit explicitly: after a shutdown (signal or POST /control/shutdown) a stray timer
+// (an executor long-poll, a retry wait) must not keep the process alive.
 main(process.argv.slice(2)).then(
-  (code) => {
-    if (code !== 0 || process.argv.includes("--version") || process.argv.includes("--help")) process.exit(code);
-  },
+  (code) => process.exit(code),
   (error) => {
     console.error(`ura-sidecar: fatal: ${(error as Error).stack ?? error}`);
     process.exit(1);

@@ -1,6 +1,8 @@
 /**
  * All episodes of this sidecar: creation (credentials, records directory),
- * lookup by id with path-safe ids, and the URLs a launcher needs.
+ * lookup by id with path-safe ids, and the URLs a launcher needs. Episodes
+ * restored after a restart are adopted read-only; once shutdown begins the store
+ * stops accepting (no new episodes, no new model exchanges).
  */
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
@@ -45,11 +47,14 @@ export function episodeUrls(baseUrl: string, id: string) {
 
 export function createEpisodeStore(deps: EpisodeStoreDeps) {
   const episodes = new Map<string, Episode>();
+  let closing: string | undefined;
   const createExecutor =
     deps.createExecutor ?? createExecutorFactory(deps.config.executor, { clock: deps.clock });
 
   function create(options: EpisodeOptions): Episode {
-    const id = deps.ids.episodeId();
+    if (closing !== undefined) throw new SidecarError("unavailable", closing);
+    let id = deps.ids.episodeId();
+    while (episodes.has(id)) id = deps.ids.episodeId();
     const ingressKey = deps.ids.token("ura_key");
     const mcpToken = deps.ids.token("ura_mcp");
     deps.registerSecret(ingressKey);
@@ -99,7 +104,29 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     };
   }
 
-  return { create, get, list: () => [...episodes.values()], launchInfo, baseUrl: deps.baseUrl };
+  /** Adds an episode restored from its records (src/lifecycle/restore-episodes.ts). */
+  function adopt(episode: Episode): void {
+    if (episodes.has(episode.id))
+      throw new SidecarError("internal", `episode ${episode.id} is already loaded`);
+    episodes.set(episode.id, episode);
+  }
+
+  /** Shutdown began: from now on new episodes and new model exchanges are refused (503 `unavailable`). */
+  function stopAccepting(reason = "the sidecar is shutting down; no new work is accepted"): void {
+    closing ??= reason;
+  }
+
+  return {
+    create,
+    get,
+    adopt,
+    stopAccepting,
+    /** Why new work is refused (shutdown), or undefined while accepting. */
+    closingReason: () => closing,
+    list: () => [...episodes.values()],
+    launchInfo,
+    baseUrl: deps.baseUrl,
+  };
 }
 
 export type EpisodeStore = ReturnType<typeof createEpisodeStore>;

@@ -7,11 +7,16 @@ import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { Executor } from "../executor/executor.ts";
 import type { ImageCacheSettings } from "../images/settings.ts";
 import { createWebpCache } from "../images/webp-cache.ts";
-import { createEpisodeLedger } from "../ledger/episode-ledger.ts";
+import {
+  createEpisodeLedger,
+  type EpisodeLedger,
+  type EpisodeLedgerOptions,
+} from "../ledger/episode-ledger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { manifestToolFor } from "../manifest/tool-names.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
 import type { ClientKind } from "./episode-options.ts";
+import { credentialDigest } from "./ids.ts";
 
 export type EpisodeState = "running" | "finished" | "failed" | "interrupted";
 export type FailureReason = "provider_error" | "max_turns" | "cancelled" | "interrupted";
@@ -34,19 +39,48 @@ export type EpisodeInit = {
   /** How long cancelling waits for admitted calls to finish. */
   drainDeadlineMs: number;
   clock: () => number;
+  /** How the ledger is made (default: a new, open one); a restored episode rebuilds it from its journal. */
+  createLedger?: (options: EpisodeLedgerOptions) => EpisodeLedger;
+  /** Set when the episode was restored read-only after a restart (src/lifecycle/restore-episodes.ts). */
+  restored?: RestoredEpisodeState;
+};
+
+/** What a restored episode starts from: its last description and the restart report. */
+export type RestoredEpisodeState = {
+  state: EpisodeState;
+  failure: { reason: FailureReason; message: string } | undefined;
+  result: unknown;
+  counters: Partial<Record<keyof EpisodeCounters, number>>;
+  /** Exchanges already numbered before the restart. */
+  exchangeSeq: number;
+  /** Why no model exchange is run any more. */
+  closedReason: string;
+  /** Shown as `restart` in the description: uncertain calls, torn tails, frozen marker … */
+  report: Record<string, unknown>;
+};
+
+export type EpisodeCounters = {
+  delivered_exchanges: number;
+  failed_exchanges: number;
+  revoked_exchanges: number;
+  auxiliary_responses: number;
+  tool_calls_admitted: number;
+  tool_calls_refused: number;
 };
 
 export function createEpisode(init: EpisodeInit) {
   const abort = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
-  let exchangeSeq = 0;
-  const counters = {
+  const restored = init.restored;
+  let exchangeSeq = restored?.exchangeSeq ?? 0;
+  const counters: EpisodeCounters = {
     delivered_exchanges: 0,
     failed_exchanges: 0,
     revoked_exchanges: 0,
     auxiliary_responses: 0,
     tool_calls_admitted: 0,
     tool_calls_refused: 0,
+    ...restored?.counters,
   };
   /** What the MCP server saw: a CLI given a bad token silently runs without the tools (CLIENTS.md). */
   const mcp = {
@@ -56,11 +90,11 @@ export function createEpisode(init: EpisodeInit) {
     sessions_opened: 0,
     sessions_closed: 0,
   };
-  let state: EpisodeState = "running";
-  let failure: { reason: FailureReason; message: string } | undefined;
-  let result: unknown;
+  let state: EpisodeState = restored?.state ?? "running";
+  let failure: { reason: FailureReason; message: string } | undefined = restored?.failure;
+  let result: unknown = restored?.result;
 
-  const ledger = createEpisodeLedger({
+  const ledger = (init.createLedger ?? createEpisodeLedger)({
     journal: { append: (event) => init.records.ledger(event as Record<string, unknown>) },
     clock: init.clock,
     deliveryWaitMs: init.delivery.wait_ms,
@@ -68,6 +102,13 @@ export function createEpisode(init: EpisodeInit) {
   });
   const imageCache = createWebpCache(init.imageCache);
   const toolNames = init.manifest.tools.map((t) => t.name);
+  const restoreInfo = restored
+    ? undefined
+    : {
+        ingress_key_sha256: credentialDigest(init.ingressKey),
+        mcp_token_sha256: credentialDigest(init.mcpToken),
+        manifest: init.manifest,
+      };
 
   const episode = {
     ...init,
@@ -95,6 +136,7 @@ export function createEpisode(init: EpisodeInit) {
     },
     /** Whether model exchanges may still run; the reason when not. */
     closedReason(): string | undefined {
+      if (restored) return restored.closedReason;
       if (state === "failed" || state === "interrupted") {
         return `episode ${init.id} is ${state}${failure ? ` (${failure.reason}: ${failure.message})` : ""}; no further model exchanges are run`;
       }
@@ -158,10 +200,13 @@ export function createEpisode(init: EpisodeInit) {
         mcp,
         ledger: ledger.summary(),
         records_dir: init.records.dir,
+        ...(restored ? { restart: restored.report } : {}),
       };
     },
+    /** Rewrites episode.json: the description plus what a restarted sidecar needs (credential digests, never the credentials). */
     persist(): void {
-      if (!init.records.frozen) init.records.describe(episode.describe());
+      if (init.records.frozen) return;
+      init.records.describe({ ...episode.describe(), restore: restoreInfo });
     },
   };
   return episode;

@@ -3,6 +3,9 @@
  * client sends its own way: `Authorization: Bearer` (OpenAI, Claude Code with
  * ANTHROPIC_AUTH_TOKEN), `x-goog-api-key` (Gemini), `x-api-key` (Anthropic).
  * The key is never forwarded: the upstream gets the sidecar's own credential.
+ * Once shutdown began, an authenticated request is refused with `unavailable`
+ * (503 in each protocol's envelope). A restored episode is checked against the
+ * digest of its key (see `credentialMatches`).
  */
 import type { Episode } from "../episodes/episode.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
@@ -11,13 +14,22 @@ import { SidecarError } from "../lib/errors.ts";
 
 export function presentedKey(headers: Headers, query?: URLSearchParams): string | undefined {
   const bearer = /^Bearer\s+(.+)$/i.exec(headers.get("authorization") ?? "")?.[1];
-  return bearer ?? headers.get("x-api-key") ?? headers.get("x-goog-api-key") ?? query?.get("key") ?? undefined;
+  return (
+    bearer ?? headers.get("x-api-key") ?? headers.get("x-goog-api-key") ?? query?.get("key") ?? undefined
+  );
 }
 
-export function authenticateIngress(store: EpisodeStore, episodeId: string, headers: Headers, query?: URLSearchParams): Episode {
+export function authenticateIngress(
+  store: EpisodeStore,
+  episodeId: string,
+  headers: Headers,
+  query?: URLSearchParams,
+): Episode {
   const episode = store.get(episodeId);
   if (!credentialMatches(presentedKey(headers, query), episode.ingressKey)) {
     throw new SidecarError("authentication", `missing or wrong API key for episode ${episode.id}`);
   }
+  const closing = store.closingReason();
+  if (closing !== undefined) throw new SidecarError("unavailable", closing);
   return episode;
 }

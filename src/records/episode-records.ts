@@ -6,6 +6,10 @@
  *   auxiliary.jsonl  local answers that are not model exchanges (countTokens …)
  *   episode.json     the episode's description (rewritten, not appended)
  *   frozen.json      the final marker written at shutdown; nothing is appended after it
+ *                    ({reason, drain, complete, unfinished, state}; complete:false when
+ *                    the drain overran its deadline: the records may lack late events)
+ *   restart-NNN.jsonl  written by a later process that restored the episode read-only;
+ *                    the files above are never touched again (restart-records.ts)
  * Secrets never reach these files: callers record bodies, never credentials, and
  * every line passes through the redactor as a last guard.
  */
@@ -58,7 +62,12 @@ export function createEpisodeRecords(options: RecordsOptions) {
     },
     freeze(marker: Record<string, unknown>): void {
       if (frozen) return;
-      writeFileSync(path("frozen.json"), JSON.stringify({ at: now(), ...marker }, null, 2));
+      // Written whole or not at all: a marker must never be half a file.
+      writeFileSync(
+        path("frozen.json.tmp"),
+        options.redact(JSON.stringify({ at: now(), ...marker }, null, 2)),
+      );
+      renameSync(path("frozen.json.tmp"), path("frozen.json"));
       frozen = true;
     },
     get frozen() {

@@ -1,13 +1,15 @@
 /**
- * Composition root: builds every dependency from the config, serves the app and
- * owns the graceful shutdown (stop accepting, cancel upstream work and retry
- * waits, drain handlers and admitted callbacks up to a deadline, freeze records).
+ * Composition root: builds every dependency from the config, restores the
+ * episodes found in the data directory (read-only, src/lifecycle), serves the
+ * app and owns the graceful shutdown (stop accepting, cancel upstream work and
+ * retry waits, drain handlers and admitted callbacks up to a deadline, freeze
+ * records; exit code 0 when drained, 3 when the drain overran its deadline).
  */
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
-import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
 import { createScriptedUpstream } from "../../fixtures/scripted-upstream/create-scripted-upstream.ts";
 import { createPixelReader } from "../../fixtures/scripted-upstream/pixel-reader.ts";
+import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
 import { createApp } from "../app.ts";
 import type { Secrets } from "../config/load-config.ts";
 import { parseListen } from "../config/load-config.ts";
@@ -18,6 +20,8 @@ import { loadCodecs } from "../images/codecs.ts";
 import { warmUpCodecs } from "../images/warm-up.ts";
 import type { IngressDeps } from "../ingress/ingress-deps.ts";
 import { createLogger } from "../lib/logger.ts";
+import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
+import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createRedactor } from "../records/episode-records.ts";
 import { createUpstreamClient } from "../upstream/upstream-client.ts";
@@ -49,7 +53,9 @@ export async function startSidecar(options: StartOptions) {
   logger.debug("image codecs ready", { warm_up_ms: warmMs });
 
   const demo = config.upstream.url === undefined;
-  const scripted = demo ? createScriptedUpstream({ readPixel: createPixelReader(codecs), defaultModel: config.upstream.model }) : undefined;
+  const scripted = demo
+    ? createScriptedUpstream({ readPixel: createPixelReader(codecs), defaultModel: config.upstream.model })
+    : undefined;
   const upstream = createUpstreamClient({
     baseUrl: config.upstream.url ?? "http://scripted-upstream.invalid/v1",
     apiKey: options.secrets.upstreamApiKey,
@@ -58,19 +64,26 @@ export async function startSidecar(options: StartOptions) {
     newId: ids.callId,
     clock,
     // The demo model runs in-process: no socket, nothing leaves the machine.
-    ...(scripted ? { fetch: ((input: string | URL | Request, init?: RequestInit) => scripted.fetch(new Request(input as string, init))) as typeof fetch } : {}),
+    ...(scripted
+      ? {
+          fetch: ((input: string | URL | Request, init?: RequestInit) =>
+            scripted.fetch(new Request(input as string, init))) as typeof fetch,
+        }
+      : {}),
   });
 
   const shutdownController = new AbortController();
   let shuttingDown = false;
   let server: ReturnType<typeof Bun.serve> | undefined;
   const { hostname, port } = parseListen(config.listen);
-  const baseUrl = () => `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server?.port ?? port}`;
+  const baseUrl = () =>
+    `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server?.port ?? port}`;
 
+  const defaultManifest = manifestSchema.parse(defaultManifestJson);
   const episodes = createEpisodeStore({
     config,
     dataDir: resolve(config.data_dir),
-    defaultManifest: manifestSchema.parse(defaultManifestJson),
+    defaultManifest,
     imageCache: config.images.cache,
     ids,
     clock,
@@ -78,6 +91,17 @@ export async function startSidecar(options: StartOptions) {
     registerSecret,
     baseUrl,
   });
+
+  const restored = restoreEpisodes({
+    dataDir: resolve(config.data_dir),
+    config,
+    imageCache: config.images.cache,
+    defaultManifest,
+    clock,
+    redact,
+    logger,
+  });
+  for (const episode of restored.episodes) episodes.adopt(episode);
 
   const ingress: IngressDeps = {
     episodes,
@@ -104,28 +128,28 @@ export async function startSidecar(options: StartOptions) {
   async function shutdown(reason: string): Promise<number> {
     if (shuttingDown) return closed;
     shuttingDown = true;
+    // Order matters: refuse new work first, then cancel upstream requests and retry waits, then wait.
+    episodes.stopAccepting();
     logger.info("shutting down", { reason, drain_deadline_ms: config.shutdown.drain_deadline_ms });
     shutdownController.abort(new Error(`shutdown: ${reason}`));
     const all = episodes.list();
-    for (const episode of all) episode.ledger.close();
-    const drain = Promise.all(
-      all.map(async (episode) => {
-        const [ledger] = await Promise.all([episode.ledger.drain(), Promise.allSettled([...episode.inFlight])]);
-        return { episode, unfinished: ledger.unfinished };
-      }),
-    );
-    const deadline = new Promise<"deadline">((r) => setTimeout(() => r("deadline"), config.shutdown.drain_deadline_ms));
-    const outcome = await Promise.race([drain, deadline]);
-    const complete = outcome !== "deadline";
-    for (const episode of all) {
-      const unfinished = complete ? (outcome.find((o) => o.episode === episode)?.unfinished ?? []) : ["drain deadline overrun"];
-      episode.persist();
-      episode.records.freeze({ reason, drain: complete ? "complete" : "deadline_overrun", complete, unfinished, state: episode.state });
+    const drain = await drainEpisodes(all, { deadlineMs: config.shutdown.drain_deadline_ms, clock });
+    let frozeAll = true;
+    try {
+      freezeEpisodes(all, drain, reason);
+    } catch (error) {
+      frozeAll = false;
+      logger.error("cleanup failure: records could not be frozen", { message: (error as Error).message });
     }
     server?.stop(true);
-    if (!complete) logger.error("cleanup failure: drain overran its deadline; records are frozen but may be incomplete", { deadline_ms: config.shutdown.drain_deadline_ms });
-    else logger.info("shutdown complete");
-    const code = complete ? 0 : 3;
+    if (!drain.complete) {
+      logger.error("cleanup failure: drain overran its deadline; records are frozen with complete:false", {
+        deadline_ms: drain.deadlineMs,
+        unfinished_calls: Object.fromEntries(drain.unfinishedCalls),
+        pending_handlers: Object.fromEntries(drain.pendingHandlers),
+      });
+    } else logger.info("shutdown complete", { drain_ms: drain.elapsedMs, episodes: all.length });
+    const code = drain.complete && frozeAll ? 0 : 3;
     resolveClosed(code);
     return code;
   }
@@ -140,13 +164,26 @@ export async function startSidecar(options: StartOptions) {
     episodeRoutes: episodeRouteGroups,
   });
 
-  server = Bun.serve({ hostname, port, fetch: (req, srv) => app.fetch(req, { server: srv }), idleTimeout: 0 });
+  server = Bun.serve({
+    hostname,
+    port,
+    fetch: (req, srv) => app.fetch(req, { server: srv }),
+    idleTimeout: 0,
+  });
   logger.info("listening", { url: baseUrl(), data_dir: resolve(config.data_dir), demo_upstream: demo });
   if (demo) {
     out("");
-    out("  *** DEMO MODEL: no URA_UPSTREAM_URL set — answering with the embedded scripted upstream, not Qwen ***");
+    out(
+      "  *** DEMO MODEL: no URA_UPSTREAM_URL set — answering with the embedded scripted upstream, not Qwen ***",
+    );
   }
   out(`ura-sidecar ${options.version} listening on ${baseUrl()}`);
+  if (restored.episodes.length > 0 || restored.problems.length > 0) {
+    const interrupted = restored.episodes.filter((e) => e.state === "interrupted").length;
+    out(
+      `restored ${restored.episodes.length} episode(s) read-only (${interrupted} interrupted)${restored.problems.length > 0 ? `; ${restored.problems.length} director(ies) not restored, see the log` : ""}`,
+    );
+  }
   if (!options.secrets.controlPassword) out(`control password (generated, shown once): ${controlPassword}`);
 
   let defaultEpisode: ReturnType<typeof episodes.create> | undefined;
@@ -163,7 +200,19 @@ export async function startSidecar(options: StartOptions) {
     out(`  records                    ${join(resolve(config.data_dir), "episodes", defaultEpisode.id)}`);
   }
 
-  return { app, server, episodes, shutdown, closed, baseUrl, controlPassword, defaultEpisode, scripted, logger };
+  return {
+    app,
+    server,
+    episodes,
+    shutdown,
+    closed,
+    baseUrl,
+    controlPassword,
+    defaultEpisode,
+    scripted,
+    logger,
+    restored,
+  };
 }
 
 export type Sidecar = Awaited<ReturnType<typeof startSidecar>>;

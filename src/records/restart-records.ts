@@ -1,0 +1,82 @@
+/**
+ * The records of an episode restored after a restart. The files the earlier
+ * process wrote (exchanges.jsonl, ledger.jsonl, auxiliary.jsonl, episode.json,
+ * frozen.json) are never touched again: they are exactly what that process left,
+ * a clean frozen set or the valid prefix a crash left (torn tail included, as
+ * evidence). Everything the restored, read-only episode writes goes to its own
+ * file, `restart-NNN.jsonl` (one per restart, NNN counting from 001), so each
+ * file only ever has one writer and can only be torn at its end:
+ *   {type:"restarted", …report}   first line: what the restart found
+ *   {type:"ledger", event}        ledger events: the `interrupted` event, refused callbacks
+ *   {type:"exchange", …}          refused model requests
+ *   {type:"auxiliary", …}
+ *   {type:"stopped", …marker}     the final marker of a later shutdown (instead of frozen.json)
+ * Same shape as `createEpisodeRecords`, so the episode does not know the difference.
+ */
+import { existsSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import type { EpisodeRecords, ExchangeStage } from "./episode-records.ts";
+import { appendJsonLine } from "./jsonl-file.ts";
+
+export const restartFilePattern = /^restart-(\d{3,})\.jsonl$/;
+
+/** The restart files of a records directory, oldest first. */
+export function listRestartFiles(dir: string): string[] {
+  if (!existsSync(dir)) return [];
+  return readdirSync(dir)
+    .filter((name) => restartFilePattern.test(name))
+    .sort((a, b) => Number(restartFilePattern.exec(a)?.[1]) - Number(restartFilePattern.exec(b)?.[1]));
+}
+
+export type RestartRecordsOptions = {
+  dir: string;
+  clock: () => number;
+  redact: (line: string) => string;
+};
+
+export type RestartRecords = EpisodeRecords & {
+  /** File name of this restart's file, e.g. restart-001.jsonl */
+  readonly file: string;
+  /** Writes the first line (what the restart found). */
+  restarted(report: Record<string, unknown>): void;
+};
+
+export function openRestartRecords(options: RestartRecordsOptions): RestartRecords {
+  const previous = listRestartFiles(options.dir);
+  const last = previous.at(-1);
+  const sequence = (last ? Number(restartFilePattern.exec(last)?.[1]) : 0) + 1;
+  const file = `restart-${String(sequence).padStart(3, "0")}.jsonl`;
+  let stopped = false;
+  const now = () => new Date(options.clock()).toISOString();
+
+  function append(type: string, value: Record<string, unknown>): void {
+    if (stopped) throw new Error(`records of ${options.dir} are frozen; refusing to append to ${file}`);
+    const line = options.redact(JSON.stringify({ at: now(), type, ...value }));
+    appendJsonLine(join(options.dir, file), JSON.parse(line));
+  }
+
+  return {
+    dir: options.dir,
+    file,
+    restarted: (report) => append("restarted", report),
+    exchange(exchangeId: string, stage: ExchangeStage, data: Record<string, unknown>): void {
+      append("exchange", { exchange: exchangeId, stage, ...data });
+    },
+    ledger(event: Record<string, unknown>): void {
+      append("ledger", { event });
+    },
+    auxiliary(data: Record<string, unknown>): void {
+      append("auxiliary", data);
+    },
+    // episode.json stays the description the earlier process wrote; the API shows the restored state.
+    describe(): void {},
+    freeze(marker: Record<string, unknown>): void {
+      if (stopped) return;
+      append("stopped", marker);
+      stopped = true;
+    },
+    get frozen() {
+      return stopped;
+    },
+  };
+}
