@@ -1,0 +1,145 @@
+/**
+ * Test kit for the lifecycle tests (tests only): the compiled binary with a
+ * config file, the scripted upstream on a loopback port, model exchanges as
+ * plain HTTP requests to the Responses ingress, MCP callbacks with the real SDK
+ * client, and readers for the records a run leaves behind.
+ * Needs `make build` (dist/ura-sidecar).
+ */
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
+import { readJsonLines } from "../../src/records/jsonl-file.ts";
+import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
+
+export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
+export type UpstreamRequest = { seq: number; aborted: boolean; completed: boolean; fault?: string };
+
+export const startUpstream = () => serveScriptedUpstream(0);
+
+/** Starts the binary against the scripted upstream with the given config (a JSON file is written for it). */
+export async function startSidecar(
+  upstream: Upstream,
+  config: Record<string, unknown>,
+  dataDir?: string,
+): Promise<SidecarProcess> {
+  const dir = mkdtempSync(join(tmpdir(), "ura-lifecycle-cfg-"));
+  const path = join(dir, "config.json");
+  writeFileSync(path, JSON.stringify({ log_level: "info", ...config }));
+  return startSidecarProcess({
+    upstreamUrl: upstream.url,
+    args: ["--config", path],
+    ...(dataDir ? { dataDir } : {}),
+  });
+}
+
+export const responsesTools = [
+  { type: "function", name: "ura_observe", parameters: { type: "object", properties: {} } },
+  {
+    type: "function",
+    name: "ura_record",
+    parameters: { type: "object", properties: { nonce: { type: "string" } } },
+  },
+  {
+    type: "function",
+    name: "ura_finish",
+    parameters: { type: "object", properties: { answer: { type: "string" } } },
+  },
+];
+
+export type FunctionCall = { type: "function_call"; call_id: string; name: string; arguments: string };
+
+/** One model exchange through the Responses ingress (what OpenCode or Codex would send). */
+export function responsesRequest(
+  episode: LaunchInfo,
+  input: unknown[],
+  key = episode.ingress_key,
+): Promise<Response> {
+  return fetch(`${episode.urls.responses}/responses`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    body: JSON.stringify({ model: "m", input, tools: responsesTools, stream: false }),
+  });
+}
+
+/** The first turn of the smoke episode: the scripted model calls `ura_observe`. */
+export async function firstTurn(episode: LaunchInfo): Promise<FunctionCall> {
+  const res = await responsesRequest(episode, [{ role: "user", content: "go" }]);
+  if (res.status !== 200) throw new Error(`turn 1: HTTP ${res.status} ${await res.text()}`);
+  const body = (await res.json()) as { output: { type: string }[] };
+  const call = body.output.find((o) => o.type === "function_call") as FunctionCall | undefined;
+  if (!call) throw new Error(`turn 1: no function call in ${JSON.stringify(body)}`);
+  return call;
+}
+
+export async function connectMcp(url: string, token: string): Promise<Client> {
+  const client = new Client({ name: "ura-lifecycle-test", version: "0.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(url), {
+      requestInit: { headers: { authorization: `Bearer ${token}` } },
+    }),
+  );
+  return client;
+}
+
+/** The MCP callback of a delivered call, identified by its call id as Codex does (`_meta.callId`). */
+export function callback(client: Client, call: FunctionCall) {
+  return client.callTool({
+    name: call.name.replace(/^ura_/, ""),
+    arguments: JSON.parse(call.arguments) as Record<string, unknown>,
+    _meta: { callId: call.call_id },
+  });
+}
+
+export const resultText = (result: unknown) =>
+  ((result as { content?: { type: string; text?: string }[] }).content ?? [])
+    .map((p) => p.text ?? `[${p.type}]`)
+    .join("\n");
+
+export async function upstreamRequests(upstream: Upstream): Promise<UpstreamRequest[]> {
+  return (await (await fetch(`${upstream.origin}/__script/requests`)).json()) as UpstreamRequest[];
+}
+
+export async function injectFaults(upstream: Upstream, faults: unknown[]): Promise<void> {
+  const res = await fetch(`${upstream.origin}/__script/faults`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ faults }),
+  });
+  if (!res.ok) throw new Error(`faults: HTTP ${res.status}`);
+}
+
+/** Polls until `check` returns a value (not undefined) or the time is up. */
+export async function waitFor<T>(
+  what: string,
+  check: () => Promise<T | undefined> | T | undefined,
+  ms = 5_000,
+): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = await check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await Bun.sleep(15);
+  }
+}
+
+export function ledgerEvents(dir: string) {
+  return readJsonLines<Record<string, unknown> & { type: string }>(join(dir, "ledger.jsonl"));
+}
+
+export function readJson(path: string): Record<string, unknown> {
+  return JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+}
+
+/** Ledger status of an episode as the control API reports it. */
+export type LedgerStatus = {
+  admission: string;
+  interrupted: boolean;
+  counts: Record<string, number>;
+  claimed: string[];
+  unfinished: string[];
+  uncertain: string[];
+};
