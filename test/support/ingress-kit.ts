@@ -1,0 +1,206 @@
+/**
+ * What the reliability tests need to speak each ingress protocol (tests only):
+ * the path under an episode, how the client presents its key, a minimal
+ * first-turn request offering the robot tools under that client's naming
+ * scheme, and a strict reader of the protocol's error envelope. The expected
+ * statuses are written out here, independently of `src/ingress/*\/errors.ts`,
+ * so a change there shows up as a failing test.
+ */
+import type { ErrorKind } from "../../src/lib/errors.ts";
+
+export type ProtocolName = "responses" | "gemini" | "messages";
+export const protocols: readonly ProtocolName[] = ["responses", "gemini", "messages"];
+
+/** An error envelope as the client reads it. */
+export type ReadEnvelope = { message: string; type: string };
+
+export type IngressKit = {
+  protocol: ProtocolName;
+  /** Path of a model exchange below the origin. */
+  path: (episodeId: string, model: string, stream: boolean) => string;
+  headers: (key: string) => Record<string, string>;
+  /** The model-visible name of a manifest tool for this client. */
+  toolName: (tool: string) => string;
+  /** A first turn offering record, observe, finish (record first: the scripted faults take the first tool). */
+  firstTurn: (stream: boolean) => Record<string, unknown>;
+  /** The envelope's message and type; throws when the body is not exactly this protocol's envelope. */
+  readError: (status: number, body: unknown) => ReadEnvelope;
+  /** The status and type this protocol must answer for an error kind. */
+  expected: (kind: ErrorKind) => { status: number; type: string };
+};
+
+const robotTools = ["record", "observe", "finish"];
+const argsSchema = (tool: string) => ({
+  type: "object",
+  properties: tool === "observe" ? {} : { [tool === "record" ? "nonce" : "answer"]: { type: "string" } },
+});
+const userText = "Observe the scene, record the nonce twice, then finish with the colour.";
+
+function isRecord(value: unknown): value is Record<string, unknown> {
+  return typeof value === "object" && value !== null && !Array.isArray(value);
+}
+
+function fail(protocol: string, body: unknown, why: string): never {
+  throw new Error(`${protocol} error envelope: ${why}: ${JSON.stringify(body).slice(0, 400)}`);
+}
+
+function exactKeys(protocol: string, body: unknown, value: Record<string, unknown>, keys: string[]): void {
+  const have = Object.keys(value).sort();
+  if (have.join() !== [...keys].sort().join())
+    fail(protocol, body, `keys ${have.join()} (expected ${keys.join()})`);
+}
+
+export const responsesKit: IngressKit = {
+  protocol: "responses",
+  path: (id) => `/e/${id}/v1/responses`,
+  headers: (key) => ({ authorization: `Bearer ${key}` }),
+  toolName: (tool) => `ura_${tool}`,
+  firstTurn: (stream) => ({
+    model: "ura-qwen",
+    stream,
+    store: false,
+    input: [{ type: "message", role: "user", content: [{ type: "input_text", text: userText }] }],
+    tools: robotTools.map((t) => ({
+      type: "function",
+      name: `ura_${t}`,
+      description: t,
+      parameters: argsSchema(t),
+    })),
+    tool_choice: "auto",
+  }),
+  readError(_status, body) {
+    if (!isRecord(body) || !isRecord(body.error)) fail("responses", body, "no error object");
+    exactKeys("responses", body, body, ["error"]);
+    const e = body.error;
+    exactKeys("responses", body, e, ["message", "type", "param", "code"]);
+    if (typeof e.message !== "string" || e.message === "") fail("responses", body, "message");
+    if (typeof e.type !== "string" || typeof e.code !== "string") fail("responses", body, "type/code");
+    if (e.param !== null && typeof e.param !== "string") fail("responses", body, "param");
+    return { message: e.message, type: e.type };
+  },
+  expected(kind) {
+    switch (kind) {
+      case "upstream_transient":
+      case "unavailable":
+        return { status: 503, type: "server_error" };
+      case "upstream_invalid":
+        return { status: 502, type: "server_error" };
+      case "internal":
+        return { status: 500, type: "server_error" };
+      case "authentication":
+        return { status: 401, type: "authentication_error" };
+      case "not_found":
+        return { status: 404, type: "invalid_request_error" };
+      default:
+        return { status: 400, type: "invalid_request_error" };
+    }
+  },
+};
+
+export const geminiKit: IngressKit = {
+  protocol: "gemini",
+  path: (id, model, stream) =>
+    `/e/${id}/gemini/v1beta/models/${model}:${stream ? "streamGenerateContent?alt=sse" : "generateContent"}`,
+  headers: (key) => ({ "x-goog-api-key": key }),
+  toolName: (tool) => `mcp_ura_${tool}`,
+  firstTurn: () => ({
+    contents: [{ role: "user", parts: [{ text: userText }] }],
+    systemInstruction: { role: "user", parts: [{ text: "You drive a robot." }] },
+    tools: [
+      {
+        functionDeclarations: robotTools.map((t) => ({
+          name: `mcp_ura_${t}`,
+          description: t,
+          parametersJsonSchema: argsSchema(t),
+        })),
+      },
+    ],
+    generationConfig: { temperature: 0 },
+  }),
+  readError(status, body) {
+    if (!isRecord(body) || !isRecord(body.error)) fail("gemini", body, "no error object");
+    exactKeys("gemini", body, body, ["error"]);
+    const e = body.error;
+    exactKeys("gemini", body, e, ["code", "message", "status"]);
+    if (e.code !== status) fail("gemini", body, `code ${String(e.code)} is not the HTTP status ${status}`);
+    if (typeof e.message !== "string" || e.message === "") fail("gemini", body, "message");
+    if (typeof e.status !== "string" || !/^[A-Z_]+$/.test(e.status)) fail("gemini", body, "status");
+    return { message: e.message, type: e.status };
+  },
+  expected(kind) {
+    switch (kind) {
+      case "upstream_transient":
+      case "unavailable":
+        return { status: 503, type: "UNAVAILABLE" };
+      case "upstream_invalid":
+        return { status: 502, type: "INTERNAL" };
+      case "internal":
+        return { status: 500, type: "INTERNAL" };
+      case "authentication":
+        return { status: 401, type: "UNAUTHENTICATED" };
+      case "not_found":
+        return { status: 404, type: "NOT_FOUND" };
+      case "episode_closed":
+        return { status: 400, type: "FAILED_PRECONDITION" };
+      default:
+        return { status: 400, type: "INVALID_ARGUMENT" };
+    }
+  },
+};
+
+export const messagesKit: IngressKit = {
+  protocol: "messages",
+  path: (id) => `/e/${id}/anthropic/v1/messages`,
+  headers: (key) => ({ "x-api-key": key, "anthropic-version": "2023-06-01" }),
+  toolName: (tool) => `mcp__ura__${tool}`,
+  firstTurn: (stream) => ({
+    model: "claude-sonnet-4-5",
+    max_tokens: 1024,
+    stream,
+    system: [{ type: "text", text: "You drive a robot." }],
+    messages: [{ role: "user", content: [{ type: "text", text: userText }] }],
+    tools: robotTools.map((t) => ({ name: `mcp__ura__${t}`, description: t, input_schema: argsSchema(t) })),
+  }),
+  readError(_status, body) {
+    if (!isRecord(body) || !isRecord(body.error)) fail("messages", body, "no error object");
+    exactKeys("messages", body, body, ["type", "error"]);
+    if (body.type !== "error") fail("messages", body, "type is not 'error'");
+    const e = body.error;
+    exactKeys("messages", body, e, ["type", "message"]);
+    if (typeof e.message !== "string" || e.message === "") fail("messages", body, "message");
+    if (typeof e.type !== "string") fail("messages", body, "type");
+    return { message: e.message, type: e.type };
+  },
+  expected(kind) {
+    switch (kind) {
+      case "upstream_transient":
+      case "unavailable":
+        return { status: 529, type: "overloaded_error" };
+      case "upstream_invalid":
+      case "internal":
+        return { status: 500, type: "api_error" };
+      case "authentication":
+        return { status: 401, type: "authentication_error" };
+      case "not_found":
+        return { status: 404, type: "not_found_error" };
+      default:
+        return { status: 400, type: "invalid_request_error" };
+    }
+  },
+};
+
+export const ingressKits: Record<ProtocolName, IngressKit> = {
+  responses: responsesKit,
+  gemini: geminiKit,
+  messages: messagesKit,
+};
+
+/** Parsed JSON lines of a records file (missing file → []). */
+export async function readJsonLines(path: string): Promise<Record<string, unknown>[]> {
+  const file = Bun.file(path);
+  if (!(await file.exists())) return [];
+  return (await file.text())
+    .split("\n")
+    .filter((line) => line.trim() !== "")
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
