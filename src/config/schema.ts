@@ -100,6 +100,12 @@ export const configSchema = z
       .default({ drain_deadline_ms: 10_000 }),
     /** Where admitted tool calls run: the embedded inert executor (default) or a controller over HTTP. */
     executor: executorConfigSchema.default(defaultExecutorConfig),
+    /**
+     * A model request from an episode whose client never completed MCP initialize and
+     * tools/list: `warn` logs it and flags the episode status; `refuse` answers 400
+     * from the episode's second model request on (src/episodes/client-identity.ts).
+     */
+    mcp_required: z.enum(["warn", "refuse"]).default("warn"),
     /** Create one episode at start-up (the one-CLI case, and `make run`). */
     default_episode: z.boolean().default(false),
   })

@@ -18,6 +18,8 @@ export const episodeOptionsSchema = z
     max_turns: z.number().int().min(0).default(0),
     context: contextPolicySchema.optional(),
     client: clientKindSchema.optional(),
+    /** Refuse model requests from any client but the pinned version of `client` (manifests/clients/); default false. The status reports the detected client either way. */
+    require_pinned_client: z.boolean().optional(),
   })
   .strict();
 export type EpisodeOptions = z.infer<typeof episodeOptionsSchema>;

@@ -10,6 +10,7 @@ import { contextPolicySchema } from "../context/policy-schema.ts";
 import { createExecutorFactory, type ExecutorFactory } from "../executor/create-executor.ts";
 import type { ImageCacheSettings } from "../images/settings.ts";
 import { SidecarError } from "../lib/errors.ts";
+import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { createEpisodeRecords } from "../records/episode-records.ts";
 import { createEpisode, type Episode } from "./episode.ts";
@@ -28,6 +29,8 @@ export type EpisodeStoreDeps = {
   registerSecret: (secret: string) => void;
   /** Public base URL of this sidecar, e.g. http://127.0.0.1:8787 */
   baseUrl: () => string;
+  /** Warnings about an episode's client (client-identity.ts). */
+  logger?: Logger;
   /** The executor of each new episode (default: from `config.executor`). */
   createExecutor?: ExecutorFactory;
 };
@@ -72,6 +75,9 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       maxTurns: options.max_turns,
       context: options.context ?? contextPolicySchema.parse({ policy: "identity" }),
       client: options.client,
+      requirePinnedClient: options.require_pinned_client,
+      mcpRequired: deps.config.mcp_required,
+      warn: deps.logger?.warn,
       ingressKey,
       mcpToken,
       records,

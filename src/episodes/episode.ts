@@ -15,6 +15,7 @@ import {
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { manifestToolFor } from "../manifest/tool-names.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
+import { createClientIdentity, type McpRequirement } from "./client-identity.ts";
 import type { ClientKind } from "./episode-options.ts";
 import { credentialDigest } from "./ids.ts";
 
@@ -29,6 +30,11 @@ export type EpisodeInit = {
   maxTurns: number;
   context: ContextPolicy;
   client: ClientKind | undefined;
+  /** Refuse model requests from a client other than the pinned version (client-identity.ts). */
+  requirePinnedClient?: boolean;
+  /** What a model request gets while the client's MCP side never connected (default warn). */
+  mcpRequired?: McpRequirement;
+  warn?: (message: string, fields: Record<string, unknown>) => void;
   ingressKey: string;
   mcpToken: string;
   records: EpisodeRecords;
@@ -101,6 +107,13 @@ export function createEpisode(init: EpisodeInit) {
     previousAckWaitMs: init.delivery.previous_ack_wait_ms,
   });
   const imageCache = createWebpCache(init.imageCache);
+  const clientIdentity = createClientIdentity({
+    episodeId: init.id,
+    expected: init.client,
+    requirePinned: init.requirePinnedClient ?? false,
+    mcpRequired: init.mcpRequired ?? "warn",
+    warn: init.warn,
+  });
   const toolNames = init.manifest.tools.map((t) => t.name);
   const restoreInfo = restored
     ? undefined
@@ -133,6 +146,10 @@ export function createEpisode(init: EpisodeInit) {
     /** The manifest tool behind a model-visible name (undefined: one of the client's own tools). */
     toolFor(modelName: string): string | undefined {
       return manifestToolFor(modelName, init.manifest.server, toolNames);
+    },
+    /** Version pin and MCP-connected checks of a model request; throws (400) when it must be refused. */
+    checkModelRequest(headers: Headers): void {
+      clientIdentity.checkModelRequest(headers, mcp);
     },
     /** Whether model exchanges may still run; the reason when not. */
     closedReason(): string | undefined {
@@ -198,6 +215,7 @@ export function createEpisode(init: EpisodeInit) {
         manifest: { server: init.manifest.server, tools: toolNames, finish_tool: init.manifest.finish_tool },
         counters,
         mcp,
+        client_identity: clientIdentity.describe(mcp),
         ledger: ledger.summary(),
         records_dir: init.records.dir,
         ...(restored ? { restart: restored.report } : {}),

@@ -5,7 +5,8 @@
  * The key is never forwarded: the upstream gets the sidecar's own credential.
  * Once shutdown began, an authenticated request is refused with `unavailable`
  * (503 in each protocol's envelope). A restored episode is checked against the
- * digest of its key (see `credentialMatches`).
+ * digest of its key (see `credentialMatches`). Then the client's version pin and
+ * MCP connection are checked (src/episodes/client-identity.ts).
  */
 import type { Episode } from "../episodes/episode.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
@@ -31,5 +32,6 @@ export function authenticateIngress(
   }
   const closing = store.closingReason();
   if (closing !== undefined) throw new SidecarError("unavailable", closing);
+  episode.checkModelRequest(headers);
   return episode;
 }

@@ -34,6 +34,8 @@ export type StartOptions = {
   out: (line: string) => void;
   ids?: Ids;
   clock?: () => number;
+  /** Where log lines go (default: stderr); `validate` keeps them in a file. */
+  logWrite?: (line: string) => void;
 };
 
 export async function startSidecar(options: StartOptions) {
@@ -46,7 +48,7 @@ export async function startSidecar(options: StartOptions) {
   const controlPassword = options.secrets.controlPassword ?? randomBytes(18).toString("base64url");
   registerSecret(controlPassword);
   const redact = createRedactor(() => secrets);
-  const logger = createLogger({ level: config.log_level, redact });
+  const logger = createLogger({ level: config.log_level, redact, write: options.logWrite });
 
   const codecs = await loadCodecs();
   const warmMs = warmUpCodecs(codecs, config.images.webp);
@@ -90,6 +92,7 @@ export async function startSidecar(options: StartOptions) {
     redact,
     registerSecret,
     baseUrl,
+    logger,
   });
 
   const restored = restoreEpisodes({

@@ -1,0 +1,34 @@
+/**
+ * The pinned clients (manifests/clients/*.json), embedded in the binary: package,
+ * exact version, how each identifies itself on model and MCP requests, and its
+ * tool-name scheme. Kits, version pins and `validate` all read them from here.
+ */
+import { z } from "zod";
+import claudeJson from "../../manifests/clients/claude.json" with { type: "json" };
+import codexJson from "../../manifests/clients/codex.json" with { type: "json" };
+import geminiJson from "../../manifests/clients/gemini.json" with { type: "json" };
+import opencodeJson from "../../manifests/clients/opencode.json" with { type: "json" };
+
+export const clientNames = ["opencode", "gemini", "claude", "codex"] as const;
+export const clientNameSchema = z.enum(clientNames);
+export type ClientName = z.infer<typeof clientNameSchema>;
+
+export const clientManifestSchema = z.object({
+  client: clientNameSchema,
+  package: z.string(),
+  version: z.string(),
+  bin: z.string(),
+  protocol: z.enum(["responses", "gemini", "messages"]),
+  user_agent_pattern: z.string(),
+  mcp_user_agent_pattern: z.string(),
+  mcp_identity: z.enum(["plugin_call_id", "none", "meta_claudecode_toolUseId", "meta_callId"]),
+  tool_name_scheme: z.string(),
+});
+export type ClientManifest = z.infer<typeof clientManifestSchema>;
+
+export const clientManifests: Record<ClientName, ClientManifest> = {
+  opencode: clientManifestSchema.parse(opencodeJson),
+  gemini: clientManifestSchema.parse(geminiJson),
+  claude: clientManifestSchema.parse(claudeJson),
+  codex: clientManifestSchema.parse(codexJson),
+};

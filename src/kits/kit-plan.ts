@@ -1,0 +1,77 @@
+/**
+ * A client kit before it is written: the files a client needs, its environment
+ * (settings apart from credentials), its credentials (kept in a 0600 env file,
+ * never in argv or in a world-readable file) and its argv. One planner per
+ * client builds it (`plan-*-kit.ts`); write-kit.ts puts it on disk with a
+ * `launch` script, and launchCommand() turns it into a spawnable command.
+ */
+import { join } from "node:path";
+import type { ClientManifest, ClientName } from "./client-manifests.ts";
+import type { LaunchInfo } from "./launch-info.ts";
+
+/** Where the prompt goes in argv: as one argument, or split on spaces (OpenCode's `run [message..]`). */
+export type PromptArg = { prompt: "whole" | "words" };
+
+export type KitPlan = {
+  client: ClientName;
+  /** Directories to create (absolute). */
+  dirs: string[];
+  /** Files to write (absolute paths), all mode 0600. */
+  files: { path: string; content: string }[];
+  /** Environment of the CLI apart from PATH and the credentials. */
+  env: Record<string, string>;
+  /** Credentials by variable name: only in credentials.env (0600). */
+  credentials: Record<string, string>;
+  bin: string;
+  args: (string | PromptArg)[];
+  cwd: string;
+  /** The model name the client asks for. */
+  model: string;
+};
+
+export type KitInput = {
+  /** Absolute kit directory; config files name absolute paths inside it. */
+  dir: string;
+  episode: LaunchInfo;
+  manifest: ClientManifest;
+  /** The CLI executable (absolute path or a name on PATH). */
+  bin: string;
+  /** OpenCode only: load the call-id plugin from this file instead of a copy inside the kit. */
+  pluginFile?: string;
+  /** The model name to ask for (default: the episode's for Gemini CLI, `ura-qwen` for the others). */
+  model?: string;
+};
+
+/** The model name clients send when the episode does not insist (any name works; Gemini must use the episode's). */
+export const clientModelName = "ura-qwen";
+
+/** Settings shared by every client: own HOME and temp dir, plain terminal, an empty working directory. */
+export function commonKitParts(dir: string) {
+  const home = join(dir, "home");
+  const tmp = join(dir, "tmp");
+  const cwd = join(dir, "cwd");
+  return {
+    home,
+    cwd,
+    dirs: [home, tmp, cwd],
+    env: { HOME: home, TMPDIR: tmp, LANG: "C.UTF-8", TERM: "dumb" },
+  };
+}
+
+export function jsonFile(path: string, value: unknown): { path: string; content: string } {
+  return { path, content: `${JSON.stringify(value, null, 2)}\n` };
+}
+
+/** argv for one prompt. */
+export function renderArgs(args: KitPlan["args"], prompt: string): string[] {
+  return args.flatMap((a) => (typeof a === "string" ? [a] : a.prompt === "whole" ? [prompt] : prompt.split(" ")));
+}
+
+/** What to spawn to run the kit's CLI directly (no launch script): tests and the capture harness. */
+export function launchCommand(plan: KitPlan, prompt: string, path = process.env.PATH ?? "/usr/bin:/bin") {
+  return {
+    cmd: [plan.bin, ...renderArgs(plan.args, prompt)],
+    cwd: plan.cwd,
+    env: { PATH: path, ...plan.env, ...plan.credentials },
+  };
+}

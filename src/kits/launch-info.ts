@@ -1,0 +1,20 @@
+/**
+ * What a kit is written from: an episode's launch info, as `POST /control/episodes`
+ * returns it (credentials included). Only the fields kits use; the rest is kept.
+ */
+import { z } from "zod";
+
+export const launchInfoSchema = z.looseObject({
+  id: z.string().min(1),
+  urls: z.object({
+    responses: z.string().min(1),
+    gemini: z.string().min(1),
+    anthropic: z.string().min(1),
+    mcp: z.string().min(1),
+  }),
+  ingress_key: z.string().min(1),
+  mcp_token: z.string().min(1),
+  /** The episode's upstream model: Gemini CLI must name it exactly (`-m`). */
+  model: z.string().min(1).optional(),
+});
+export type LaunchInfo = z.infer<typeof launchInfoSchema>;

@@ -1,0 +1,53 @@
+/**
+ * Claude Code kit (CLIENTS.md, fixtures/CLIENT-OBSERVATIONS.md): print mode with
+ * stream-json output, only the `ura` MCP server (`--strict-mcp-config`), its own
+ * config dir, telemetry, updater and nonessential traffic off. The MCP token is a
+ * `${URA_MCP_TOKEN}` reference that Claude Code expands in mcp.json.
+ */
+import { join } from "node:path";
+import { clientModelName, commonKitParts, type KitInput, type KitPlan, jsonFile } from "./kit-plan.ts";
+
+export function planClaudeKit(input: KitInput): KitPlan {
+  const { dir, episode } = input;
+  const common = commonKitParts(dir);
+  const model = input.model ?? clientModelName;
+  const mcpConfig = join(dir, "mcp.json");
+  return {
+    client: "claude",
+    dirs: common.dirs,
+    files: [
+      jsonFile(mcpConfig, {
+        mcpServers: {
+          ura: { type: "http", url: episode.urls.mcp, headers: { Authorization: "Bearer ${URA_MCP_TOKEN}" } },
+        },
+      }),
+    ],
+    env: {
+      ...common.env,
+      CLAUDE_CONFIG_DIR: join(common.home, ".claude"),
+      ANTHROPIC_BASE_URL: episode.urls.anthropic,
+      DISABLE_TELEMETRY: "1",
+      DISABLE_AUTOUPDATER: "1",
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      // --dangerously-skip-permissions is refused as root unless the CLI is told it runs in a sandbox.
+      IS_SANDBOX: "1",
+    },
+    credentials: { ANTHROPIC_API_KEY: episode.ingress_key, URA_MCP_TOKEN: episode.mcp_token },
+    bin: input.bin,
+    args: [
+      "-p",
+      { prompt: "whole" },
+      "--output-format",
+      "stream-json",
+      "--verbose",
+      "--model",
+      model,
+      "--mcp-config",
+      mcpConfig,
+      "--strict-mcp-config",
+      "--dangerously-skip-permissions",
+    ],
+    cwd: common.cwd,
+    model,
+  };
+}

@@ -1,0 +1,57 @@
+/**
+ * Codex CLI kit (CLIENTS.md, fixtures/CLIENT-OBSERVATIONS.md): its own CODEX_HOME
+ * (outside /tmp) with config.toml naming the `ura` Responses provider and the `ura`
+ * MCP server; both credentials are read from environment variables Codex is told
+ * about (`env_key`, `bearer_token_env_var`). `exec` mode, update checks,
+ * analytics and plugins off. A model name Codex does not know keeps MCP tools
+ * out of its `tool_search`.
+ */
+import { join } from "node:path";
+import { clientModelName, commonKitParts, type KitInput, type KitPlan } from "./kit-plan.ts";
+
+const tomlString = (s: string) => JSON.stringify(s);
+
+export function planCodexKit(input: KitInput): KitPlan {
+  const { dir, episode } = input;
+  const common = commonKitParts(dir);
+  const model = input.model ?? clientModelName;
+  const codexHome = join(dir, "codex-home");
+  const configToml = [
+    `model = ${tomlString(model)}`,
+    `model_provider = "ura"`,
+    "check_for_update_on_startup = false",
+    "",
+    "[analytics]",
+    "enabled = false",
+    "",
+    "[model_providers.ura]",
+    `name = "ura"`,
+    `base_url = ${tomlString(episode.urls.responses)}`,
+    `wire_api = "responses"`,
+    `env_key = "URA_KEY"`,
+    "",
+    "[mcp_servers.ura]",
+    `url = ${tomlString(episode.urls.mcp)}`,
+    `bearer_token_env_var = "URA_MCP_TOKEN"`,
+    "",
+  ].join("\n");
+  return {
+    client: "codex",
+    dirs: [...common.dirs, codexHome],
+    files: [{ path: join(codexHome, "config.toml"), content: configToml }],
+    env: { ...common.env, CODEX_HOME: codexHome },
+    credentials: { URA_KEY: episode.ingress_key, URA_MCP_TOKEN: episode.mcp_token },
+    bin: input.bin,
+    args: [
+      "exec",
+      "--skip-git-repo-check",
+      "--dangerously-bypass-approvals-and-sandbox",
+      "--json",
+      "--disable",
+      "plugins",
+      { prompt: "whole" },
+    ],
+    cwd: common.cwd,
+    model,
+  };
+}

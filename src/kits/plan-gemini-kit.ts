@@ -1,0 +1,44 @@
+/**
+ * Gemini CLI kit (CLIENTS.md, fixtures/CLIENT-OBSERVATIONS.md): its own
+ * GEMINI_CLI_HOME with settings.json (API-key auth, updates, usage statistics,
+ * telemetry, loop detection and IDE off, the `ura` MCP server trusted), the
+ * workspace trusted, and `-m` naming the episode's model exactly (without it the
+ * CLI calls a routing classifier first). The MCP token is a `${URA_MCP_TOKEN}`
+ * reference that Gemini CLI expands in settings.
+ */
+import { join } from "node:path";
+import { clientModelName, commonKitParts, type KitInput, type KitPlan, jsonFile } from "./kit-plan.ts";
+
+export function planGeminiKit(input: KitInput): KitPlan {
+  const { dir, episode } = input;
+  const common = commonKitParts(dir);
+  const model = input.model ?? episode.model ?? clientModelName;
+  return {
+    client: "gemini",
+    dirs: common.dirs,
+    files: [
+      jsonFile(join(common.home, ".gemini/settings.json"), {
+        security: { auth: { selectedType: "gemini-api-key" } },
+        general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
+        privacy: { usageStatisticsEnabled: false },
+        telemetry: { enabled: false },
+        model: { disableLoopDetection: true },
+        ide: { enabled: false },
+        mcpServers: {
+          ura: { httpUrl: episode.urls.mcp, headers: { Authorization: "Bearer ${URA_MCP_TOKEN}" }, trust: true },
+        },
+      }),
+    ],
+    env: {
+      ...common.env,
+      GEMINI_CLI_HOME: common.home,
+      GOOGLE_GEMINI_BASE_URL: episode.urls.gemini,
+      GEMINI_CLI_TRUST_WORKSPACE: "true",
+    },
+    credentials: { GEMINI_API_KEY: episode.ingress_key, URA_MCP_TOKEN: episode.mcp_token },
+    bin: input.bin,
+    args: ["-m", model, "-p", { prompt: "whole" }, "-o", "json"],
+    cwd: common.cwd,
+    model,
+  };
+}
