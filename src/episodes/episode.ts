@@ -123,6 +123,7 @@ export function createEpisode(init: EpisodeInit) {
         manifest: init.manifest,
       };
 
+  let persistTimer: ReturnType<typeof setTimeout> | undefined;
   const episode = {
     ...init,
     ledger,
@@ -225,6 +226,19 @@ export function createEpisode(init: EpisodeInit) {
     persist(): void {
       if (init.records.frozen) return;
       init.records.describe({ ...episode.describe(), restore: restoreInfo });
+    },
+    /**
+     * Persists within a quarter second, once for any number of calls: counters change
+     * on every exchange, and rewriting episode.json each time was the largest cost of
+     * a text exchange. State changes (fail, finish, cancel, shutdown) persist at once.
+     */
+    persistSoon(): void {
+      if (persistTimer !== undefined) return;
+      persistTimer = setTimeout(() => {
+        persistTimer = undefined;
+        episode.persist();
+      }, 250);
+      persistTimer.unref();
     },
   };
   return episode;

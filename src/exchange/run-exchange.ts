@@ -74,7 +74,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       episode_state: episode.state,
       ...extra,
     });
-    episode.persist();
+    episode.persistSoon();
     log.warn("exchange failed", { kind: error.kind, status: error.status, message: error.message });
     return spec.renderError(error);
   };
@@ -91,9 +91,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   try {
     hub = spec.translate();
     const { request: filtered, decision } = applyContextPolicy(hub, episode.context);
+    // The translated request is kept only when the policy changed it; otherwise the
+    // upstream_request line already shows it, and writing it twice doubled the cost.
     episode.records.exchange(exchangeId, "after_context", {
       request: filtered === hub ? "identical to the translated request" : filtered,
-      translated: hub,
+      ...(filtered === hub ? {} : { translated: hub }),
       decision,
     });
     const { request: converted, stats } = await createImageConverter({ ...deps.images, cache: episode.imageCache }).convertRequest(filtered);
@@ -177,7 +179,7 @@ function deliver(spec: ExchangeSpec, exchangeId: string, rendered: Rendered, bat
       episode.records.exchange(exchangeId, "status", { status: "revoked", reason: reason ?? "client went away", frames_sent: next, batch: batchId ?? null });
       log.warn("delivery failed; calls revoked", { reason, batch: batchId });
     }
-    episode.persist();
+    episode.persistSoon();
   };
   const stream = new ReadableStream<Uint8Array>({
     pull(controller) {

@@ -25,8 +25,13 @@ describe("dist/ura-sidecar", () => {
 
   test("serve --validate-config exits non-zero naming each bad key", () => {
     const dir = mkdtempSync(join(tmpdir(), "ura-cfg-"));
-    writeFileSync(join(dir, "c.json"), JSON.stringify({ upstream: { retry: { max_attempts: "x" } }, listen: 7 }));
-    const bad = Bun.spawnSync([binaryPath, "serve", "--validate-config", "--config", join(dir, "c.json")], { env: bareEnv });
+    writeFileSync(
+      join(dir, "c.json"),
+      JSON.stringify({ upstream: { retry: { max_attempts: "x" } }, listen: 7 }),
+    );
+    const bad = Bun.spawnSync([binaryPath, "serve", "--validate-config", "--config", join(dir, "c.json")], {
+      env: bareEnv,
+    });
     expect(bad.exitCode).not.toBe(0);
     const err = bad.stderr.toString();
     expect(err).toContain("upstream.retry.max_attempts");

@@ -7,7 +7,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
-export const binaryPath = resolve(import.meta.dir, "../../dist/ura-sidecar");
+export const binaryPath = process.env.URA_BINARY ?? resolve(import.meta.dir, "../../dist/ura-sidecar");
 export const controlPassword = "test-control-password-0123456789";
 
 export type SidecarProcess = {
