@@ -184,6 +184,42 @@ async function runSmokeEpisode(): Promise<void> {
   }
 }
 
+/**
+ * Transient upstream trouble: the sidecar's own retries are spent and Codex gets a
+ * 503 in the OpenAI envelope before any byte of a stream. Codex retries; the
+ * episode is already in provider_error, so the retry gets a final 400 and Codex
+ * stops — no further upstream work, no tool call registered.
+ */
+async function runUpstreamFailure(): Promise<void> {
+  assertPrerequisites();
+  const upstream = await serveScriptedUpstream();
+  const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
+  try {
+    const episode = await sidecar.createEpisode({ client: "codex" });
+    upstream.scripted.enqueueFaults(
+      Array.from({ length: 10 }, () => ({ kind: "status" as const, status: 503 })),
+    );
+    const { code, context, ms } = await runCodex(sidecar, episode);
+    const statuses = readLines(join(episode.records_dir, "exchanges.jsonl")).filter(
+      (l) => l.stage === "status",
+    );
+    const errors = statuses.map((s) => (s.error as { kind: string; http_status: number }).http_status);
+    if (errors[0] !== 503) console.error(context);
+    expect(errors).toEqual([503, 400]);
+    const status = await sidecar.episode(episode.id);
+    expect(status.failure).toMatchObject({ reason: "provider_error" });
+    expect(upstream.scripted.received).toHaveLength(3); // the sidecar's own attempts (retry config)
+    expect(code).not.toBe(0);
+    expect(
+      readLines(join(episode.records_dir, "ledger.jsonl")).filter((e) => e.type === "registered"),
+    ).toEqual([]);
+    console.error(`codex stopped ${ms} ms after start, after one retry of the 503`);
+  } finally {
+    await sidecar.stop();
+    upstream.stop();
+  }
+}
+
 if (canUnshare) {
   test(
     "Codex smoke episode, inside a loopback-only network namespace",
@@ -216,6 +252,11 @@ if (canUnshare) {
       test(
         "Codex smoke episode: every acceptance check, namespace calls, claims by _meta.callId",
         runSmokeEpisode,
+        timeoutMs,
+      );
+      test(
+        "Codex against a failing upstream: 503, then a final 400, then it stops",
+        runUpstreamFailure,
         timeoutMs,
       );
     },

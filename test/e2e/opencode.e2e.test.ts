@@ -160,6 +160,49 @@ async function runSmokeEpisode(): Promise<void> {
   }
 }
 
+/**
+ * Transient upstream trouble: the sidecar's own retries are spent and OpenCode gets
+ * a 503 in the OpenAI envelope before any byte of a stream. OpenCode retries; the
+ * episode is already in provider_error, so the retry gets a final 400 and OpenCode
+ * stops — no tool call registered. (The title request runs concurrently, so it may
+ * be the one that meets the failing upstream first.) OpenCode retries even a 400
+ * whose text looks transient ("…HTTP 503…"): see src/ingress/responses/errors.ts.
+ */
+async function runUpstreamFailure(): Promise<void> {
+  assertPrerequisites();
+  const upstream = await serveScriptedUpstream();
+  const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
+  try {
+    const episode = await sidecar.createEpisode({ client: "opencode" });
+    upstream.scripted.enqueueFaults(
+      Array.from({ length: 10 }, () => ({ kind: "status" as const, status: 503 })),
+    );
+    const { stdout, code, context, ms } = await runOpencode(sidecar, episode);
+    const statuses = readLines(join(episode.records_dir, "exchanges.jsonl")).filter(
+      (l) => l.stage === "status",
+    );
+    const httpStatuses = statuses.map((s) => (s.error as { http_status: number } | undefined)?.http_status);
+    if (!httpStatuses.includes(503)) console.error(context);
+    expect(httpStatuses).toContain(503);
+    expect(httpStatuses.at(-1)).toBe(400);
+    expect(httpStatuses.every((s) => s === 503 || s === 400)).toBe(true);
+    // The title request and the agent turn: each retried a 503 once at most, and never a 400.
+    expect(httpStatuses.filter((s) => s === 400).length).toBeLessThanOrEqual(2);
+    const status = await sidecar.episode(episode.id);
+    expect(status.failure).toMatchObject({ reason: "provider_error" });
+    expect(upstream.scripted.received.length).toBeLessThanOrEqual(6); // the sidecar's own attempts only
+    expect(
+      readLines(join(episode.records_dir, "ledger.jsonl")).filter((e) => e.type === "registered"),
+    ).toEqual([]);
+    console.error(
+      `opencode stopped ${ms} ms after start (exit ${code}); statuses ${JSON.stringify(httpStatuses)}; ${stdout.length} bytes of output`,
+    );
+  } finally {
+    await sidecar.stop();
+    upstream.stop();
+  }
+}
+
 if (canUnshare) {
   test(
     "OpenCode smoke episode, inside a loopback-only network namespace",
@@ -192,6 +235,11 @@ if (canUnshare) {
       test(
         "OpenCode smoke episode: every acceptance check, claims by the plugin's _callID, no _callID in history",
         runSmokeEpisode,
+        timeoutMs,
+      );
+      test(
+        "OpenCode against a failing upstream: 503, then a final 400, then it stops",
+        runUpstreamFailure,
         timeoutMs,
       );
     },
