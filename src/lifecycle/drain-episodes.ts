@@ -38,7 +38,7 @@ export async function drainEpisodes(
   const unfinishedCalls = new Map<string, readonly string[]>();
   const pendingHandlers = new Map<string, number>();
   for (const episode of episodes) {
-    const unfinished = episode.ledger.summary().unfinished;
+    const unfinished = callsRunHere(episode);
     if (unfinished.length > 0) unfinishedCalls.set(episode.id, unfinished);
     if (episode.inFlight.size > 0) pendingHandlers.set(episode.id, episode.inFlight.size);
   }
@@ -51,9 +51,18 @@ export async function drainEpisodes(
   };
 }
 
+/**
+ * Unfinished calls this process admitted. A restored ledger's unfinished calls are
+ * uncertain calls of an earlier process: nothing here runs them, so nothing waits for them.
+ */
+function callsRunHere(episode: Episode): readonly string[] {
+  const summary = episode.ledger.summary();
+  return summary.interrupted ? [] : summary.unfinished;
+}
+
 /** Resolves when the episode's admitted calls and handlers are all done. */
 async function settleEpisode(episode: Episode): Promise<void> {
-  const ledger = episode.ledger.drain();
+  const ledger = episode.ledger.summary().interrupted ? Promise.resolve() : episode.ledger.drain();
   for (;;) {
     const pending = [...episode.inFlight];
     if (pending.length === 0) break;

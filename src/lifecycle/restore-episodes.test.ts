@@ -212,3 +212,17 @@ describe("drainEpisodes", () => {
     expect(drain.complete).toBe(true);
   });
 });
+
+test("a restored episode's uncertain calls do not hold up the next shutdown", async () => {
+  const { store, restore } = setup();
+  await episodeWithClaimedCall(store);
+  const [episode] = restore().episodes;
+  if (!episode) throw new Error("not restored");
+  const drain = await drainEpisodes([episode], { deadlineMs: 200 });
+  expect(drain.complete).toBe(true);
+  expect(drain.elapsedMs).toBeLessThan(150);
+  expect(freezeEpisodes([episode], drain, "test").get(episode.id)).toMatchObject({
+    complete: true,
+    unfinished: [],
+  });
+});

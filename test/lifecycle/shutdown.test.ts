@@ -7,7 +7,7 @@
  * `complete: false` when the callback outlasts the deadline. A second signal
  * forces the exit. Needs `make build`.
  */
-import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LaunchInfo, SidecarProcess } from "../support/sidecar-process.ts";
@@ -28,6 +28,7 @@ import {
   waitFor,
 } from "./lifecycle-kit.ts";
 
+setDefaultTimeout(30_000);
 let upstream: Upstream;
 beforeAll(async () => {
   upstream = await startUpstream();
