@@ -195,12 +195,16 @@ export const ingressKits: Record<ProtocolName, IngressKit> = {
   messages: messagesKit,
 };
 
-/** Parsed JSON lines of a records file (missing file → []). */
+/**
+ * Parsed JSON lines of a records file (missing file → []). A last line without
+ * its newline is still being written by the sidecar and is left out.
+ */
 export async function readJsonLines(path: string): Promise<Record<string, unknown>[]> {
   const file = Bun.file(path);
   if (!(await file.exists())) return [];
-  return (await file.text())
-    .split("\n")
+  const lines = (await file.text()).split("\n");
+  return lines
+    .slice(0, -1)
     .filter((line) => line.trim() !== "")
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
