@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
 import type { HubResponse } from "../../hub/schema.ts";
 import { readSse } from "../../sse/read-sse.ts";
 import type { RenderContext } from "./from-hub.ts";
@@ -200,5 +201,60 @@ describe("SSE event sequence", () => {
       parsed.push(event);
     expect(parsed.map((e) => e.event)).toEqual(events.map((e) => e.type));
     expect(parsed.map((e) => JSON.parse(e.data).sequence_number)).toEqual(events.map((_, i) => i));
+  });
+});
+
+describe("SSE invariants (property)", () => {
+  const callArb = fc.record({
+    id: fc.string({ minLength: 1, maxLength: 12 }),
+    name: fc.constantFrom("ura_observe", "mcp__ura__record", "exec_command"),
+    arguments: fc.json(),
+  });
+  const responseArb: fc.Arbitrary<HubResponse> = fc.record({
+    id: fc.string(),
+    model: fc.string({ minLength: 1 }),
+    text: fc.option(fc.string(), { nil: null }),
+    toolCalls: fc.array(callArb, { maxLength: 4 }),
+    finishReason: fc.constantFrom("stop", "length", "tool_calls", "content_filter"),
+    usage: fc.record({ inputTokens: fc.nat(), outputTokens: fc.nat() }),
+  });
+
+  test("numbered 0..n-1; each item added before done; deltas add up; done items are the final output", () => {
+    fc.assert(
+      fc.property(responseArb, (response) => {
+        const events = toStreamEvents(response, ctx);
+        expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
+        expect(events[0]?.type).toBe("response.created");
+        const final = events.at(-1) as {
+          type: string;
+          response: { output: unknown[]; usage: { total_tokens: number } };
+        };
+        expect(["response.completed", "response.incomplete"]).toContain(final.type);
+        expect(final.response.usage.total_tokens).toBe(
+          response.usage.inputTokens + response.usage.outputTokens,
+        );
+        const done = events.filter((e) => e.type === "response.output_item.done").map((e) => e.item);
+        expect(done).toEqual(final.response.output);
+        expect(done.length).toBeGreaterThan(0);
+        (done as { id: string; type: string; arguments?: string; content?: { text: string }[] }[]).forEach(
+          (item, index) => {
+            const mine = events.filter(
+              (e) => e.item_id === item.id || (e.item as { id?: string } | undefined)?.id === item.id,
+            );
+            expect(mine[0]?.type).toBe("response.output_item.added");
+            expect(mine.at(-1)?.type).toBe("response.output_item.done");
+            expect(mine.every((e) => e.output_index === index)).toBe(true);
+            const deltas = mine
+              .filter((e) => String(e.type).endsWith(".delta"))
+              .map((e) => e.delta as string)
+              .join("");
+            expect(deltas).toBe(
+              item.type === "message" ? (item.content?.[0]?.text ?? "") : (item.arguments ?? ""),
+            );
+          },
+        );
+      }),
+      { numRuns: 300 },
+    );
   });
 });
