@@ -60,7 +60,7 @@ async function runTo(sidecar: SidecarProcess, point: Point) {
   const client = await connectMcp(episode.urls.mcp, episode.mcp_token);
   const executing = callback(client, call).catch(() => undefined);
   await waitFor("the callback to be executing", async () => {
-    const ledger = (await sidecar.episode(episode.id)).ledger as LedgerStatus;
+    const { ledger } = (await sidecar.episode(episode.id)) as unknown as { ledger: LedgerStatus };
     return ledger.counts.acknowledged === 1 ? true : undefined;
   });
   return { episode, call, pending: executing };

@@ -44,7 +44,7 @@ async function workInFlight(sidecar: SidecarProcess) {
   const executing = callback(client, call);
   // The call is at the executor once the ledger shows it acknowledged (receipt still pending).
   await waitFor("the callback to be executing", async () => {
-    const ledger = (await sidecar.episode(episode.id)).ledger as LedgerStatus;
+    const { ledger } = (await sidecar.episode(episode.id)) as unknown as { ledger: LedgerStatus };
     return ledger.counts.acknowledged === 1 ? true : undefined;
   });
   await injectFaults(upstream, [{ kind: "timeout" }]);
