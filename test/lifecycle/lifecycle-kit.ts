@@ -143,3 +143,36 @@ export type LedgerStatus = {
   unfinished: string[];
   uncertain: string[];
 };
+
+/**
+ * The whole smoke episode as a Responses client drives it: each turn's calls are
+ * called back over MCP, their text results go back to the model, until a turn
+ * has no calls. Stops quietly (returns the turns done) when the sidecar goes away.
+ */
+export async function driveSmokeEpisode(episode: LaunchInfo): Promise<number> {
+  const input: unknown[] = [{ role: "user", content: "Observe, record the nonce twice, then finish." }];
+  let turns = 0;
+  let client: Client | undefined;
+  try {
+    client = await connectMcp(episode.urls.mcp, episode.mcp_token);
+    for (; turns < 6; ) {
+      const res = await responsesRequest(episode, input);
+      if (res.status !== 200) return turns;
+      turns += 1;
+      const output = ((await res.json()) as { output: { type: string }[] }).output;
+      const calls = output.filter((o) => o.type === "function_call") as FunctionCall[];
+      if (calls.length === 0) return turns;
+      input.push(...calls);
+      const mcp = client;
+      const results = await Promise.all(calls.map((call) => callback(mcp, call)));
+      for (const [i, call] of calls.entries()) {
+        input.push({ type: "function_call_output", call_id: call.call_id, output: resultText(results[i]) });
+      }
+    }
+    return turns;
+  } catch {
+    return turns;
+  } finally {
+    await client?.close().catch(() => {});
+  }
+}
