@@ -1,0 +1,56 @@
+/**
+ * Terminal provider failure in the compiled binary: once the retry budget is
+ * spent the episode goes to `provider_error`, and every later model request from
+ * the CLI gets a final 400 (an outer CLI retry cannot create more upstream
+ * work), also after a restart. Needs `make build`.
+ */
+import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import {
+  injectFaults,
+  responsesRequest,
+  startSidecar,
+  startUpstream,
+  type Upstream,
+  upstreamRequests,
+} from "./lifecycle-kit.ts";
+
+setDefaultTimeout(30_000);
+let upstream: Upstream;
+beforeAll(async () => {
+  upstream = await startUpstream();
+});
+afterAll(() => upstream.stop());
+
+test("retry budget spent → provider_error; later requests get a non-retryable 400, before and after a restart", async () => {
+  const config = { upstream: { retry: { max_attempts: 2, initial_backoff_ms: 10, max_backoff_ms: 20 } } };
+  const sidecar = await startSidecar(upstream, config);
+  const episode = await sidecar.createEpisode({ client: "codex" });
+  await injectFaults(upstream, [
+    { kind: "status", status: 500 },
+    { kind: "status", status: 503 },
+  ]);
+  const failed = await responsesRequest(episode, [{ role: "user", content: "go" }]);
+  expect(failed.status).toBeGreaterThanOrEqual(500);
+  expect((await upstreamRequests(upstream)).length).toBe(2);
+  const status = await sidecar.episode(episode.id);
+  expect(status.state).toBe("failed");
+  expect(status.failure).toMatchObject({ reason: "provider_error" });
+
+  for (let retry = 0; retry < 3; retry++) {
+    const again = await responsesRequest(episode, [{ role: "user", content: "go" }]);
+    expect(again.status).toBe(400);
+    expect(JSON.stringify(await again.json())).toContain("provider_error");
+  }
+  expect((await upstreamRequests(upstream)).length).toBe(2);
+  expect(await sidecar.stop()).toBe(0);
+
+  const restarted = await startSidecar(upstream, config, sidecar.dataDir);
+  const after = await restarted.episode(episode.id);
+  expect(after.state).toBe("failed");
+  expect(after.failure).toMatchObject({ reason: "provider_error" });
+  const root = `${restarted.url}/e/${episode.id}`;
+  const moved = { ...episode, urls: { ...episode.urls, responses: `${root}/v1` } };
+  expect((await responsesRequest(moved, [{ role: "user", content: "go" }])).status).toBe(400);
+  expect((await upstreamRequests(upstream)).length).toBe(2);
+  expect(await restarted.stop()).toBe(0);
+});
