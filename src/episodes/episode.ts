@@ -187,7 +187,10 @@ export function createEpisode(init: EpisodeInit) {
       if (state === "finished") ledger.close(message);
       else episode.fail("cancelled", message);
       abort.abort(new Error(message));
-      const drained = await ledger.drain({ timeoutMs: drainTimeoutMs });
+      // A restored episode runs nothing here: its unfinished calls are the uncertain ones of an earlier process.
+      const drained = restored
+        ? { unfinished: [...ledger.summary().uncertain] }
+        : await ledger.drain({ timeoutMs: drainTimeoutMs });
       episode.persist();
       return drained;
     },

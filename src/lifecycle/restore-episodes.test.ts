@@ -226,3 +226,14 @@ test("a restored episode's uncertain calls do not hold up the next shutdown", as
     unfinished: [],
   });
 });
+
+test("cancelling a restored episode answers at once, listing its uncertain calls", async () => {
+  const { store, restore } = setup();
+  await episodeWithClaimedCall(store);
+  const [episode] = restore().episodes;
+  if (!episode) throw new Error("not restored");
+  const started = Date.now();
+  expect(await episode.cancel("test", 5_000)).toEqual({ unfinished: ["call_a"] });
+  expect(Date.now() - started).toBeLessThan(1_000);
+  expect(episode.state).toBe("interrupted");
+});
