@@ -8,7 +8,9 @@
  */
 import { parseArgs } from "node:util";
 import packageJson from "../package.json" with { type: "json" };
+import { clientConfigCommand } from "./cli/client-config-command.ts";
 import { helpText } from "./cli/help.ts";
+import { validateCommand } from "./cli/validate-command.ts";
 import { ConfigError, type ConfigFlags, loadConfig, readSecrets } from "./config/load-config.ts";
 import { startSidecar } from "./server/start-sidecar.ts";
 
@@ -24,6 +26,8 @@ async function main(argv: string[]): Promise<number> {
     console.log(helpText(version));
     return 0;
   }
+  if (command === "client-config") return clientConfigCommand(rest, process.env);
+  if (command === "validate") return validateCommand(rest, version);
   if (command !== "serve") {
     console.error(`ura-sidecar: unknown command "${command}"\n\n${helpText(version)}`);
     return 2;

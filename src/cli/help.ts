@@ -4,6 +4,14 @@ export function helpText(version: string): string {
 
 Usage:
   ura-sidecar [serve] [flags]       start the sidecar
+  ura-sidecar client-config <opencode|gemini|claude|codex> --episode <id | episode.json> --out DIR
+                                    write a ready kit (config files, credentials.env, launch script)
+                                    for one episode; by id it asks --sidecar URL (default
+                                    http://127.0.0.1:8787) with URA_CONTROL_PASSWORD
+  ura-sidecar validate --client NAME [--binary PATH] --out DIR  |  validate --all --out DIR
+                                    run the real CLI on the smoke episode against an in-process
+                                    sidecar and scripted upstream; writes validation.json,
+                                    exits non-zero on any failed check
   ura-sidecar --version | --help
 
 Serve flags (flags win over environment, which wins over the config file):

@@ -23,11 +23,20 @@ export type CreatedKit = WrittenKit & { plan: KitPlan; warnings: string[] };
 export function createKit(options: CreateKitOptions): CreatedKit {
   const dir = resolve(options.dir);
   const manifest = clientManifests[options.client];
-  const bin = options.bin === undefined ? manifest.bin : options.bin.includes("/") ? resolve(options.bin) : options.bin;
-  const plan = planKit(options.client, { dir, episode: options.episode, manifest, bin, model: options.model });
+  const bin =
+    options.bin === undefined ? manifest.bin : options.bin.includes("/") ? resolve(options.bin) : options.bin;
+  const plan = planKit(options.client, {
+    dir,
+    episode: options.episode,
+    manifest,
+    bin,
+    model: options.model,
+  });
   const warnings: string[] = [];
   if (options.client === "codex" && /^\/tmp(\/|$)/.test(dir)) {
-    warnings.push(`Codex misbehaves with CODEX_HOME under /tmp (CLIENTS.md); ${dir} is under /tmp — prefer e.g. /var/tmp`);
+    warnings.push(
+      `Codex misbehaves with CODEX_HOME under /tmp (CLIENTS.md); ${dir} is under /tmp — prefer e.g. /var/tmp`,
+    );
   }
   return { ...writeKit(plan, dir, manifest, options.episode.id), plan, warnings };
 }

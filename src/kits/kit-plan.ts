@@ -64,7 +64,9 @@ export function jsonFile(path: string, value: unknown): { path: string; content:
 
 /** argv for one prompt. */
 export function renderArgs(args: KitPlan["args"], prompt: string): string[] {
-  return args.flatMap((a) => (typeof a === "string" ? [a] : a.prompt === "whole" ? [prompt] : prompt.split(" ")));
+  return args.flatMap((a) =>
+    typeof a === "string" ? [a] : a.prompt === "whole" ? [prompt] : prompt.split(" "),
+  );
 }
 
 /** What to spawn to run the kit's CLI directly (no launch script): tests and the capture harness. */
@@ -75,3 +77,7 @@ export function launchCommand(plan: KitPlan, prompt: string, path = process.env.
     env: { PATH: path, ...plan.env, ...plan.credentials },
   };
 }
+
+/** The MCP token as a reference that Claude Code (mcp.json) and Gemini CLI (settings.json) expand from the environment. */
+// biome-ignore lint/suspicious/noTemplateCurlyInString: a reference the client expands, not a template of ours
+export const mcpTokenReference = "${URA_MCP_TOKEN}";

@@ -5,7 +5,14 @@
  * `${URA_MCP_TOKEN}` reference that Claude Code expands in mcp.json.
  */
 import { join } from "node:path";
-import { clientModelName, commonKitParts, type KitInput, type KitPlan, jsonFile } from "./kit-plan.ts";
+import {
+  clientModelName,
+  commonKitParts,
+  jsonFile,
+  type KitInput,
+  type KitPlan,
+  mcpTokenReference,
+} from "./kit-plan.ts";
 
 export function planClaudeKit(input: KitInput): KitPlan {
   const { dir, episode } = input;
@@ -18,7 +25,11 @@ export function planClaudeKit(input: KitInput): KitPlan {
     files: [
       jsonFile(mcpConfig, {
         mcpServers: {
-          ura: { type: "http", url: episode.urls.mcp, headers: { Authorization: "Bearer ${URA_MCP_TOKEN}" } },
+          ura: {
+            type: "http",
+            url: episode.urls.mcp,
+            headers: { Authorization: `Bearer ${mcpTokenReference}` },
+          },
         },
       }),
     ],

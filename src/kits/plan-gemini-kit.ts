@@ -7,7 +7,14 @@
  * reference that Gemini CLI expands in settings.
  */
 import { join } from "node:path";
-import { clientModelName, commonKitParts, type KitInput, type KitPlan, jsonFile } from "./kit-plan.ts";
+import {
+  clientModelName,
+  commonKitParts,
+  jsonFile,
+  type KitInput,
+  type KitPlan,
+  mcpTokenReference,
+} from "./kit-plan.ts";
 
 export function planGeminiKit(input: KitInput): KitPlan {
   const { dir, episode } = input;
@@ -25,7 +32,11 @@ export function planGeminiKit(input: KitInput): KitPlan {
         model: { disableLoopDetection: true },
         ide: { enabled: false },
         mcpServers: {
-          ura: { httpUrl: episode.urls.mcp, headers: { Authorization: "Bearer ${URA_MCP_TOKEN}" }, trust: true },
+          ura: {
+            httpUrl: episode.urls.mcp,
+            headers: { Authorization: `Bearer ${mcpTokenReference}` },
+            trust: true,
+          },
         },
       }),
     ],

@@ -5,10 +5,9 @@
  * keeps it offline, and a pre-seeded config dir so it skips its own npm install.
  * Credentials are `{env:…}` references resolved by OpenCode at start-up.
  */
-// @ts-expect-error -- a text import of a .ts file: its source (embedded in the binary), not its exports
-import callIdPluginSource from "../../manifests/opencode/ura-call-id.ts" with { type: "text" };
 import { join } from "node:path";
-import { clientModelName, commonKitParts, type KitInput, type KitPlan, jsonFile } from "./kit-plan.ts";
+import { callIdPluginSource } from "./call-id-plugin-source.ts";
+import { clientModelName, commonKitParts, jsonFile, type KitInput, type KitPlan } from "./kit-plan.ts";
 
 export function planOpencodeKit(input: KitInput): KitPlan {
   const { dir, episode, manifest } = input;
@@ -68,7 +67,7 @@ export function planOpencodeKit(input: KitInput): KitPlan {
       plugin: [`file://${pluginFile}`],
     }),
   ];
-  if (input.pluginFile === undefined) files.push({ path: pluginFile, content: String(callIdPluginSource) });
+  if (input.pluginFile === undefined) files.push({ path: pluginFile, content: callIdPluginSource });
   return {
     client: "opencode",
     dirs: [...common.dirs, join(configDir, "node_modules")],

@@ -22,9 +22,16 @@ export function renderEnvFile(vars: Record<string, string>): string {
 
 export const credentialsFileName = "credentials.env";
 
-export function renderLaunchScript(plan: KitPlan, dir: string, manifest: ClientManifest, episodeId: string): string {
+export function renderLaunchScript(
+  plan: KitPlan,
+  dir: string,
+  manifest: ClientManifest,
+  episodeId: string,
+): string {
   const splitWords = plan.args.some((a) => typeof a !== "string" && a.prompt === "words");
-  const argv = plan.args.map((a) => (typeof a === "string" ? shellQuote(a) : a.prompt === "words" ? '"$@"' : '"$1"'));
+  const argv = plan.args.map((a) =>
+    typeof a === "string" ? shellQuote(a) : a.prompt === "words" ? '"$@"' : '"$1"',
+  );
   return `#!/bin/sh
 # ura-sidecar client kit: ${manifest.package}@${manifest.version} for episode ${episodeId}.
 # Usage: ./launch "<prompt>"   (written by \`ura-sidecar client-config ${plan.client}\`)
@@ -41,7 +48,7 @@ set -a
 ${renderEnvFile(plan.env).trimEnd()}
 set +a
 cd ${shellQuote(plan.cwd)}
-${splitWords ? 'set -f\nset -- $1\nset +f\n' : ""}exec ${shellQuote(plan.bin)} ${argv.join(" ")} </dev/null
+${splitWords ? "set -f\nset -- $1\nset +f\n" : ""}exec ${shellQuote(plan.bin)} ${argv.join(" ")} </dev/null
 `;
 }
 

@@ -8,7 +8,12 @@ import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import type { ClientManifest } from "./client-manifests.ts";
 import type { KitPlan } from "./kit-plan.ts";
-import { credentialsFileName, launchScriptPath, renderEnvFile, renderLaunchScript } from "./render-launch-script.ts";
+import {
+  credentialsFileName,
+  launchScriptPath,
+  renderEnvFile,
+  renderLaunchScript,
+} from "./render-launch-script.ts";
 
 export type WrittenKit = { dir: string; launch: string; credentials: string; files: string[] };
 
@@ -18,7 +23,12 @@ function writePrivate(path: string, content: string, mode = 0o600): void {
   chmodSync(path, mode); // an existing file keeps its old mode otherwise
 }
 
-export function writeKit(plan: KitPlan, dir: string, manifest: ClientManifest, episodeId: string): WrittenKit {
+export function writeKit(
+  plan: KitPlan,
+  dir: string,
+  manifest: ClientManifest,
+  episodeId: string,
+): WrittenKit {
   mkdirSync(dir, { recursive: true, mode: 0o700 });
   chmodSync(dir, 0o700);
   for (const d of plan.dirs) mkdirSync(d, { recursive: true, mode: 0o700 });

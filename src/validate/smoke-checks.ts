@@ -9,7 +9,13 @@ import { readJsonLines } from "../records/jsonl-file.ts";
 
 export type SmokeCheck = { name: string; pass: boolean; evidence: string };
 
-type LedgerLine = { type: string; callId?: string; batchId?: string; calls?: { id: string; tool: string; args: unknown }[]; result?: unknown };
+type LedgerLine = {
+  type: string;
+  callId?: string;
+  batchId?: string;
+  calls?: { id: string; tool: string; args: unknown }[];
+  result?: unknown;
+};
 type ExchangeLine = { exchange: string; stage: string; status?: string };
 type UpstreamRequest = { body: unknown };
 type EpisodeStatus = { state: string; failure: unknown; result: unknown };
@@ -17,7 +23,10 @@ type EpisodeStatus = { state: string; failure: unknown; result: unknown };
 function hasWebpInUserMessage(body: unknown): boolean {
   const messages = (body as { messages?: { role: string; content: unknown }[] })?.messages ?? [];
   return messages.some(
-    (m) => m.role === "user" && Array.isArray(m.content) && JSON.stringify(m.content).includes("data:image/webp;base64,"),
+    (m) =>
+      m.role === "user" &&
+      Array.isArray(m.content) &&
+      JSON.stringify(m.content).includes("data:image/webp;base64,"),
   );
 }
 
@@ -29,12 +38,15 @@ export function checkSmokeEpisode(input: {
   const ledger = readJsonLines<LedgerLine>(join(input.recordsDir, "ledger.jsonl"));
   const exchanges = readJsonLines<ExchangeLine>(join(input.recordsDir, "exchanges.jsonl"));
   const calls = new Map<string, { tool: string; args: unknown }>();
-  for (const e of ledger.entries) if (e.type === "registered") for (const c of e.calls ?? []) calls.set(c.id, c);
+  for (const e of ledger.entries)
+    if (e.type === "registered") for (const c of e.calls ?? []) calls.set(c.id, c);
   const claimed = ledger.entries.filter((e) => e.type === "claimed").map((e) => e.callId as string);
   const claimedTools = claimed.map((id) => calls.get(id)?.tool ?? "?");
   const recordIds = claimed.filter((id) => calls.get(id)?.tool === "record");
   const recordBatches = new Set(
-    ledger.entries.filter((e) => e.type === "registered" && e.calls?.some((c) => recordIds.includes(c.id))).map((e) => e.batchId),
+    ledger.entries
+      .filter((e) => e.type === "registered" && e.calls?.some((c) => recordIds.includes(c.id)))
+      .map((e) => e.batchId),
   );
   const receipts = ledger.entries.filter((e) => e.type === "receipt");
   const finishReceipt = receipts.find((e) => calls.get(e.callId as string)?.tool === "finish")?.result as
@@ -42,9 +54,13 @@ export function checkSmokeEpisode(input: {
     | undefined;
   const finishData = finishReceipt?.data ?? finishReceipt;
   const exchangeIds = new Set(exchanges.entries.map((e) => e.exchange));
-  const statuses = new Map(exchanges.entries.filter((e) => e.stage === "status").map((e) => [e.exchange, e.status]));
+  const statuses = new Map(
+    exchanges.entries.filter((e) => e.stage === "status").map((e) => [e.exchange, e.status]),
+  );
   const webpRequests = input.upstreamRequests.filter((r) => hasWebpInUserMessage(r.body)).length;
-  const pngSent = input.upstreamRequests.some((r) => JSON.stringify(r.body).includes("data:image/png;base64,"));
+  const pngSent = input.upstreamRequests.some((r) =>
+    JSON.stringify(r.body).includes("data:image/png;base64,"),
+  );
 
   return [
     {

@@ -1,0 +1,99 @@
+/**
+ * `ura-sidecar validate --client <name> | --all [--binary PATH] --out DIR`:
+ * argument handling, the network namespace, then run-validation.ts.
+ */
+import { parseArgs } from "node:util";
+import { type ClientName, clientNameSchema, clientNames } from "../kits/client-manifests.ts";
+import { type ClientBinary, givenBinary, installedClient } from "../validate/installed-clients.ts";
+import { planNamespace, reexecInNamespace } from "../validate/network-namespace.ts";
+import { runValidation } from "../validate/run-validation.ts";
+
+const usage = `usage: ura-sidecar validate (--client <${clientNames.join("|")}> [--binary PATH] | --all) --out DIR
+       [--clients-dir DIR] [--timeout SECONDS] [--wrong-mcp-token]`;
+
+export async function validateCommand(args: string[], version: string): Promise<number> {
+  let values: {
+    client?: string;
+    all?: boolean;
+    binary?: string;
+    out?: string;
+    "clients-dir"?: string;
+    timeout?: string;
+    "wrong-mcp-token"?: boolean;
+  };
+  try {
+    values = parseArgs({
+      args,
+      options: {
+        client: { type: "string" },
+        all: { type: "boolean" },
+        binary: { type: "string" },
+        out: { type: "string" },
+        "clients-dir": { type: "string" },
+        timeout: { type: "string" },
+        "wrong-mcp-token": { type: "boolean" },
+      },
+      strict: true,
+    }).values;
+  } catch (error) {
+    console.error(`ura-sidecar validate: ${(error as Error).message}\n${usage}`);
+    return 2;
+  }
+  const fail = (message: string) => {
+    console.error(`ura-sidecar validate: ${message}\n${usage}`);
+    return 2;
+  };
+  if (!values.out) return fail("--out DIR is required");
+  if (values.all === (values.client !== undefined))
+    return fail("give exactly one of --client NAME and --all");
+  if (values.all && values.binary) return fail("--binary goes with --client, not --all");
+  const timeoutMs = Number(values.timeout ?? "240") * 1000;
+  if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
+    return fail(`--timeout ${values.timeout}: expected seconds`);
+  const clientsDir = values["clients-dir"] ?? ".clients";
+
+  const binaries: ClientBinary[] = [];
+  if (values.client !== undefined) {
+    const parsed = clientNameSchema.safeParse(values.client);
+    if (!parsed.success) return fail(`unknown client ${JSON.stringify(values.client)}`);
+    const client: ClientName = parsed.data;
+    const binary = values.binary
+      ? await givenBinary(client, values.binary, process.cwd())
+      : installedClient(client, clientsDir);
+    if (!binary)
+      return fail(
+        `${client} is not installed in ${clientsDir}/${client} (make e2e installs it) and no --binary was given`,
+      );
+    binaries.push(binary);
+  } else {
+    for (const client of clientNames) {
+      const binary = installedClient(client, clientsDir);
+      if (binary) binaries.push(binary);
+      else console.log(`validate: ${client} is not installed in ${clientsDir}/${client}: skipped`);
+    }
+    if (binaries.length === 0)
+      return fail(`no pinned client is installed in ${clientsDir} (make e2e installs them)`);
+  }
+
+  const namespace = planNamespace();
+  if (namespace.kind === "reexec") {
+    console.log(
+      `validate: re-running inside a loopback-only network namespace (${namespace.unshare.join(" ")})`,
+    );
+    return await reexecInNamespace(namespace.unshare, ["validate", ...args]);
+  }
+  if (namespace.kind === "unavailable") {
+    console.log(
+      `validate: note: ${namespace.reason}; running on plain loopback — the CLIs are not kept off the network`,
+    );
+  }
+  return await runValidation({
+    binaries,
+    outDir: values.out,
+    version,
+    network: namespace.kind === "inside" ? "namespace" : "loopback",
+    timeoutMs,
+    wrongMcpToken: values["wrong-mcp-token"],
+    progress: (line) => console.log(line),
+  });
+}

@@ -1,0 +1,180 @@
+/**
+ * One client's validation against a running in-process sidecar: create an
+ * episode, write its kit, run the real CLI once through the kit's `launch`
+ * script on the smoke prompt, then judge the episode from evidence only
+ * (checkSmokeEpisode, the MCP connection, the CLI's exit and User-Agents).
+ * Everything it used is left in `<out>/<client>/` and named by the checks.
+ */
+import { randomBytes } from "node:crypto";
+import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { episodeOptionsSchema } from "../episodes/episode-options.ts";
+import { type ClientName, clientManifests } from "../kits/client-manifests.ts";
+import { createKit } from "../kits/create-kit.ts";
+import { launchInfoSchema } from "../kits/launch-info.ts";
+import type { Sidecar } from "../server/start-sidecar.ts";
+import type { ClientBinary } from "./installed-clients.ts";
+import { checkSmokeEpisode } from "./smoke-checks.ts";
+
+export const smokePrompt =
+  "Use the ura robot tools: observe the scene, record the observation nonce twice, then finish with the colour you saw.";
+
+export type ValidationCheck = { name: string; pass: boolean; evidence: string; evidence_paths: string[] };
+
+export type ClientValidation = {
+  client: ClientName;
+  package: string;
+  version: string | null;
+  pinned_version: string;
+  pinned: boolean | null;
+  binary: string;
+  episode: string;
+  kit: string;
+  exit_code: number | null;
+  duration_ms: number;
+  passed: boolean;
+  checks: ValidationCheck[];
+};
+
+export type ValidateClientOptions = {
+  sidecar: Sidecar;
+  binary: ClientBinary;
+  outDir: string;
+  timeoutMs: number;
+  /** Self-test: the kit gets a wrong MCP token, so validation must fail. */
+  wrongMcpToken?: boolean;
+  progress: (line: string) => void;
+};
+
+type Status = {
+  state: string;
+  failure: unknown;
+  result: unknown;
+  records_dir: string;
+  mcp: { initialized: boolean; tools_listed: boolean; user_agent?: string };
+  client_identity: {
+    pinned: boolean | null;
+    model_user_agent: string | null;
+    model_client: { client: string; version: string | null } | null;
+    mcp_client: { client: string; version: string | null } | null;
+    model_requests_without_mcp: number;
+  };
+};
+
+/** Evidence files behind each smoke check (by check name prefix). */
+function smokeEvidence(name: string, records: string, upstreamFile: string, statusFile: string): string[] {
+  if (name.startsWith("image")) return [upstreamFile];
+  if (name.startsWith("episode finished")) return [statusFile, join(records, "episode.json")];
+  if (name.startsWith("complete records"))
+    return [join(records, "ledger.jsonl"), join(records, "exchanges.jsonl")];
+  return [join(records, "ledger.jsonl")];
+}
+
+export async function validateClient(options: ValidateClientOptions): Promise<ClientValidation> {
+  const { sidecar, binary, progress } = options;
+  const client = binary.client;
+  const manifest = clientManifests[client];
+  const dir = join(options.outDir, client);
+  mkdirSync(dir, { recursive: true });
+
+  const episode = sidecar.episodes.create(episodeOptionsSchema.parse({ client }));
+  const info = launchInfoSchema.parse(JSON.parse(JSON.stringify(sidecar.episodes.launchInfo(episode))));
+  const kitEpisode = options.wrongMcpToken
+    ? { ...info, mcp_token: `ura_mcp_wrong_${randomBytes(16).toString("hex")}` }
+    : info;
+  const kit = createKit({ client, episode: kitEpisode, dir: join(dir, "kit"), bin: binary.bin });
+  for (const w of kit.warnings) progress(`  note: ${w}`);
+  progress(
+    `  episode ${episode.id}; kit written to ${kit.dir}${options.wrongMcpToken ? " (with a WRONG MCP token, on purpose)" : ""}`,
+  );
+
+  const before = sidecar.scripted?.received.length ?? 0;
+  const stdoutFile = join(dir, "client-stdout.txt");
+  const stderrFile = join(dir, "client-stderr.txt");
+  const stdoutFd = openSync(stdoutFile, "w", 0o600);
+  const stderrFd = openSync(stderrFile, "w", 0o600);
+  progress(`  running ${client} ${binary.version ?? "(version unknown)"}: ${kit.launch} "<smoke prompt>"`);
+  const started = Date.now();
+  const proc = Bun.spawn([kit.launch, smokePrompt], {
+    cwd: dir,
+    stdin: "ignore",
+    stdout: stdoutFd,
+    stderr: stderrFd,
+  });
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    proc.kill("SIGKILL");
+  }, options.timeoutMs);
+  const exitCode = await proc.exited;
+  clearTimeout(timer);
+  closeSync(stdoutFd);
+  closeSync(stderrFd);
+  const durationMs = Date.now() - started;
+  progress(
+    `  ${client} exited ${timedOut ? `(killed after ${options.timeoutMs} ms)` : exitCode} after ${(durationMs / 1000).toFixed(1)} s`,
+  );
+
+  // Handlers still finishing (an admitted callback, a record write) settle before judging.
+  await Promise.race([Promise.allSettled([...episode.inFlight]), Bun.sleep(10_000)]);
+  const status = JSON.parse(JSON.stringify(episode.describe())) as Status;
+  const statusFile = join(dir, "episode-status.json");
+  writeFileSync(statusFile, `${JSON.stringify(status, null, 2)}\n`);
+  const upstreamRequests = (sidecar.scripted?.received ?? []).slice(before);
+  const upstreamFile = join(dir, "upstream-requests.json");
+  writeFileSync(upstreamFile, `${JSON.stringify(upstreamRequests, null, 2)}\n`);
+  const records = status.records_dir;
+
+  const smoke = checkSmokeEpisode({ recordsDir: records, status, upstreamRequests }).map((c) => ({
+    ...c,
+    evidence_paths: smokeEvidence(c.name, records, upstreamFile, statusFile),
+  }));
+  const identity = status.client_identity;
+  const connected = status.mcp.initialized && status.mcp.tools_listed;
+  const stderrTail = readFileSync(stderrFile, "utf8").slice(-300).trim();
+  const checks: ValidationCheck[] = [
+    {
+      name: "MCP side connected (initialize and tools/list)",
+      pass: connected,
+      evidence: connected
+        ? `initialize and tools/list completed (MCP User-Agent ${JSON.stringify(status.mcp.user_agent ?? null)})`
+        : `the MCP side never connected: ${client} ${status.mcp.initialized ? "completed initialize but never tools/list" : "never completed MCP initialize"} on ${info.urls.mcp}; ${identity.model_requests_without_mcp} model request(s) came without it. A wrong MCP token makes every client silently drop the robot tools — check URA_MCP_TOKEN in ${kit.credentials}`,
+      evidence_paths: [statusFile, join(options.outDir, "sidecar.log")],
+    },
+    ...smoke,
+    {
+      name: "client exited normally",
+      pass: exitCode === 0 && !timedOut,
+      evidence: timedOut
+        ? `killed after ${options.timeoutMs} ms`
+        : `exit code ${exitCode}${exitCode !== 0 && stderrTail ? `; stderr ends: ${stderrTail}` : ""}`,
+      evidence_paths: [stdoutFile, stderrFile],
+    },
+    {
+      name: `User-Agents identify ${client}`,
+      pass:
+        identity.model_client?.client === client &&
+        (identity.mcp_client === null || identity.mcp_client.client === client),
+      evidence: `model: ${JSON.stringify(identity.model_user_agent)} → ${JSON.stringify(identity.model_client)}; MCP: ${JSON.stringify(status.mcp.user_agent ?? null)} → ${JSON.stringify(identity.mcp_client)}; pinned ${manifest.package}@${manifest.version}: ${identity.pinned}`,
+      evidence_paths: [statusFile],
+    },
+  ];
+  const result: ClientValidation = {
+    client,
+    package: manifest.package,
+    version: identity.model_client?.version ?? binary.version ?? null,
+    pinned_version: manifest.version,
+    pinned: identity.pinned,
+    binary: binary.bin,
+    episode: episode.id,
+    kit: kit.dir,
+    exit_code: timedOut ? null : exitCode,
+    duration_ms: durationMs,
+    passed: checks.every((c) => c.pass),
+    checks,
+  };
+  writeFileSync(join(dir, "validation.json"), `${JSON.stringify(result, null, 2)}\n`);
+  for (const c of checks)
+    progress(`  ${c.pass ? "PASS" : "FAIL"} ${c.name}${c.pass ? "" : `: ${c.evidence}`}`);
+  return result;
+}
