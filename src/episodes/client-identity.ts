@@ -47,7 +47,8 @@ export function createClientIdentity(init: ClientIdentityInit) {
     ] as const) {
       if (seen === undefined) continue;
       if (seen === null) return `the MCP User-Agent ${JSON.stringify(mcp.user_agent)} is not ${expected}'s`;
-      if (seen.client !== expected) return `${side} requests come from ${label(seen)}, but this episode is for ${expected}`;
+      if (seen.client !== expected)
+        return `${side} requests come from ${label(seen)}, but this episode is for ${expected}`;
       if (seen.version !== null && seen.version !== pin.version)
         return `${side} requests come from ${label(seen)}; the pinned version is ${pin.package}@${pin.version}`;
     }
@@ -61,12 +62,20 @@ export function createClientIdentity(init: ClientIdentityInit) {
       modelUserAgent = headers.get("user-agent") ?? "";
       if (init.requirePinned) {
         const reason = unpinnedReason(mcp);
-        if (reason) throw new SidecarError("invalid_request", `require_pinned_client: ${reason} (episode ${init.episodeId})`);
+        if (reason)
+          throw new SidecarError(
+            "invalid_request",
+            `require_pinned_client: ${reason} (episode ${init.episodeId})`,
+          );
       }
       if (mcp.initialized && mcp.tools_listed) return;
       withoutMcp += 1;
       const message = `the MCP side of episode ${init.episodeId} never connected: no MCP initialize and tools/list with this episode's token before model request ${modelRequests} (a client given a wrong MCP token silently runs without the robot tools)`;
-      init.warn?.(message, { episode: init.episodeId, mcp_initialized: mcp.initialized, mcp_tools_listed: mcp.tools_listed });
+      init.warn?.(message, {
+        episode: init.episodeId,
+        mcp_initialized: mcp.initialized,
+        mcp_tools_listed: mcp.tools_listed,
+      });
       if (init.mcpRequired === "refuse" && modelRequests >= 2)
         throw new SidecarError("invalid_request", `${message}; refused (mcp_required: refuse)`);
     },
