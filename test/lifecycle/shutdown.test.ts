@@ -84,6 +84,22 @@ describe("graceful shutdown of the compiled binary", () => {
       "shutting down",
     );
     expect((await sidecar.control("/episodes", { method: "POST", body: "{}" })).status).toBe(503);
+    // The same for the other two protocols, each in its own envelope.
+    const messages = await fetch(`${episode.urls.anthropic}/v1/messages`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-api-key": episode.ingress_key },
+      body: JSON.stringify({ model: "m", max_tokens: 10, messages: [{ role: "user", content: "go" }] }),
+    });
+    // Anthropic's envelope says "unavailable, retry later" as 529 overloaded_error.
+    expect(messages.status).toBe(529);
+    expect(await messages.json()).toMatchObject({ type: "error", error: { type: "overloaded_error" } });
+    const gemini = await fetch(`${episode.urls.gemini}/v1beta/models/m:generateContent`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-goog-api-key": episode.ingress_key },
+      body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "go" }] }] }),
+    });
+    expect(gemini.status).toBe(503);
+    expect(await gemini.json()).toMatchObject({ error: { status: "UNAVAILABLE" } });
     expect((await upstreamRequests(upstream)).length).toBe(2);
 
     // The admitted callback was allowed to finish.
