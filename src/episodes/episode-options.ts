@@ -16,7 +16,8 @@ export const episodeOptionsSchema = z
     manifest: manifestSchema.optional(),
     /** Delivered model exchanges allowed, final text included; 0 = no cap. */
     max_turns: z.number().int().min(0).default(0),
-    context: contextPolicySchema.optional(),
+    /** Absent = the config's `context` default (unwrap: the schema's own default would hide the absence). */
+    context: contextPolicySchema.unwrap().optional(),
     client: clientKindSchema.optional(),
     /** Refuse model requests from any client but the pinned version of `client` (manifests/clients/); default false. The status reports the detected client either way. */
     require_pinned_client: z.boolean().optional(),

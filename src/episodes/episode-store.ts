@@ -73,7 +73,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       model: options.model ?? deps.config.upstream.model,
       manifest: options.manifest ?? deps.defaultManifest,
       maxTurns: options.max_turns,
-      context: options.context ?? contextPolicySchema.parse({ policy: "identity" }),
+      context: options.context ?? deps.config.context,
       client: options.client,
       requirePinnedClient: options.require_pinned_client,
       mcpRequired: deps.config.mcp_required,

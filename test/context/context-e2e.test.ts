@@ -574,12 +574,7 @@ describe("episode status reports the context policy in use", () => {
     expect(await misspelt.text()).toContain("min_recent_images");
   });
 
-  // KNOWN GAP (reported): the config's `context` ("Context policy of episodes that do
-  // not choose one", src/config/schema.ts) reaches only --default-episode; episodes made
-  // by POST /control/episodes without `context` get identity (src/episodes/episode-store.ts:
-  // `options.context ?? identity` instead of `?? deps.config.context`). `test.failing`
-  // passes while the gap exists; once it is fixed, make this a plain `test`.
-  test.failing("an episode that chooses no policy gets the config's context default", async () => {
+  test("an episode that chooses no policy gets the config's context default", async () => {
     const dir = mkdtempSync(join(tmpdir(), "ura-context-config-"));
     const policy = {
       policy: "sliding_window",
