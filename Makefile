@@ -17,10 +17,10 @@ run: build
 	./$(BIN) serve --default-episode
 
 test: build
-	$(BUN) test
+	$(BUN) test --timeout 60000
 
 e2e: build
-	$(BUN) test test/e2e
+	$(BUN) test/e2e/install-clients.ts && ./$(BIN) validate --all --out dist/validate
 
 check: install
 	node_modules/.bin/tsc -p tsconfig.json
