@@ -6,7 +6,6 @@
  */
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
-import { contextPolicySchema } from "../context/policy-schema.ts";
 import { createExecutorFactory, type ExecutorFactory } from "../executor/create-executor.ts";
 import type { ImageCacheSettings } from "../images/settings.ts";
 import { SidecarError } from "../lib/errors.ts";
