@@ -16,7 +16,13 @@ const repoRoot = resolve(import.meta.dir, "../..");
 const timeoutMs = 300_000;
 
 type Check = { name: string; pass: boolean; evidence: string; evidence_paths: string[] };
-type ClientValidation = { client: string; version: string; pinned: boolean; passed: boolean; checks: Check[] };
+type ClientValidation = {
+  client: string;
+  version: string;
+  pinned: boolean;
+  passed: boolean;
+  checks: Check[];
+};
 
 async function validate(args: string[]) {
   mkdirSync("/var/tmp/ura-e2e", { recursive: true });
@@ -60,7 +66,9 @@ describe("ura-sidecar validate", () => {
         expect(run.summary?.clients.map((c) => c.client)).toEqual([client]);
         expect(perClient).toMatchObject({ client, passed: true, pinned: true });
         expect(perClient.checks.filter((c) => !c.pass)).toEqual([]);
-        expect(perClient.checks.map((c) => c.name)).toContain("MCP side connected (initialize and tools/list)");
+        expect(perClient.checks.map((c) => c.name)).toContain(
+          "MCP side connected (initialize and tools/list)",
+        );
         expect(perClient.checks.length).toBeGreaterThanOrEqual(9);
         for (const c of perClient.checks) for (const p of c.evidence_paths) expect(existsSync(p)).toBe(true);
         expect(run.stdout).toContain(`PASS ${client}`);
