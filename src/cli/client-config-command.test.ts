@@ -1,0 +1,60 @@
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { loadConfig } from "../config/load-config.ts";
+import { type Sidecar, startSidecar } from "../server/start-sidecar.ts";
+import { clientConfigCommand } from "./client-config-command.ts";
+
+const password = "pw-client-config-0123456789";
+let sidecar: Sidecar;
+const root = mkdtempSync(join(tmpdir(), "ura-client-config-"));
+beforeAll(async () => {
+  sidecar = await startSidecar({
+    config: loadConfig({ listen: "127.0.0.1:0", "data-dir": join(root, "data") }, {}),
+    secrets: { upstreamApiKey: undefined, controlPassword: password },
+    version: "test",
+    out: () => {},
+    logWrite: () => {},
+  });
+});
+afterAll(() => sidecar.shutdown("test done"));
+
+test("by id: the launch info comes from the control API (credentials included) and the kit is written", async () => {
+  const episode = sidecar.episodes.create({ max_turns: 0, client: "codex" });
+  const out = join(root, "by-id");
+  const code = await clientConfigCommand(
+    ["codex", "--episode", episode.id, "--sidecar", sidecar.baseUrl(), "--out", out],
+    { URA_CONTROL_PASSWORD: password },
+  );
+  expect(code).toBe(0);
+  expect(readFileSync(join(out, "credentials.env"), "utf8")).toContain(episode.mcpToken);
+  expect(readFileSync(join(out, "codex-home/config.toml"), "utf8")).toContain(`/e/${episode.id}/v1`);
+  expect(existsSync(join(out, "launch"))).toBe(true);
+});
+
+test("by id with a wrong password: exit 1, nothing written", async () => {
+  const episode = sidecar.episodes.create({ max_turns: 0 });
+  const out = join(root, "wrong-pw");
+  const code = await clientConfigCommand(
+    ["claude", "--episode", episode.id, "--sidecar", sidecar.baseUrl(), "--out", out],
+    { URA_CONTROL_PASSWORD: "wrong" },
+  );
+  expect(code).toBe(1);
+  expect(existsSync(out)).toBe(false);
+});
+
+test("from the JSON POST /control/episodes returned; usage errors exit 2", async () => {
+  const res = await fetch(`${sidecar.baseUrl()}/control/episodes`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${password}` },
+    body: JSON.stringify({ client: "claude" }),
+  });
+  const file = join(root, "episode.json");
+  writeFileSync(file, await res.text());
+  const out = join(root, "from-file");
+  expect(await clientConfigCommand(["claude", "--episode", file, "--out", out], {})).toBe(0);
+  expect(JSON.parse(readFileSync(join(out, "mcp.json"), "utf8")).mcpServers.ura.url).toContain("/mcp");
+  expect(await clientConfigCommand(["cursor", "--episode", file, "--out", out], {})).toBe(2);
+  expect(await clientConfigCommand(["claude", "--out", out], {})).toBe(2);
+});
