@@ -98,7 +98,7 @@ export function readTools(tools: readonly Tool[]): ReadTools {
     } else if (builtInTypes.has(raw.type)) {
       out.ignored.push(`${param}: built-in tool ${raw.type} not offered (Qwen cannot provide it)`);
     } else {
-      throw invalidField(`${param}.type`, `unsupported tool type ${JSON.stringify(raw.type)}`);
+      throw invalidField(`${param}.type`, `unsupported tool type ${JSON.stringify(raw.type.slice(0, 80))}`);
     }
   });
   return out;
