@@ -44,7 +44,7 @@ export async function validateCommand(args: string[], version: string): Promise<
     return 2;
   };
   if (!values.out) return fail("--out DIR is required");
-  if (values.all === (values.client !== undefined))
+  if (Boolean(values.all) === (values.client !== undefined))
     return fail("give exactly one of --client NAME and --all");
   if (values.all && values.binary) return fail("--binary goes with --client, not --all");
   const timeoutMs = Number(values.timeout ?? "240") * 1000;
