@@ -3,7 +3,7 @@ BUN := node_modules/.bin/bun
 BIN := dist/ura-sidecar
 COMPILE := $(BUN) build --compile --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
-.PHONY: install build run test e2e check bench clean
+.PHONY: install build clients run test e2e check bench clean
 
 install: node_modules/.install-stamp
 node_modules/.install-stamp: package.json package-lock.json
@@ -16,11 +16,16 @@ build: install
 run: build
 	./$(BIN) serve --default-episode
 
-test: build
+# The real CLIs (pinned in manifests/clients) come from npm before any test runs:
+# the end-to-end tests run them inside a loopback-only network namespace, where npm cannot reach the registry.
+clients: install
+	$(BUN) test/e2e/install-clients.ts
+
+test: build clients
 	$(BUN) test --timeout 60000
 
-e2e: build
-	$(BUN) test/e2e/install-clients.ts && ./$(BIN) validate --all --out dist/validate
+e2e: build clients
+	./$(BIN) validate --all --out dist/validate
 
 check: install
 	node_modules/.bin/tsc -p tsconfig.json

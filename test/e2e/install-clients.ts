@@ -65,6 +65,10 @@ export async function installClients(
     const m = readClientManifest(client);
     const dir = clientDir(client);
     if (installedVersion(client) !== m.version || !existsSync(clientBinPath(client))) {
+      // Inside the tests' loopback-only namespace npm would hang on the registry: fail at once.
+      if (process.env.URA_E2E_NETNS === "1") {
+        throw new Error(`${m.package}@${m.version} is not installed in .clients/ and this is an offline namespace: run make clients first`);
+      }
       mkdirSync(dir, { recursive: true });
       const spec = `${m.package}@${m.version}`;
       const res = await run(["npm", "install", "--prefix", dir, "--no-audit", "--no-fund", spec], dir);
