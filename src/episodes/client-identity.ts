@@ -71,7 +71,9 @@ export function createClientIdentity(init: ClientIdentityInit) {
       if (mcp.initialized && mcp.tools_listed) return;
       withoutMcp += 1;
       const message = `the MCP side of episode ${init.episodeId} never connected: no MCP initialize and tools/list with this episode's token before model request ${modelRequests} (a client given a wrong MCP token silently runs without the robot tools)`;
-      init.warn?.(message, {
+      // Logged for the first two such requests only (the first may just race the MCP
+      // handshake); the status keeps counting, and a log line per request would flood.
+      if (withoutMcp <= 2) init.warn?.(message, {
         episode: init.episodeId,
         mcp_initialized: mcp.initialized,
         mcp_tools_listed: mcp.tools_listed,
