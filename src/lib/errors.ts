@@ -39,6 +39,9 @@ const statusByKind: Record<ErrorKind, number> = {
   internal: 500,
 };
 
+/** A message may quote the client's input (ids, names, values), never carry it whole. */
+const maxMessageChars = 1000;
+
 export class SidecarError extends Error {
   readonly kind: ErrorKind;
   /** The request field at fault, when there is one (wire spelling, dotted path). */
@@ -46,8 +49,16 @@ export class SidecarError extends Error {
   /** The failure ends the episode's model work (it goes to provider_error), e.g. an unsupported operation. */
   readonly episodeFatal: boolean;
 
-  constructor(kind: ErrorKind, message: string, options: { param?: string; cause?: unknown; episodeFatal?: boolean } = {}) {
-    super(message, { cause: options.cause });
+  constructor(
+    kind: ErrorKind,
+    message: string,
+    options: { param?: string; cause?: unknown; episodeFatal?: boolean } = {},
+  ) {
+    const kept =
+      message.length > maxMessageChars
+        ? `${message.slice(0, maxMessageChars)}… (${message.length} characters)`
+        : message;
+    super(kept, { cause: options.cause });
     this.name = "SidecarError";
     this.kind = kind;
     this.param = options.param;
