@@ -44,9 +44,13 @@ export function allPaths(value: Json, prefix: Path = [], out: Path[] = []): Path
   return out;
 }
 
-/** Indexes (into `allPaths`) of the string values of a JSON tree. */
-export function stringValueIndexes(value: Json): number[] {
-  return allPaths(value).flatMap((path, i) => (typeof getAt(value, path) === "string" ? [i] : []));
+/** Indexes (into `allPaths`) of the string values of a JSON tree, optionally only under keys matching `key`. */
+export function stringValueIndexes(value: Json, key?: RegExp): number[] {
+  return allPaths(value).flatMap((path, i) =>
+    typeof getAt(value, path) === "string" && (key === undefined || key.test(String(path[path.length - 1])))
+      ? [i]
+      : [],
+  );
 }
 
 function getAt(root: Json, path: Path): Json | undefined {
