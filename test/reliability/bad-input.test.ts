@@ -78,6 +78,8 @@ const tried: Record<ProtocolName, { total: number; byStatus: Record<number, numb
   gemini: { total: 0, byStatus: {} },
   messages: { total: 0, byStatus: {} },
 };
+/** The pinned known-bug inputs, counted apart. */
+const knownBug: { total: number; byStatus: Record<number, number> } = { total: 0, byStatus: {} };
 
 beforeAll(async () => {
   s = await createInProcessSidecar();
@@ -88,6 +90,9 @@ afterAll(() => {
       `bad input: ${p}: ${tried[p].total} inputs tried, statuses ${JSON.stringify(tried[p].byStatus)}`,
     );
   }
+  console.log(
+    `bad input: KNOWN BUG inputs (nesting 50 000 deep): statuses ${JSON.stringify(knownBug.byStatus)}`,
+  );
   const distinct = new Map<string, Failure>();
   for (const f of failures) distinct.set(`${f.protocol} ${f.problem.replace(/\d+/g, "N").slice(0, 160)}`, f);
   for (const [problem, f] of distinct) console.log(`bad input FAILURE: ${problem}\n  e.g. ${f.input}`);
@@ -107,7 +112,8 @@ async function tryInput(
   const headers: Record<string, string> = { ...kit.headers(episode.ingressKey) };
   if (contentType !== null) headers["content-type"] = contentType;
   const started = performance.now();
-  tried[protocol].total += 1;
+  const counts = input.startsWith("KNOWN BUG") ? knownBug : tried[protocol];
+  counts.total += 1;
   const fail = (problem: string) => {
     failures.push({ protocol, input, problem });
     return undefined;
@@ -127,7 +133,7 @@ async function tryInput(
     ]);
     const text = await res.text();
     const ms = performance.now() - started;
-    tried[protocol].byStatus[res.status] = (tried[protocol].byStatus[res.status] ?? 0) + 1;
+    counts.byStatus[res.status] = (counts.byStatus[res.status] ?? 0) + 1;
     if (res.status >= 500) return fail(`HTTP ${res.status}: ${text.slice(0, 300)}`);
     if (res.status >= 400) {
       let envelope: { message: string; type: string };
@@ -244,7 +250,7 @@ describe.each([...protocols])("bad input: %s ingress", (protocol) => {
     });
     const outcome = await tryInput(
       protocol,
-      "nesting 50 000 deep at metadata",
+      "KNOWN BUG: nesting 50 000 deep at metadata",
       deep,
       true,
       "application/json",
