@@ -9,7 +9,7 @@
  * scripted upstream answers normally, so no 5xx kind can be legitimate), and
  * every refusal must be the protocol's error envelope with a message naming the
  * problem. Failures are collected, then reported together.
- * Runs per ingress: URA_FUZZ_RUNS (default 150) plus the fixed image and raw cases.
+ * Runs per ingress: URA_FUZZ_RUNS (default 120) plus the fixed image and raw cases.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readdirSync, readFileSync } from "node:fs";
@@ -30,7 +30,7 @@ import {
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
 import { ingressKits, type ProtocolName, protocols } from "../support/ingress-kit.ts";
 
-const runs = Number(process.env.URA_FUZZ_RUNS ?? 150);
+const runs = Number(process.env.URA_FUZZ_RUNS ?? 120);
 const requestTimeoutMs = 20_000;
 /** An error message may quote the input, not carry it whole. */
 const maxMessageChars = 2_000;

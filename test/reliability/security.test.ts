@@ -118,7 +118,7 @@ describe("credentials", () => {
       { authorization: `Bearer ${a.ingress_key}` },
       { authorization: `Bearer ${controlPassword}` },
       { "x-api-key": a.mcp_token },
-    ]) {
+    ] as Record<string, string>[]) {
       const res = await postMcp(a.urls.mcp, headers);
       expect(res.status).toBe(401);
       checks += 1;
