@@ -63,7 +63,13 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   const { episode } = spec;
   const exchangeId = episode.nextExchangeId();
   const log = deps.logger.child({ episode: episode.id, exchange: exchangeId, protocol: spec.protocol });
-  episode.records.exchange(exchangeId, "client_request", { protocol: spec.protocol, path: spec.path, body: spec.clientRequest });
+  try {
+    episode.records.exchange(exchangeId, "client_request", { protocol: spec.protocol, path: spec.path, body: spec.clientRequest });
+  } catch (error) {
+    // No record, no exchange: nothing goes upstream for a request we could not record.
+    log.error("cannot record the client request; exchange refused", { message: (error as Error).message });
+    return spec.renderError(new SidecarError("internal", `the sidecar could not record this request: ${(error as Error).message}`));
+  }
 
   const fail = (error: SidecarError, extra: Record<string, unknown> = {}): Response => {
     episode.counters.failed_exchanges += 1;

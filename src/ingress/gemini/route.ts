@@ -14,21 +14,13 @@ import type { HubResponse } from "../../hub/schema.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { authenticateIngress } from "../authenticate-ingress.ts";
 import type { IngressDeps } from "../ingress-deps.ts";
+import { type JsonBody, parseJsonBody } from "../parse-json-body.ts";
 import { classifyGeminiOperation, type GeminiOperation } from "./classify-operation.ts";
 import { renderGeminiError } from "./errors.ts";
 import { hubToGeminiResponse } from "./from-hub.ts";
 import { geminiStreamChunks, renderGeminiSse } from "./stream.ts";
 import { geminiToHub } from "./to-hub.ts";
 
-type Body = { json: true; value: unknown } | { json: false; text: string };
-
-function parseBody(text: string): Body {
-  try {
-    return { json: true, value: JSON.parse(text) };
-  } catch {
-    return { json: false, text };
-  }
-}
 
 /** The request path as recorded: below the episode, without an API key in the query. */
 function recordedPath(url: URL, base: string): string {
@@ -53,7 +45,7 @@ function answerCountTokens(
   episode: Episode,
   path: string,
   model: string,
-  body: Body,
+  body: JsonBody,
 ): Response {
   const error = new SidecarError(
     "invalid_request",
@@ -66,7 +58,7 @@ function answerCountTokens(
     path,
     status: error.status,
     message: error.message,
-    request: body.json ? body.value : body.text,
+    request: body.parsed ? body.value : body.text,
   });
   episode.persist();
   deps.logger.info("auxiliary response", { episode: episode.id, path, status: error.status });
@@ -97,7 +89,7 @@ export function createGeminiRoutes(deps: IngressDeps): Hono {
         query: url.searchParams,
         episodeModel: episode.model,
       });
-      const body = parseBody(await c.req.text());
+      const body = parseJsonBody(await c.req.text());
       const path = recordedPath(url, base);
       if (operation.kind === "count_tokens")
         return answerCountTokens(deps, episode, path, operation.model, body);
@@ -106,12 +98,9 @@ export function createGeminiRoutes(deps: IngressDeps): Hono {
           protocol: "gemini",
           episode,
           path,
-          clientRequest: body.json ? body.value : body.text,
+          clientRequest: body.parsed ? body.value : body.text,
           translate: () => {
-            if (!body.json)
-              throw new SidecarError("invalid_request", "request body is not valid JSON", {
-                param: "(body)",
-              });
+            if (!body.parsed) throw new SidecarError("invalid_request", body.reason, { param: "(body)" });
             const known = argumentsOf(episode);
             return geminiToHub(
               body.value,

@@ -12,6 +12,7 @@ import { Hono } from "hono";
 import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
+import { parseJsonBody } from "../parse-json-body.ts";
 import { authenticateIngress } from "../authenticate-ingress.ts";
 import type { IngressDeps } from "../ingress-deps.ts";
 import { renderMessagesError } from "./errors.ts";
@@ -29,13 +30,6 @@ function betaFlags(header: string | undefined): string[] {
     .filter((flag) => flag !== "");
 }
 
-function parseBody(text: string): { body: unknown; parsed: boolean } {
-  try {
-    return { body: JSON.parse(text), parsed: true };
-  } catch {
-    return { body: text, parsed: false };
-  }
-}
 
 function requestPath(c: Context): string {
   const url = new URL(c.req.url);
@@ -76,19 +70,22 @@ export function createMessagesRoutes(deps: IngressDeps): Hono {
     } catch (error) {
       return renderMessagesError(toSidecarError(error));
     }
-    const { body, parsed } = parseBody(await c.req.text());
+    const body = parseJsonBody(await c.req.text());
     const context = { betaFlags: betaFlags(c.req.header("anthropic-beta")) };
     const stream =
-      parsed && typeof body === "object" && body !== null && (body as { stream?: unknown }).stream === true;
+      body.parsed &&
+      typeof body.value === "object" &&
+      body.value !== null &&
+      (body.value as { stream?: unknown }).stream === true;
     return episode.track(
       runExchange(deps.exchange, {
         protocol: "messages",
         episode,
         path: requestPath(c),
-        clientRequest: body,
+        clientRequest: body.parsed ? body.value : body.text,
         translate: () => {
-          if (!parsed) throw new SidecarError("invalid_request", "request body is not valid JSON");
-          return messagesToHub(body, context);
+          if (!body.parsed) throw new SidecarError("invalid_request", body.reason, { param: "body" });
+          return messagesToHub(body.value, context);
         },
         render: (response, request) =>
           stream

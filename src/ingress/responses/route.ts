@@ -10,6 +10,7 @@ import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { authenticateIngress } from "../authenticate-ingress.ts";
+import { parseJsonBody } from "../parse-json-body.ts";
 import type { IngressDeps } from "../ingress-deps.ts";
 import { renderResponsesError } from "./errors.ts";
 import { type RenderContext, toResponseObject } from "./from-hub.ts";
@@ -18,14 +19,6 @@ import { readTools } from "./read-tools.ts";
 import type { ResponsesRequest } from "./schema.ts";
 import { renderStream } from "./stream.ts";
 import { toHub } from "./to-hub.ts";
-
-function parseBody(text: string): { body: unknown; parsed: boolean } {
-  try {
-    return { body: JSON.parse(text), parsed: true };
-  } catch {
-    return { body: text, parsed: false };
-  }
-}
 
 export function createResponsesRoutes(deps: IngressDeps): Hono {
   const app = new Hono();
@@ -39,18 +32,17 @@ export function createResponsesRoutes(deps: IngressDeps): Hono {
       return renderResponsesError(toSidecarError(error));
     }
     const createdAt = seconds();
-    const { body, parsed } = parseBody(await c.req.text());
+    const body = parseJsonBody(await c.req.text());
     let request: ResponsesRequest | undefined;
     return episode.track(
       runExchange(deps.exchange, {
         protocol: "responses",
         episode,
         path: new URL(c.req.url).pathname,
-        clientRequest: body,
+        clientRequest: body.parsed ? body.value : body.text,
         translate: () => {
-          if (!parsed)
-            throw new SidecarError("invalid_request", "request body is not valid JSON", { param: "body" });
-          request = parseResponsesRequest(body);
+          if (!body.parsed) throw new SidecarError("invalid_request", body.reason, { param: "body" });
+          request = parseResponsesRequest(body.value);
           return toHub(request);
         },
         render: (response) => {

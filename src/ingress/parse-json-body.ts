@@ -1,0 +1,40 @@
+/**
+ * Parses a client's JSON body for any ingress. A body nested deeper than
+ * `maxJsonDepth` is refused before JSON.parse: the parse itself would succeed,
+ * but recording and translating such a value recurses past the stack (a 500 and
+ * a lost record). The depth scan is iterative and linear.
+ */
+export const maxJsonDepth = 512;
+
+export type JsonBody = { parsed: true; value: unknown } | { parsed: false; text: string; reason: string };
+
+/** The deepest array/object nesting in JSON text (strings skipped), without recursion. */
+export function jsonNestingDepth(text: string): number {
+  let depth = 0;
+  let deepest = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 92 /* \ */) i++;
+      else if (c === 34 /* " */) inString = false;
+    } else if (c === 34) inString = true;
+    else if (c === 123 /* { */ || c === 91 /* [ */) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
+  }
+  return deepest;
+}
+
+export function parseJsonBody(text: string): JsonBody {
+  const depth = jsonNestingDepth(text);
+  if (depth > maxJsonDepth) {
+    return { parsed: false, text, reason: `request body nests ${depth} levels deep, over the limit of ${maxJsonDepth}` };
+  }
+  try {
+    return { parsed: true, value: JSON.parse(text) };
+  } catch (error) {
+    return { parsed: false, text, reason: `request body is not valid JSON (${(error as Error).message})` };
+  }
+}
