@@ -104,7 +104,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       ...(filtered === hub ? {} : { translated: hub }),
       decision,
     });
-    const { request: converted, stats } = await createImageConverter({ ...deps.images, cache: episode.imageCache }).convertRequest(filtered);
+    const { request: converted, stats } = await createImageConverter({
+      ...deps.images,
+      cache: episode.imageCache,
+      maxPixels: deps.sizeLimits.max_image_pixels,
+    }).convertRequest(filtered);
     upstreamRequest = buildChatRequest(converted, {
       model: episode.model,
       imageInput: deps.imageInput,

@@ -1,9 +1,9 @@
 import { beforeAll, describe, expect, test } from "bun:test";
-import type { HubPart, HubRequest } from "../hub/schema.ts";
+import { type HubPart, type HubRequest, hubRequestSchema } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { type Codecs, loadCodecs } from "./codecs.ts";
 import { base64ByteLength, createImageConverter } from "./convert-request.ts";
-import { greyPng, palettePng, rgb16Png, rgbaTransparentPng, rgbNoisePng } from "./generate-png.ts";
+import { greyPng, palettePng, rgb16Png, rgbaTransparentPng, rgbNoisePng, solidColourPng } from "./generate-png.ts";
 import { imageCacheSettingsSchema, webpSettingsSchema } from "./settings.ts";
 import { createWebpCache } from "./webp-cache.ts";
 
@@ -209,4 +209,23 @@ test("base64ByteLength matches the decoded length", () => {
     const base64 = Buffer.alloc(length, 7).toString("base64");
     expect(base64ByteLength(base64)).toBe(length);
   }
+});
+
+describe("pixel limit", () => {
+  test("a PNG whose header claims more pixels than the limit is refused before decoding", async () => {
+    const codecs = await loadCodecs();
+    const converter = createImageConverter({
+      codecs,
+      settings: webpSettingsSchema.parse({}),
+      cache: createWebpCache(imageCacheSettingsSchema.parse({})),
+      maxPixels: 100,
+    });
+    const png = Buffer.from(solidColourPng(11, 10, [1, 2, 3])).toString("base64");
+    const request = hubRequestSchema.parse({
+      model: "m",
+      messages: [{ role: "user", content: [{ type: "image", mediaType: "image/png", data: png }] }],
+      tools: [],
+    });
+    await expect(converter.convertRequest(request)).rejects.toThrow("11×10 pixels is over the limit of 100");
+  });
 });

@@ -45,6 +45,8 @@ export interface ImageConverterDeps {
   codecs: Codecs;
   settings: WebpSettings;
   cache: WebpCache;
+  /** PNGs whose header claims more pixels are refused before decoding (size-guard.ts). */
+  maxPixels?: number;
   /** Milliseconds clock for stats (injectable for tests). */
   now?: () => number;
 }
@@ -109,6 +111,13 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     if (header.animated) {
       stats.passedThrough.animated_png++;
       return part;
+    }
+    if (deps.maxPixels !== undefined && header.width * header.height > deps.maxPixels) {
+      throw new SidecarError(
+        "request_too_large",
+        `${param}: PNG of ${header.width}×${header.height} pixels is over the limit of ${deps.maxPixels} pixels (images.limits.max_image_pixels)`,
+        { param },
+      );
     }
 
     const started = now();

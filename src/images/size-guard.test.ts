@@ -26,10 +26,11 @@ function errorOf(fn: () => unknown): SidecarError {
   throw new Error("did not throw");
 }
 
-test("defaults are 6 MiB per body and 10 MiB per data URL", () => {
+test("defaults are 6 MiB per body, 10 MiB per data URL, 50 megapixels per PNG", () => {
   expect(sizeLimitsSchema.parse({})).toEqual({
     max_request_bytes: 6 * 1024 * 1024,
     max_data_url_bytes: 10 * 1024 * 1024,
+    max_image_pixels: 50_000_000,
   });
 });
 

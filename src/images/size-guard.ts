@@ -20,6 +20,11 @@ export const sizeLimitsSchema = z.object({
     .int()
     .positive()
     .default(10 * MiB),
+  /**
+   * Largest PNG (width × height) decoded for conversion. The header is read first:
+   * a small, highly compressed PNG can claim a size whose pixels fill gigabytes.
+   */
+  max_image_pixels: z.number().int().positive().default(50_000_000),
 });
 export type SizeLimits = z.infer<typeof sizeLimitsSchema>;
 
@@ -43,7 +48,10 @@ function* dataUrls(value: unknown, path: string): Generator<{ path: string; url:
  * A data URL can only be over its limit when the whole body is, so the body is parsed
  * to look at them only then (the common case costs one byte count).
  */
-export function checkUpstreamSize(body: string, limits: SizeLimits): { bodyBytes: number } {
+export function checkUpstreamSize(
+  body: string,
+  limits: Pick<SizeLimits, "max_request_bytes" | "max_data_url_bytes">,
+): { bodyBytes: number } {
   const bodyBytes = Buffer.byteLength(body, "utf8");
   if (bodyBytes > limits.max_data_url_bytes) {
     let parsed: unknown;
