@@ -14,6 +14,7 @@ import type { WebpSettings } from "../images/settings.ts";
 import { checkUpstreamSize } from "../images/size-guard.ts";
 import type { SizeLimits } from "../images/size-guard.ts";
 import { SidecarError, toSidecarError } from "../lib/errors.ts";
+import { linkSignals } from "../lib/link-signals.ts";
 import type { Logger } from "../lib/logger.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
 import { UpstreamFailure, type UpstreamClient } from "../upstream/upstream-client.ts";
@@ -126,10 +127,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     return fail(toSidecarError(error), contextFailureRecord(error));
   }
 
-  const signal = AbortSignal.any([episode.abortSignal, deps.shutdownSignal, spec.clientSignal]);
+  const linked = linkSignals([episode.abortSignal, deps.shutdownSignal, spec.clientSignal]);
+  const signal = linked.signal;
   let response: HubResponse;
   try {
-    const exchange = await deps.upstream.complete(upstreamRequest, signal);
+    const exchange = await deps.upstream.complete(upstreamRequest, signal).finally(linked.dispose);
     response = exchange.response;
     episode.records.exchange(exchangeId, "upstream_response", { attempts: exchange.attempts, raw: exchange.rawResponse, validated: response });
   } catch (error) {

@@ -20,3 +20,13 @@ export async function* readSse(body: ReadableStream<Uint8Array>): AsyncGenerator
   parser.feed(decoder.decode());
   while (queue.length > 0) yield queue.shift() as SseEvent;
 }
+
+/** Parses a complete SSE body; a trailing event without its blank line (a cut stream) is not returned. */
+export function parseSseText(text: string): SseEvent[] {
+  const events: SseEvent[] = [];
+  const parser = createParser({
+    onEvent: (message: EventSourceMessage) => events.push({ event: message.event, data: message.data }),
+  });
+  parser.feed(text);
+  return events;
+}

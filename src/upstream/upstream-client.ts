@@ -8,7 +8,8 @@
 import type { RetryPolicy } from "../config/schema.ts";
 import type { HubResponse } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
-import { readSse } from "../sse/read-sse.ts";
+import { linkSignals } from "../lib/link-signals.ts";
+import { parseSseText } from "../sse/read-sse.ts";
 import { emptyChatAnswer, foldChatChunk, validateChatAnswer } from "./accumulate-chat-stream.ts";
 import type { ChatRequest } from "./chat-schema.ts";
 
@@ -90,30 +91,26 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
   async function attemptOnce(body: string, declared: ReadonlySet<string>, signal: AbortSignal) {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-    const timeout = AbortSignal.timeout(options.timeoutMs);
-    const attemptSignal = AbortSignal.any([signal, timeout]);
-    let res: Response;
+    const attempt = linkSignals([signal], options.timeoutMs);
     let raw = "";
     try {
-      res = await doFetch(url, { method: "POST", headers, body, signal: attemptSignal });
-      if (!res.ok) {
-        const text = await res.text();
-        return { status: res.status, raw: text, retryAfter: res.headers.get("retry-after") };
-      }
-      if (!res.body) throw new SidecarError("upstream_invalid", "upstream answered with no body");
+      const res = await doFetch(url, { method: "POST", headers, body, signal: attempt.signal });
+      // The whole exchange is buffered before anything is delivered, so the body is
+      // read in one piece and its frames parsed synchronously afterwards.
+      raw = await res.text();
+      if (!res.ok) return { status: res.status, raw, retryAfter: res.headers.get("retry-after") };
       const answer = emptyChatAnswer();
-      for await (const event of readSse(res.body)) {
-        raw += `data: ${event.data}\n\n`;
-        foldChatChunk(answer, event.data);
-      }
+      for (const event of parseSseText(raw)) foldChatChunk(answer, event.data);
       return { status: res.status, raw, response: validateChatAnswer(answer, declared, options.newId) };
     } catch (error) {
       if (signal.aborted) throw signal.reason ?? error;
       if (error instanceof SidecarError) throw new UpstreamFailure(error, [], raw);
-      const reason = timeout.aborted
+      const reason = attempt.timedOut()
         ? `timed out after ${options.timeoutMs} ms`
         : `connection failed: ${(error as Error).message ?? String(error)}`;
       throw new RetryableAttemptError(reason);
+    } finally {
+      attempt.dispose();
     }
   }
 

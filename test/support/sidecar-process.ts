@@ -28,27 +28,35 @@ export type LaunchInfo = {
   mcp_token: string;
   records_dir: string;
 };
-export type EpisodeStatus = LaunchInfo & { state: string; failure: unknown; result: unknown; counters: Record<string, number>; mcp: Record<string, unknown> };
+export type EpisodeStatus = LaunchInfo & {
+  state: string;
+  failure: unknown;
+  result: unknown;
+  counters: Record<string, number>;
+  mcp: Record<string, unknown>;
+};
 
-export async function startSidecarProcess(options: {
-  upstreamUrl?: string;
-  dataDir?: string;
-  args?: string[];
-  env?: Record<string, string>;
-} = {}): Promise<SidecarProcess> {
+export async function startSidecarProcess(
+  options: { upstreamUrl?: string; dataDir?: string; args?: string[]; env?: Record<string, string> } = {},
+): Promise<SidecarProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "ura-e2e-"));
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: process.env.HOME ?? "/tmp",
     URA_CONTROL_PASSWORD: controlPassword,
-    ...(options.upstreamUrl ? { URA_UPSTREAM_URL: options.upstreamUrl, URA_UPSTREAM_API_KEY: "sk-test-upstream-secret-key" } : {}),
+    ...(options.upstreamUrl
+      ? { URA_UPSTREAM_URL: options.upstreamUrl, URA_UPSTREAM_API_KEY: "sk-test-upstream-secret-key" }
+      : {}),
     ...options.env,
   };
-  const proc = Bun.spawn([binaryPath, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...(options.args ?? [])], {
-    env,
-    stdout: "pipe",
-    stderr: "pipe",
-  });
+  const proc = Bun.spawn(
+    [binaryPath, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...(options.args ?? [])],
+    {
+      env,
+      stdout: "pipe",
+      stderr: "pipe",
+    },
+  );
   let output = "";
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
@@ -71,7 +79,11 @@ export async function startSidecarProcess(options: {
   const control = (path: string, init: RequestInit = {}) =>
     fetch(`${base}/control${path}`, {
       ...init,
-      headers: { authorization: `Bearer ${controlPassword}`, "content-type": "application/json", ...(init.headers ?? {}) },
+      headers: {
+        authorization: `Bearer ${controlPassword}`,
+        "content-type": "application/json",
+        ...(init.headers ?? {}),
+      },
     });
   return {
     url: base,
