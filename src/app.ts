@@ -12,6 +12,7 @@ import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { createControlRoutes, type ControlDeps } from "./control/control-routes.ts";
 import type { IngressDeps } from "./ingress/ingress-deps.ts";
+import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
 import { SidecarError } from "./lib/errors.ts";
 
 export type AppDeps = IngressDeps & {
@@ -40,7 +41,10 @@ export function createApp(deps: AppDeps): Hono {
     "*",
     bodyLimit({
       maxSize: deps.bodyLimitBytes,
+      // A model request is refused in its own protocol's envelope (and recorded);
+      // control and MCP keep the generic 413.
       onError: (c) =>
+        refuseOversizedBody(deps, c.req.raw, deps.bodyLimitBytes) ??
         c.json({ error: { type: "request_too_large", message: `request body over the limit of ${deps.bodyLimitBytes} bytes (body_limit_bytes)` } }, 413),
     }),
   );

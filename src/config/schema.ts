@@ -63,7 +63,7 @@ export const configSchema = z
     /** Where episodes keep their records. */
     data_dir: z.string().min(1).default("./ura-data"),
     log_level: z.enum(["debug", "info", "warn", "error"]).default("info"),
-    /** Largest client request body accepted, in bytes. */
+    /** Largest client request body accepted, in bytes. Over it: a final 400 in the ingress protocol's envelope (recorded in the episode's auxiliary.jsonl), a 413 on control and MCP. */
     body_limit_bytes: z
       .number()
       .int()

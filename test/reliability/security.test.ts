@@ -243,30 +243,27 @@ describe("callbacks", () => {
 });
 
 describe("limits and paths", () => {
-  test("bodies over body_limit_bytes are refused (413/400 naming the limit) on every route, sized or streamed", async () => {
+  test("bodies over body_limit_bytes are refused naming the limit on every route, sized or streamed: a final 400 in each ingress's envelope (recorded), a 413 on MCP and control", async () => {
     const episode = await newEpisode();
     const big = JSON.stringify({ padding: "x".repeat(bodyLimit + 10) });
     const kit = ingressKits;
-    const targets: [string, Record<string, string>][] = [
-      [
-        `${sidecar.url}${kit.responses.path(episode.id, "qwen3-vl-plus", false)}`,
-        kit.responses.headers(episode.ingress_key),
-      ],
-      [
-        `${sidecar.url}${kit.gemini.path(episode.id, "qwen3-vl-plus", false)}`,
-        kit.gemini.headers(episode.ingress_key),
-      ],
-      [
-        `${sidecar.url}${kit.messages.path(episode.id, "qwen3-vl-plus", false)}`,
-        kit.messages.headers(episode.ingress_key),
-      ],
+    const targets: [string, Record<string, string>, (typeof protocols)[number] | undefined][] = [
+      ...protocols.map(
+        (protocol) =>
+          [
+            `${sidecar.url}${kit[protocol].path(episode.id, "qwen3-vl-plus", false)}`,
+            kit[protocol].headers(episode.ingress_key),
+            protocol,
+          ] as [string, Record<string, string>, (typeof protocols)[number]],
+      ),
       [
         episode.urls.mcp,
         { authorization: `Bearer ${episode.mcp_token}`, accept: "application/json, text/event-stream" },
+        undefined,
       ],
-      [`${sidecar.url}/control/episodes`, { authorization: `Bearer ${controlPassword}` }],
+      [`${sidecar.url}/control/episodes`, { authorization: `Bearer ${controlPassword}` }, undefined],
     ];
-    for (const [url, headers] of targets) {
+    for (const [url, headers, protocol] of targets) {
       for (const streamed of [false, true]) {
         const body = streamed
           ? new ReadableStream<Uint8Array>({
@@ -284,11 +281,27 @@ describe("limits and paths", () => {
           body,
           ...(streamed ? { duplex: "half" } : {}),
         } as RequestInit);
-        expect([413, 400]).toContain(res.status);
-        expect(await res.text()).toContain(String(bodyLimit));
+        const answer = await res.json();
+        if (protocol === undefined) {
+          expect(res.status).toBe(413);
+          expect(answer).toMatchObject({ error: { type: "request_too_large" } });
+          expect(answer.error.message).toContain(String(bodyLimit));
+        } else {
+          const expected = kit[protocol].expected("request_too_large");
+          expect(res.status).toBe(expected.status);
+          const read = kit[protocol].readError(res.status, answer);
+          expect(read.type).toBe(expected.type);
+          expect(read.message).toContain(String(bodyLimit));
+        }
         checks += 1;
       }
     }
+    // Each refused model request left a trace in the episode's records, without its body.
+    const aux = await readJsonLines(join(episode.records_dir, "auxiliary.jsonl"));
+    expect(aux.filter((l) => l.reason === "body over body_limit_bytes").map((l) => l.protocol)).toEqual(
+      protocols.flatMap((p) => [p, p]),
+    );
+    expect(JSON.stringify(aux)).not.toContain("xxxxxxxxxx");
     expect(upstream.scripted.received.filter((r) => JSON.stringify(r.body).includes("xxxxxxxxxx"))).toEqual(
       [],
     );
@@ -302,6 +315,8 @@ describe("limits and paths", () => {
         metadata: { user_id: "u".repeat(bodyLimit - 2_000) },
       }),
     });
+    // Not refused for its size (the answer may still be an error of another kind).
+    expect(JSON.stringify(await fits.json())).not.toContain("body_limit_bytes");
     expect(fits.status).not.toBe(413);
   });
 

@@ -1,0 +1,82 @@
+/**
+ * The answer to a model request whose body is over `body_limit_bytes` (the app's
+ * body limit calls this before any route runs): a final 400 `request_too_large`
+ * in the client's own protocol envelope — 400 because it is final for all four
+ * clients (OpenCode and Codex ship compiled binaries, so their handling of 413
+ * could not be read from source). When the episode is known and the request
+ * carries its key, the refusal is written to the episode's auxiliary records;
+ * the body itself is never read, let alone recorded. Other paths (control, MCP)
+ * get `undefined` and keep the app's generic 413.
+ */
+import { credentialMatches } from "../episodes/ids.ts";
+import { SidecarError } from "../lib/errors.ts";
+import { presentedKey } from "./authenticate-ingress.ts";
+import { renderGeminiError } from "./gemini/errors.ts";
+import type { IngressDeps } from "./ingress-deps.ts";
+import { renderMessagesError } from "./messages/errors.ts";
+import { renderResponsesError } from "./responses/errors.ts";
+
+export type IngressProtocol = "responses" | "gemini" | "messages";
+
+const ingressPath = /^\/e\/([^/]+)\/(?:(v1\/responses)$|(gemini)\/|(anthropic)\/)/;
+
+const renderers: Record<IngressProtocol, (error: SidecarError) => Response> = {
+  responses: renderResponsesError,
+  gemini: renderGeminiError,
+  messages: renderMessagesError,
+};
+
+/** Which ingress protocol a path belongs to, with its (still encoded) episode id segment. */
+export function ingressProtocolOf(path: string): { protocol: IngressProtocol; episodeId: string } | undefined {
+  const match = ingressPath.exec(path);
+  if (!match?.[1]) return undefined;
+  const protocol: IngressProtocol = match[2] ? "responses" : match[3] ? "gemini" : "messages";
+  return { protocol, episodeId: match[1] };
+}
+
+export function refuseOversizedBody(deps: IngressDeps, request: Request, limitBytes: number): Response | undefined {
+  const url = new URL(request.url);
+  const ingress = ingressProtocolOf(url.pathname);
+  if (!ingress) return undefined;
+  const error = new SidecarError(
+    "request_too_large",
+    `request body over the limit of ${limitBytes} bytes (body_limit_bytes)`,
+  );
+  recordRefusal(deps, request, url, ingress, error.status, limitBytes);
+  return renderers[ingress.protocol](error);
+}
+
+function recordRefusal(
+  deps: IngressDeps,
+  request: Request,
+  url: URL,
+  ingress: { protocol: IngressProtocol; episodeId: string },
+  status: number,
+  limitBytes: number,
+): void {
+  let episode: ReturnType<IngressDeps["episodes"]["get"]>;
+  try {
+    episode = deps.episodes.get(decodeURIComponent(ingress.episodeId));
+  } catch {
+    return; // unknown episode (or an undecodable id): nothing to record it in
+  }
+  if (!credentialMatches(presentedKey(request.headers, url.searchParams), episode.ingressKey)) return;
+  const declared = request.headers.get("content-length");
+  try {
+    episode.counters.auxiliary_responses += 1;
+    episode.records.auxiliary({
+      protocol: ingress.protocol,
+      operation: "body_limit",
+      path: url.pathname,
+      status,
+      reason: "body over body_limit_bytes",
+      limit_bytes: limitBytes,
+      content_length: declared === null ? null : Number(declared),
+    });
+    episode.persistSoon();
+  } catch (cause) {
+    // Frozen records (after shutdown, or a restored episode): the refusal still stands.
+    deps.logger.warn("oversized body refusal not recorded", { episode: episode.id, message: (cause as Error).message });
+  }
+  deps.logger.info("auxiliary response", { episode: episode.id, path: url.pathname, status });
+}
