@@ -63,7 +63,10 @@ export const configSchema = z
     /** Where episodes keep their records. */
     data_dir: z.string().min(1).default("./ura-data"),
     log_level: z.enum(["debug", "info", "warn", "error"]).default("info"),
-    /** Largest client request body accepted, in bytes. Over it: a final 400 in the ingress protocol's envelope (recorded in the episode's auxiliary.jsonl), a 413 on control and MCP. */
+    /**
+     * Largest client request body accepted, in bytes. Over it: a final 400 in the ingress
+     * protocol's envelope (recorded in the episode's auxiliary.jsonl); 413 on control and MCP.
+     */
     body_limit_bytes: z
       .number()
       .int()
@@ -98,7 +101,10 @@ export const configSchema = z
       .object({ drain_deadline_ms: z.number().int().positive().default(10_000) })
       .strict()
       .default({ drain_deadline_ms: 10_000 }),
-    /** Where admitted tool calls run: the embedded inert executor (default) or a controller over HTTP. */
+    /**
+     * Where admitted tool calls run: the embedded inert executor (default) or a controller
+     * over HTTP, with its timeouts and retry settings (src/executor/executor-config.ts).
+     */
     executor: executorConfigSchema.default(defaultExecutorConfig),
     /**
      * A model request from an episode whose client never completed MCP initialize and

@@ -28,6 +28,9 @@ export function createExecutorFactory(
         timeoutMs: config.timeout_ms,
         receiptTimeoutMs: config.receipt_timeout_ms,
         pollWaitMs: config.poll_wait_ms,
+        submitAttempts: config.submit_attempts,
+        receiptAttempts: config.receipt_attempts,
+        retryDelayMs: config.retry_delay_ms,
         fetch: deps.fetch,
         clock: deps.clock,
       });

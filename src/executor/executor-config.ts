@@ -25,6 +25,21 @@ export const httpExecutorConfigSchema = z
     receipt_timeout_ms: z.number().int().positive().default(600_000),
     /** Long-poll wait asked of the controller per receipt request. */
     poll_wait_ms: z.number().int().min(0).default(20_000),
+    /**
+     * Submissions in total for one job when the controller is unreachable or answers
+     * 5xx, always with the same idempotency key (so a retry can never start it twice).
+     */
+    submit_attempts: z.number().int().positive().default(3),
+    /**
+     * Receipt polls that may fail in a row (unreachable or 5xx) before the call is
+     * reported failed; a "not finished yet" answer resets the count.
+     */
+    receipt_attempts: z.number().int().positive().default(5),
+    /**
+     * Back-off base: after the n-th failed submit or receipt poll in a row the sidecar
+     * waits n × this long; with `poll_wait_ms: 0` it is also the pause between polls.
+     */
+    retry_delay_ms: z.number().int().min(0).default(250),
   })
   .strict();
 

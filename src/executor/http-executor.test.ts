@@ -1,6 +1,8 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import type { ExecutorJob } from "./executor.ts";
-import { createHttpExecutor } from "./http-executor.ts";
+import { configSchema } from "../config/schema.ts";
+import { createExecutorFactory } from "./create-executor.ts";
+import { createHttpExecutor, type HttpExecutorOptions } from "./http-executor.ts";
 
 const job: ExecutorJob = {
   callId: "call_1",
@@ -13,7 +15,7 @@ const job: ExecutorJob = {
 
 /** A controller following docs/executor-api.md, with knobs for failures. */
 function startController(
-  options: { failFirstSubmits?: number; pendingPolls?: number; refuse?: boolean } = {},
+  options: { failFirstSubmits?: number; pendingPolls?: number; refuse?: boolean; failReceipts?: boolean } = {},
 ) {
   const jobs = new Map<string, { id: string; body: unknown; polls: number }>();
   const seen: { method: string; path: string; key: string | null; body: unknown }[] = [];
@@ -45,6 +47,7 @@ function startController(
       const match = /^\/jobs\/([^/]+)\/receipt$/.exec(url.pathname);
       const entry = [...jobs.values()].find((j) => j.id === match?.[1]);
       if (!entry) return new Response("unknown job", { status: 404 });
+      if (options.failReceipts) return new Response("busy", { status: 503 });
       entry.polls += 1;
       if (entry.polls <= (options.pendingPolls ?? 0)) return new Response(null, { status: 204 });
       return Response.json({
@@ -64,8 +67,17 @@ afterEach(() => {
   stops = [];
 });
 
-const client = (url: string) =>
-  createHttpExecutor({ url, timeoutMs: 2_000, receiptTimeoutMs: 2_000, pollWaitMs: 0, retryDelayMs: 5 });
+const client = (url: string, options: Partial<HttpExecutorOptions> = {}) =>
+  createHttpExecutor({
+    url,
+    timeoutMs: 2_000,
+    receiptTimeoutMs: 2_000,
+    pollWaitMs: 0,
+    submitAttempts: 3,
+    receiptAttempts: 5,
+    retryDelayMs: 5,
+    ...options,
+  });
 
 describe("createHttpExecutor", () => {
   test("submits with the call id as idempotency key, then polls the receipt", async () => {
@@ -110,14 +122,42 @@ describe("createHttpExecutor", () => {
 
   test("no receipt within receipt_timeout_ms is a failure", async () => {
     const controller = startController({ pendingPolls: 1_000_000 });
-    const executor = createHttpExecutor({
-      url: controller.url,
-      timeoutMs: 500,
-      receiptTimeoutMs: 100,
-      pollWaitMs: 0,
-      retryDelayMs: 10,
-    });
+    const executor = client(controller.url, { timeoutMs: 500, receiptTimeoutMs: 100, retryDelayMs: 10 });
     const { jobId } = await executor.submit(job);
     await expect(executor.receipt(jobId)).rejects.toThrow("no receipt");
+  });
+
+  test("submit_attempts bounds the submissions; receipt_attempts bounds failed polls in a row", async () => {
+    const busy = startController({ failFirstSubmits: 2 });
+    await expect(client(busy.url, { submitAttempts: 2 }).submit(job)).rejects.toThrow(
+      "not acknowledged after 2 attempts",
+    );
+    expect(busy.seen).toHaveLength(2);
+    expect(busy.jobs.size).toBe(0);
+    const failing = startController({ failReceipts: true });
+    const executor = client(failing.url, { receiptAttempts: 2 });
+    const { jobId } = await executor.submit(job);
+    await expect(executor.receipt(jobId)).rejects.toThrow("HTTP 503 2 times in a row");
+    expect(failing.seen.filter((s) => s.method === "GET")).toHaveLength(2);
+  });
+});
+
+describe("executor config", () => {
+  test("defaults: 3 submit attempts, 5 failed receipt polls, 250 ms back-off base", () => {
+    const config = configSchema.parse({ executor: { kind: "http", url: "http://127.0.0.1:9" } });
+    expect(config.executor).toMatchObject({ submit_attempts: 3, receipt_attempts: 5, retry_delay_ms: 250 });
+  });
+
+  test("the configured retry settings reach the HTTP executor", async () => {
+    const controller = startController({ failFirstSubmits: 1 });
+    const config = configSchema.parse({
+      executor: { kind: "http", url: controller.url, submit_attempts: 1, retry_delay_ms: 0 },
+    });
+    const executor = createExecutorFactory(config.executor)("ep_x");
+    await expect(executor.submit(job)).rejects.toThrow("not acknowledged after 1 attempts");
+    expect(controller.seen).toHaveLength(1);
+    expect(() =>
+      configSchema.parse({ executor: { kind: "http", url: controller.url, submit_attempts: 0 } }),
+    ).toThrow();
   });
 });

@@ -20,19 +20,22 @@ export type HttpExecutorOptions = {
   timeoutMs: number;
   receiptTimeoutMs: number;
   pollWaitMs: number;
+  /** Submission attempts in total (same idempotency key each time); config `submit_attempts`. */
+  submitAttempts: number;
+  /** Failed receipt polls in a row before the call fails; config `receipt_attempts`. */
+  receiptAttempts: number;
+  /** Back-off base (n × this after the n-th failure) and short-poll pause; config `retry_delay_ms`. */
+  retryDelayMs: number;
   fetch?: typeof fetch;
   clock?: () => number;
-  /** Submission attempts in total (same idempotency key each time). */
-  submitAttempts?: number;
-  retryDelayMs?: number;
 };
 
 export function createHttpExecutor(options: HttpExecutorOptions): Executor {
   const doFetch = options.fetch ?? fetch;
   const clock = options.clock ?? Date.now;
   const root = options.url.replace(/\/+$/, "");
-  const attempts = options.submitAttempts ?? 3;
-  const retryDelay = options.retryDelayMs ?? 250;
+  const attempts = options.submitAttempts;
+  const retryDelay = options.retryDelayMs;
 
   async function request(url: string, init: RequestInit, timeoutMs: number): Promise<Response> {
     return doFetch(url, { ...init, signal: AbortSignal.timeout(timeoutMs) });
@@ -91,10 +94,10 @@ export function createHttpExecutor(options: HttpExecutorOptions): Executor {
         response = await request(`${url}?wait_ms=${waitMs}`, { method: "GET" }, waitMs + options.timeoutMs);
       } catch (error) {
         failures += 1;
-        if (failures >= 5)
+        if (failures >= options.receiptAttempts)
           throw new SidecarError(
             "unavailable",
-            `receipt of job ${jobId} unreachable: ${(error as Error).message}`,
+            `receipt of job ${jobId} unreachable after ${failures} attempts: ${(error as Error).message}`,
           );
         await Bun.sleep(retryDelay * failures);
         continue;
@@ -116,10 +119,10 @@ export function createHttpExecutor(options: HttpExecutorOptions): Executor {
       }
       if (response.status >= 500) {
         failures += 1;
-        if (failures >= 5)
+        if (failures >= options.receiptAttempts)
           throw new SidecarError(
             "unavailable",
-            `receipt of job ${jobId}: executor answered HTTP ${response.status}`,
+            `receipt of job ${jobId}: executor answered HTTP ${response.status} ${failures} times in a row`,
           );
         await Bun.sleep(retryDelay * failures);
         continue;
