@@ -329,9 +329,15 @@ describe("unsupported operations end the episode before any upstream request", (
     expect(res.status).toBe(400);
     const body = (await res.json()) as { error: { message: string; status: string } };
     expect(body.error.message).toContain(reason);
-    expect(body.error.message).toContain("provider_error");
+    expect(body.error.message).toEndWith(
+      ". The episode is now in provider_error; no upstream request was made.",
+    );
     expect(episode.state).toBe("failed");
     expect(episode.failure?.reason).toBe("provider_error");
+    // The episode keeps the plain reason: its status reads "provider_error: <reason>".
+    expect(episode.failure?.message).toContain(reason);
+    expect(episode.failure?.message).not.toContain("provider_error");
+    expect(episode.failure?.message).not.toContain("upstream request");
     expect(s.scripted.received.length).toBe(before);
     const records = lines(episode, "exchanges.jsonl");
     expect(records.map((r) => r.stage)).toEqual(["client_request", "status"]);

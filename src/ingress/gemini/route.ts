@@ -93,6 +93,11 @@ export function createGeminiRoutes(deps: IngressDeps): Hono {
       const path = recordedPath(url, base);
       if (operation.kind === "count_tokens")
         return answerCountTokens(deps, episode, path, operation.model, body);
+      // The episode's failure keeps the plain reason; only the client is also told what the refusal did.
+      const refusal =
+        operation.kind === "unsupported"
+          ? new SidecarError("invalid_request", operation.reason, { episodeFatal: true })
+          : undefined;
       return await episode.track(
         runExchange(deps.exchange, {
           protocol: "gemini",
@@ -114,17 +119,17 @@ export function createGeminiRoutes(deps: IngressDeps): Hono {
             for (const call of response.toolCalls) known.set(call.id, call.arguments);
             return rendered;
           },
-          renderError: renderGeminiError,
+          renderError: (error) =>
+            renderGeminiError(
+              error === refusal
+                ? new SidecarError(
+                    error.kind,
+                    `${error.message}. The episode is now in provider_error; no upstream request was made.`,
+                  )
+                : error,
+            ),
           clientSignal: c.req.raw.signal,
-          ...(operation.kind === "unsupported"
-            ? {
-                refuse: new SidecarError(
-                  "invalid_request",
-                  `${operation.reason}. The episode is now in provider_error; no upstream request was made.`,
-                  { episodeFatal: true },
-                ),
-              }
-            : {}),
+          ...(refusal ? { refuse: refusal } : {}),
         }),
       );
     } catch (error) {
