@@ -9,8 +9,8 @@ import fc from "fast-check";
 import { SidecarError } from "../lib/errors.ts";
 import { createEpisodeLedger } from "./episode-ledger.ts";
 import type { LedgerEvent } from "./events.ts";
-import type { LedgerCallback } from "./ledger-state.ts";
 import { replayJournal, summarizeLedger } from "./ledger-state.ts";
+import type { LedgerCallback } from "./match-callback.ts";
 
 const argPool = [{ nonce: "a" }, { nonce: "b" }];
 

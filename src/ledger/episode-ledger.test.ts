@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { SidecarError } from "../lib/errors.ts";
 import { createEpisodeLedger, type EpisodeLedgerOptions, restoreEpisodeLedger } from "./episode-ledger.ts";
 import { type LedgerEvent, ledgerEventSchema } from "./events.ts";
-import type { LedgerCallback } from "./ledger-state.ts";
+import type { LedgerCallback } from "./match-callback.ts";
 
 function setup(overrides: Partial<EpisodeLedgerOptions> = {}) {
   const journal: LedgerEvent[] = [];

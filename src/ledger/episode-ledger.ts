@@ -28,13 +28,10 @@ import {
   foldJournal,
   interruptLedger,
   type LedgerCall,
-  type LedgerCallback,
   type LedgerState,
   type LedgerSummary,
   markDelivered,
-  matchCallback,
   recordExecution,
-  refuseCallback,
   registerBatch,
   revokeBatch,
   skipUnclaimedPredecessors,
@@ -42,6 +39,7 @@ import {
   type Transition,
   unfinishedCalls,
 } from "./ledger-state.ts";
+import { type LedgerCallback, matchCallback, refuseCallback } from "./match-callback.ts";
 
 export interface LedgerJournal {
   append(event: LedgerEvent): void;

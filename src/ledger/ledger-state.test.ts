@@ -5,10 +5,8 @@ import {
   checkBatchOrder,
   closeAdmission,
   createLedgerState,
-  type LedgerCallback,
   type LedgerState,
   markDelivered,
-  matchCallback,
   recordExecution,
   registerBatch,
   replayJournal,
@@ -17,6 +15,7 @@ import {
   summarizeLedger,
   type Transition,
 } from "./ledger-state.ts";
+import { type LedgerCallback, matchCallback } from "./match-callback.ts";
 
 /** Applies transitions in sequence and keeps the journal, as the adapter does. */
 function run() {
@@ -151,105 +150,6 @@ describe("delivery", () => {
     l.register({ batchId: "b2", exchangeId: "x2", calls: [record("c2")] });
     expect(admittedId(l.match(byArgs("record", { nonce: "n1" })))).toBe("c1");
     expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({ kind: "wait", batchId: "b2" });
-  });
-});
-
-describe("matching", () => {
-  test("two identical calls in one batch are both admitted; a third identical callback is refused", () => {
-    const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
-    l.deliver("b1");
-    expect(admittedId(l.match(byArgs("record", { nonce: "n1" })))).toBe("c1");
-    expect(admittedId(l.match(byArgs("record", { nonce: "n1", wait_for_previous: true })))).toBe("c2");
-    expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({
-      kind: "refused",
-      code: "already_claimed",
-      reason:
-        "no delivered call matches tool record with these arguments (2 matching call(s) already claimed, 0 revoked or skipped)",
-    });
-    expect(summarizeLedger(l.state)).toMatchObject({ claimed: ["c1", "c2"], refusedCallbacks: 1 });
-  });
-
-  test("name + arguments match in delivery order, whatever the key order", () => {
-    const l = run();
-    l.register({
-      batchId: "b1",
-      exchangeId: "x1",
-      calls: [{ id: "m1", modelName: "ura_move", tool: "move", args: { x: 1, y: 2 } }, record("c1")],
-    });
-    l.register({
-      batchId: "b2",
-      exchangeId: "x2",
-      calls: [{ id: "m2", modelName: "ura_move", tool: "move", args: { y: 2, x: 1 } }],
-    });
-    l.deliver("b1");
-    l.deliver("b2");
-    expect(admittedId(l.match(byArgs("move", { y: 2, x: 1 })))).toBe("m1");
-    expect(admittedId(l.match(byArgs("move", { x: 1, y: 2 })))).toBe("m2");
-  });
-
-  test("identity matches exactly that call, never another one by name + arguments", () => {
-    const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
-    l.deliver("b1");
-    expect(admittedId(l.match(byId("record", { nonce: "n1", _callID: "c2" }, "c2")))).toBe("c2");
-    expect(l.match(byId("record", { nonce: "n1" }, "c2"))).toMatchObject({
-      kind: "refused",
-      code: "already_claimed",
-      reason: 'call "c2" was already claimed',
-    });
-    // c1 is still free, but an id was given: no fallback to name + arguments.
-    expect(l.match(byId("record", { nonce: "n1" }, "forged"))).toMatchObject({
-      kind: "refused",
-      code: "no_match",
-      reason: 'no delivered call matches call id "forged"',
-    });
-    expect(l.state.calls.get("c1")?.status).toBe("delivered");
-  });
-
-  test("identity with different arguments or tool is refused", () => {
-    const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), observe("o1")] });
-    l.deliver("b1");
-    expect(l.match(byId("record", { nonce: "other" }, "c1"))).toEqual({
-      kind: "refused",
-      code: "arguments_differ",
-      reason: `call "c1"'s arguments differ from the delivered ones`,
-    });
-    expect(l.match(byId("observe", {}, "c1"))).toMatchObject({ kind: "refused", code: "tool_differs" });
-    expect(l.match(byId("record", { nonce: "n1" }, "o1"))).toMatchObject({
-      kind: "refused",
-      code: "tool_differs",
-    });
-    expect(summarizeLedger(l.state).counts.delivered).toBe(2);
-  });
-
-  test("a callback that matches nothing is refused and journaled", () => {
-    const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
-    l.deliver("b1");
-    expect(l.match(byArgs("record", { nonce: "forged" }))).toMatchObject({
-      kind: "refused",
-      code: "no_match",
-    });
-    expect(l.journal.at(-1)).toMatchObject({
-      type: "refused",
-      tool: "record",
-      arguments: '{"nonce":"forged"}',
-    });
-  });
-
-  test("after admission closes every callback is refused", () => {
-    const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
-    l.deliver("b1");
-    l.close("episode cancelled");
-    expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({
-      kind: "refused",
-      code: "admission_closed",
-      reason: "episode admission is closed (episode cancelled)",
-    });
-    expect(closeAdmission(l.state, "again").events).toEqual([]);
   });
 });
 

@@ -16,10 +16,8 @@ import {
   type ExecutionStep,
   foldJournal,
   interruptLedger,
-  type LedgerCallback,
   type LedgerState,
   markDelivered,
-  matchCallback,
   recordExecution,
   registerBatch,
   replayJournal,
@@ -28,6 +26,7 @@ import {
   summarizeLedger,
   type Transition,
 } from "./ledger-state.ts";
+import { type LedgerCallback, matchCallback } from "./match-callback.ts";
 
 const tools = ["record", "observe"] as const;
 const argPool = [
