@@ -1,33 +1,26 @@
-// Installs the four pinned agent CLIs (manifests/clients/*.json) with npm into
+// Installs the four pinned agent CLIs (manifests/clients/*.json, read through src/kits/client-manifests.ts) with npm into
 // .clients/<client>/, so end-to-end tests and fixture capture run the exact versions
 // the fixtures were recorded with. Skips a client whose pinned version is already there.
 // Usage: bun test/e2e/install-clients.ts [opencode gemini claude codex]
-import { existsSync, mkdirSync, readFileSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { z } from "zod";
+import {
+  type ClientManifest,
+  type ClientName,
+  clientManifests,
+  clientNameSchema,
+  clientNames,
+} from "../../src/kits/client-manifests.ts";
+import { installedClient } from "../../src/validate/installed-clients.ts";
 
-export const clientNames = ["opencode", "gemini", "claude", "codex"] as const;
-export type ClientName = (typeof clientNames)[number];
-
-export const clientManifestSchema = z.object({
-  client: z.enum(clientNames),
-  package: z.string(),
-  version: z.string(),
-  bin: z.string(),
-  protocol: z.enum(["responses", "gemini", "messages"]),
-  user_agent_pattern: z.string(),
-  mcp_user_agent_pattern: z.string(),
-  mcp_identity: z.enum(["plugin_call_id", "none", "meta_claudecode_toolUseId", "meta_callId"]),
-  tool_name_scheme: z.string(),
-});
-export type ClientManifest = z.infer<typeof clientManifestSchema>;
+export { type ClientManifest, type ClientName, clientManifests, clientNames };
 
 const repoRoot = resolve(import.meta.dir, "../..");
 export const clientsRoot = join(repoRoot, ".clients");
 
+/** The pinned manifest of a client (src/kits/client-manifests.ts, from manifests/clients/). */
 export function readClientManifest(client: ClientName): ClientManifest {
-  const file = join(repoRoot, "manifests/clients", `${client}.json`);
-  return clientManifestSchema.parse(JSON.parse(readFileSync(file, "utf8")));
+  return clientManifests[client];
 }
 
 export function clientDir(client: ClientName): string {
@@ -35,15 +28,12 @@ export function clientDir(client: ClientName): string {
 }
 
 export function clientBinPath(client: ClientName): string {
-  return join(clientDir(client), "node_modules/.bin", readClientManifest(client).bin);
+  return join(clientDir(client), "node_modules/.bin", clientManifests[client].bin);
 }
 
-/** The version of the client's package installed under .clients/, or undefined. */
+/** The version of the client's package installed under .clients/ (command included), or undefined. */
 export function installedVersion(client: ClientName): string | undefined {
-  const { package: pkg } = readClientManifest(client);
-  const file = join(clientDir(client), "node_modules", pkg, "package.json");
-  if (!existsSync(file)) return undefined;
-  return z.object({ version: z.string() }).parse(JSON.parse(readFileSync(file, "utf8"))).version;
+  return installedClient(client, clientsRoot)?.version;
 }
 
 async function run(cmd: string[], cwd: string): Promise<{ code: number; out: string }> {
@@ -62,12 +52,14 @@ export async function installClients(
 ): Promise<Record<string, string>> {
   const versions: Record<string, string> = {};
   for (const client of names) {
-    const m = readClientManifest(client);
+    const m = clientManifests[client];
     const dir = clientDir(client);
-    if (installedVersion(client) !== m.version || !existsSync(clientBinPath(client))) {
+    if (installedVersion(client) !== m.version) {
       // Inside the tests' loopback-only namespace npm would hang on the registry: fail at once.
       if (process.env.URA_E2E_NETNS === "1") {
-        throw new Error(`${m.package}@${m.version} is not installed in .clients/ and this is an offline namespace: run make clients first`);
+        throw new Error(
+          `${m.package}@${m.version} is not installed in .clients/ and this is an offline namespace: run make clients first`,
+        );
       }
       mkdirSync(dir, { recursive: true });
       const spec = `${m.package}@${m.version}`;
@@ -84,7 +76,7 @@ export async function installClients(
 
 if (import.meta.main) {
   const args = process.argv.slice(2);
-  const names = args.length > 0 ? args.map((a) => z.enum(clientNames).parse(a)) : clientNames;
+  const names = args.length > 0 ? args.map((a) => clientNameSchema.parse(a)) : clientNames;
   const versions = await installClients(names);
   for (const [client, v] of Object.entries(versions)) console.log(`${client}\t${v}`);
 }
