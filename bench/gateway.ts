@@ -22,7 +22,10 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
-async function spawnServer(args: string[], pattern: RegExp): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
+async function spawnServer(
+  args: string[],
+  pattern: RegExp,
+): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
   const proc = Bun.spawn(args, { cwd: root, stdout: "pipe", stderr: "inherit" });
   const decoder = new TextDecoder();
   let out = "";
@@ -68,10 +71,15 @@ async function load(target: Target, concurrency: number, total: number) {
 }
 
 function textTurns(turns: number) {
-  const chat: { role: string; content: string }[] = [{ role: "system", content: "You are a helpful robot assistant." }];
+  const chat: { role: string; content: string }[] = [
+    { role: "system", content: "You are a helpful robot assistant." },
+  ];
   for (let i = 0; i < turns; i++) {
     chat.push({ role: "user", content: `Turn ${i}: describe what the arm should do next, briefly.` });
-    chat.push({ role: "assistant", content: `Step ${i}: move the gripper ${i} cm to the left and re-check the block.` });
+    chat.push({
+      role: "assistant",
+      content: `Step ${i}: move the gripper ${i} cm to the left and re-check the block.`,
+    });
   }
   chat.push({ role: "user", content: "Summarise." });
   return chat;
@@ -85,16 +93,34 @@ const robotTools = ["observe", "record", "finish"].map((name) => ({
   strict: false,
 }));
 
-export async function runGatewayBench(log: (line: string) => void = console.log): Promise<Record<string, number>> {
+export async function runGatewayBench(
+  log: (line: string) => void = console.log,
+): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
-  const upstream = await spawnServer(["node_modules/.bin/bun", "fixtures/scripted-upstream/serve-scripted-upstream.ts"], /listening: (http:\/\/\S+)/);
-  const floor = await spawnServer(["node_modules/.bin/bun", "bench/pass-through-proxy.ts", upstream.url], /listening: (http:\/\/\S+)/);
+  const upstream = await spawnServer(
+    ["node_modules/.bin/bun", "fixtures/scripted-upstream/serve-scripted-upstream.ts"],
+    /listening: (http:\/\/\S+)/,
+  );
+  const floor = await spawnServer(
+    ["node_modules/.bin/bun", "bench/pass-through-proxy.ts", upstream.url],
+    /listening: (http:\/\/\S+)/,
+  );
   const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-"));
-  const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url, dataDir, args: ["--log-level", "warn"] });
+  const sidecar = await startSidecarProcess({
+    upstreamUrl: upstream.url,
+    dataDir,
+    args: ["--log-level", "warn"],
+  });
   try {
     const episode = await sidecar.createEpisode({});
     const turns = textTurns(20);
-    const chatText = JSON.stringify({ model: "qwen", messages: turns, stream: true, stream_options: { include_usage: true }, enable_thinking: false });
+    const chatText = JSON.stringify({
+      model: "qwen",
+      messages: turns,
+      stream: true,
+      stream_options: { include_usage: true },
+      enable_thinking: false,
+    });
     const responsesText = JSON.stringify({
       model: "qwen",
       stream: false,
@@ -104,19 +130,30 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     const chatTools = JSON.stringify({
       model: "qwen",
       messages: [{ role: "user", content: "observe" }],
-      tools: robotTools.map((t) => ({ type: "function", function: { name: t.name, description: t.description, parameters: t.parameters } })),
+      tools: robotTools.map((t) => ({
+        type: "function",
+        function: { name: t.name, description: t.description, parameters: t.parameters },
+      })),
       stream: true,
       stream_options: { include_usage: true },
       enable_thinking: false,
     });
-    const responsesTools = JSON.stringify({ model: "qwen", stream: false, store: false, input: [{ role: "user", content: "observe" }], tools: robotTools });
+    const responsesTools = JSON.stringify({
+      model: "qwen",
+      stream: false,
+      store: false,
+      input: [{ role: "user", content: "observe" }],
+      tools: robotTools,
+    });
     const json = { "content-type": "application/json" };
     const sidecarHeaders = { ...json, authorization: `Bearer ${episode.ingress_key}` };
     const cases = [
       { name: "text20", chat: chatText, responses: responsesText },
       { name: "toolcall", chat: chatTools, responses: responsesTools },
     ];
-    log("| case | conc | direct p50 | floor p50 | sidecar p50 | added p50 | added p99 | floor added p50 | sidecar rps | direct rps |");
+    log(
+      "| case | conc | direct p50 | floor p50 | sidecar p50 | added p50 | added p99 | floor added p50 | sidecar rps | direct rps |",
+    );
     log("|---|---|---|---|---|---|---|---|---|---|");
     for (const c of cases) {
       for (const concurrency of [1, 16]) {
@@ -124,7 +161,12 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
         const targets: Target[] = [
           { name: "direct", url: `${upstream.url}/chat/completions`, headers: json, body: c.chat },
           { name: "floor", url: `${floor.url}/chat/completions`, headers: json, body: c.chat },
-          { name: "sidecar", url: `${episode.urls.responses}/responses`, headers: sidecarHeaders, body: c.responses },
+          {
+            name: "sidecar",
+            url: `${episode.urls.responses}/responses`,
+            headers: sidecarHeaders,
+            body: c.responses,
+          },
         ];
         for (const t of targets) await load(t, concurrency, 50); // warm-up
         // Interleave rounds so drift on a shared machine hits all three alike.
@@ -132,7 +174,8 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
         for (let round = 0; round < 3; round++) {
           for (const t of targets) {
             const r = await load(t, concurrency, Math.floor(total / 3));
-            const slot = (results[t.name] ??= { p50: [], p99: [], rps: [] });
+            const slot = results[t.name] ?? { p50: [], p99: [], rps: [] };
+            results[t.name] = slot;
             slot.p50.push(r.p50);
             slot.p99.push(r.p99);
             slot.rps.push(r.rps);
@@ -155,10 +198,13 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
       }
     }
     figures.added_p50_ms = figures.text20_c1_added_p50_ms ?? Number.NaN;
-    figures.added_vs_floor_ratio = (figures.text20_c1_added_p50_ms ?? 0) / Math.max(figures.text20_c1_floor_added_p50_ms ?? 0, 0.001);
+    figures.added_vs_floor_ratio =
+      (figures.text20_c1_added_p50_ms ?? 0) / Math.max(figures.text20_c1_floor_added_p50_ms ?? 0, 0.001);
 
     // Memory: idle, then 50 episodes each holding a 30-image history.
-    const rss = () => Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${sidecar.proc.pid}/status`, "utf8"))?.[1] ?? 0) / 1024;
+    const rss = () =>
+      Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${sidecar.proc.pid}/status`, "utf8"))?.[1] ?? 0) /
+      1024;
     figures.rss_idle_mb = rss();
     const frame = Buffer.from(rgbNoisePng(320, 240, 11).png).toString("base64");
     const history: unknown[] = [{ role: "user", content: "look 30 times" }];
@@ -169,7 +215,10 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
         call_id: `h_${i}`,
         output: [
           { type: "input_text", text: `frame ${i}` },
-          { type: "input_image", image_url: `data:image/png;base64,${i === 0 ? frame : Buffer.from(rgbNoisePng(320, 240, 100 + i).png).toString("base64")}` },
+          {
+            type: "input_image",
+            image_url: `data:image/png;base64,${i === 0 ? frame : Buffer.from(rgbNoisePng(320, 240, 100 + i).png).toString("base64")}`,
+          },
         ],
       });
     }
@@ -177,12 +226,18 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     const episodes = await Promise.all(Array.from({ length: 50 }, () => sidecar.createEpisode({})));
     await Promise.all(
       episodes.map(async (e) => {
-        const res = await fetch(`${e.urls.responses}/responses`, { method: "POST", headers: { ...json, authorization: `Bearer ${e.ingress_key}` }, body });
+        const res = await fetch(`${e.urls.responses}/responses`, {
+          method: "POST",
+          headers: { ...json, authorization: `Bearer ${e.ingress_key}` },
+          body,
+        });
         await res.text();
       }),
     );
     figures.rss_50_episodes_30_images_mb = rss();
-    log(`memory: RSS idle ${figures.rss_idle_mb.toFixed(1)} MB, with 50 episodes × 30-image history ${figures.rss_50_episodes_30_images_mb.toFixed(1)} MB`);
+    log(
+      `memory: RSS idle ${figures.rss_idle_mb.toFixed(1)} MB, with 50 episodes × 30-image history ${figures.rss_50_episodes_30_images_mb.toFixed(1)} MB`,
+    );
   } finally {
     await sidecar.stop();
     floor.proc.kill();
@@ -195,7 +250,10 @@ export async function runGatewayBench(log: (line: string) => void = console.log)
     const t0 = performance.now();
     const p = await startSidecarProcess({ args: ["--log-level", "warn"] });
     for (;;) {
-      const ok = await fetch(`${p.url}/health`).then((r) => r.ok, () => false);
+      const ok = await fetch(`${p.url}/health`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ok) break;
       await Bun.sleep(2);
     }

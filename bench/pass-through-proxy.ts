@@ -5,8 +5,15 @@ const server = Bun.serve({
   port: 0,
   async fetch(req) {
     const url = new URL(req.url);
-    const res = await fetch(`${upstream}${url.pathname}`, { method: req.method, headers: { "content-type": "application/json" }, body: await req.text() });
-    return new Response(res.body, { status: res.status, headers: { "content-type": res.headers.get("content-type") ?? "application/json" } });
+    const res = await fetch(`${upstream}${url.pathname}`, {
+      method: req.method,
+      headers: { "content-type": "application/json" },
+      body: await req.text(),
+    });
+    return new Response(res.body, {
+      status: res.status,
+      headers: { "content-type": res.headers.get("content-type") ?? "application/json" },
+    });
   },
 });
 console.log(`listening: http://127.0.0.1:${server.port}`);

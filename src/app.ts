@@ -10,7 +10,7 @@
  */
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
-import { createControlRoutes, type ControlDeps } from "./control/control-routes.ts";
+import { type ControlDeps, createControlRoutes } from "./control/control-routes.ts";
 import type { IngressDeps } from "./ingress/ingress-deps.ts";
 import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
 import { SidecarError } from "./lib/errors.ts";
@@ -35,7 +35,13 @@ export function createApp(deps: AppDeps): Hono {
     const started = deps.clock();
     await next();
     c.header("x-request-id", requestId);
-    deps.logger.debug("request", { request_id: requestId, method: c.req.method, path: c.req.path, status: c.res.status, ms: deps.clock() - started });
+    deps.logger.debug("request", {
+      request_id: requestId,
+      method: c.req.method,
+      path: c.req.path,
+      status: c.res.status,
+      ms: deps.clock() - started,
+    });
   });
   app.use(
     "*",
@@ -45,18 +51,37 @@ export function createApp(deps: AppDeps): Hono {
       // control and MCP keep the generic 413.
       onError: (c) =>
         refuseOversizedBody(deps, c.req.raw, deps.bodyLimitBytes) ??
-        c.json({ error: { type: "request_too_large", message: `request body over the limit of ${deps.bodyLimitBytes} bytes (body_limit_bytes)` } }, 413),
+        c.json(
+          {
+            error: {
+              type: "request_too_large",
+              message: `request body over the limit of ${deps.bodyLimitBytes} bytes (body_limit_bytes)`,
+            },
+          },
+          413,
+        ),
     }),
   );
   app.get("/health", (c) =>
-    c.json({ status: deps.isShuttingDown() ? "shutting_down" : "ok", version: deps.version, demo_upstream: deps.demoUpstream }, deps.isShuttingDown() ? 503 : 200),
+    c.json(
+      {
+        status: deps.isShuttingDown() ? "shutting_down" : "ok",
+        version: deps.version,
+        demo_upstream: deps.demoUpstream,
+      },
+      deps.isShuttingDown() ? 503 : 200,
+    ),
   );
   app.route("/control", createControlRoutes(deps.control));
   for (const routes of deps.episodeRoutes) app.route("/e/:episode", routes(deps));
-  app.notFound((c) => c.json({ error: { type: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404));
+  app.notFound((c) =>
+    c.json({ error: { type: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404),
+  );
   app.onError((err, c) => {
-    const error = err instanceof SidecarError ? err : new SidecarError("internal", `internal error: ${err.message}`);
-    if (error.kind === "internal") deps.logger.error("unhandled error", { message: err.message, stack: err.stack });
+    const error =
+      err instanceof SidecarError ? err : new SidecarError("internal", `internal error: ${err.message}`);
+    if (error.kind === "internal")
+      deps.logger.error("unhandled error", { message: err.message, stack: err.stack });
     return c.json({ error: { type: error.kind, message: error.message } }, error.status as 400);
   });
   return app;

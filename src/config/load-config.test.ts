@@ -39,7 +39,11 @@ describe("loadConfig", () => {
   });
 
   test("each bad key is named", () => {
-    const file = configFile({ listen: "nowhere", upstream: { retry: { max_attempts: 0 }, colour: "red" }, bogus: 1 });
+    const file = configFile({
+      listen: "nowhere",
+      upstream: { retry: { max_attempts: 0 }, colour: "red" },
+      bogus: 1,
+    });
     const problems = problemsOf(() => loadConfig({ config: file }, {}));
     expect(problems.some((p) => p.startsWith("listen:"))).toBe(true);
     expect(problems.some((p) => p.startsWith("upstream.retry.max_attempts:"))).toBe(true);
@@ -61,7 +65,9 @@ describe("loadConfig", () => {
   });
 
   test("an unreadable or non-JSON file is named", () => {
-    expect(problemsOf(() => loadConfig({ config: "/nonexistent/ura.json" }, {}))[0]).toContain("/nonexistent/ura.json");
+    expect(problemsOf(() => loadConfig({ config: "/nonexistent/ura.json" }, {}))[0]).toContain(
+      "/nonexistent/ura.json",
+    );
     expect(problemsOf(() => loadConfig({ config: configFile("{nope") }, {}))[0]).toContain("not valid JSON");
   });
 

@@ -54,7 +54,9 @@ export function createControlRoutes(deps: ControlDeps) {
   app.get("/episodes", (c) => c.json({ episodes: deps.episodes.list().map((e) => e.describe()) }));
   app.get("/episodes/:id", (c) => c.json(deps.episodes.get(c.req.param("id")).describe()));
   /** The launch info again, credentials included (`ura-sidecar client-config --episode <id>`). */
-  app.get("/episodes/:id/launch", (c) => c.json(deps.episodes.launchInfo(deps.episodes.get(c.req.param("id")))));
+  app.get("/episodes/:id/launch", (c) =>
+    c.json(deps.episodes.launchInfo(deps.episodes.get(c.req.param("id")))),
+  );
   app.post("/episodes/:id/cancel", async (c) => {
     const episode = deps.episodes.get(c.req.param("id"));
     const drained = await episode.cancel();

@@ -73,11 +73,12 @@ export function createClientIdentity(init: ClientIdentityInit) {
       const message = `the MCP side of episode ${init.episodeId} never connected: no MCP initialize and tools/list with this episode's token before model request ${modelRequests} (a client given a wrong MCP token silently runs without the robot tools)`;
       // Logged for the first two such requests only (the first may just race the MCP
       // handshake); the status keeps counting, and a log line per request would flood.
-      if (withoutMcp <= 2) init.warn?.(message, {
-        episode: init.episodeId,
-        mcp_initialized: mcp.initialized,
-        mcp_tools_listed: mcp.tools_listed,
-      });
+      if (withoutMcp <= 2)
+        init.warn?.(message, {
+          episode: init.episodeId,
+          mcp_initialized: mcp.initialized,
+          mcp_tools_listed: mcp.tools_listed,
+        });
       if (init.mcpRequired === "refuse" && modelRequests >= 2)
         throw new SidecarError("invalid_request", `${message}; refused (mcp_required: refuse)`);
     },

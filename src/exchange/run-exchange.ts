@@ -11,13 +11,13 @@ import type { HubRequest, HubResponse } from "../hub/schema.ts";
 import type { Codecs } from "../images/codecs.ts";
 import { createImageConverter } from "../images/convert-request.ts";
 import type { WebpSettings } from "../images/settings.ts";
-import { checkUpstreamSize } from "../images/size-guard.ts";
 import type { SizeLimits } from "../images/size-guard.ts";
+import { checkUpstreamSize } from "../images/size-guard.ts";
 import { SidecarError, toSidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import type { Logger } from "../lib/logger.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
-import { UpstreamFailure, type UpstreamClient } from "../upstream/upstream-client.ts";
+import { type UpstreamClient, UpstreamFailure } from "../upstream/upstream-client.ts";
 
 export type Protocol = "responses" | "gemini" | "messages";
 
@@ -65,11 +65,17 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   const exchangeId = episode.nextExchangeId();
   const log = deps.logger.child({ episode: episode.id, exchange: exchangeId, protocol: spec.protocol });
   try {
-    episode.records.exchange(exchangeId, "client_request", { protocol: spec.protocol, path: spec.path, body: spec.clientRequest });
+    episode.records.exchange(exchangeId, "client_request", {
+      protocol: spec.protocol,
+      path: spec.path,
+      body: spec.clientRequest,
+    });
   } catch (error) {
     // No record, no exchange: nothing goes upstream for a request we could not record.
     log.error("cannot record the client request; exchange refused", { message: (error as Error).message });
-    return spec.renderError(new SidecarError("internal", `the sidecar could not record this request: ${(error as Error).message}`));
+    return spec.renderError(
+      new SidecarError("internal", `the sidecar could not record this request: ${(error as Error).message}`),
+    );
   }
 
   const fail = (error: SidecarError, extra: Record<string, unknown> = {}): Response => {
@@ -77,7 +83,12 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     if (isProviderFailure(error)) episode.fail("provider_error", error.message);
     episode.records.exchange(exchangeId, "status", {
       status: "failed",
-      error: { kind: error.kind, message: error.message, param: error.param ?? null, http_status: error.status },
+      error: {
+        kind: error.kind,
+        message: error.message,
+        param: error.param ?? null,
+        http_status: error.status,
+      },
       episode_state: episode.state,
       ...extra,
     });
@@ -117,11 +128,17 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       maxOutputTokens: deps.maxOutputTokens,
     });
     if (converted.maxOutputTokens !== undefined && upstreamRequest.max_tokens !== converted.maxOutputTokens) {
-      hub.ignored.push(`max_output_tokens ${converted.maxOutputTokens} lowered to ${upstreamRequest.max_tokens} (upstream.max_output_tokens)`);
+      hub.ignored.push(
+        `max_output_tokens ${converted.maxOutputTokens} lowered to ${upstreamRequest.max_tokens} (upstream.max_output_tokens)`,
+      );
     }
     const body = JSON.stringify(upstreamRequest);
     checkUpstreamSize(body, deps.sizeLimits);
-    episode.records.exchange(exchangeId, "upstream_request", { body: upstreamRequest, images: stats, ignored: hub.ignored });
+    episode.records.exchange(exchangeId, "upstream_request", {
+      body: upstreamRequest,
+      images: stats,
+      ignored: hub.ignored,
+    });
   } catch (error) {
     // A context failure (protected content over target) is recorded with its decision.
     return fail(toSidecarError(error), contextFailureRecord(error));
@@ -133,10 +150,18 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   try {
     const exchange = await deps.upstream.complete(upstreamRequest, signal).finally(linked.dispose);
     response = exchange.response;
-    episode.records.exchange(exchangeId, "upstream_response", { attempts: exchange.attempts, raw: exchange.rawResponse, validated: response });
+    episode.records.exchange(exchangeId, "upstream_response", {
+      attempts: exchange.attempts,
+      raw: exchange.rawResponse,
+      validated: response,
+    });
   } catch (error) {
     if (error instanceof UpstreamFailure) {
-      episode.records.exchange(exchangeId, "upstream_response", { attempts: error.attempts, raw: error.rawResponse ?? null, error: error.message });
+      episode.records.exchange(exchangeId, "upstream_response", {
+        attempts: error.attempts,
+        raw: error.rawResponse ?? null,
+        error: error.message,
+      });
       return fail(error);
     }
     if (signal.aborted) {
@@ -145,7 +170,12 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
         : episode.abortSignal.aborted
           ? "the episode was cancelled"
           : "the client closed the request";
-      return fail(new SidecarError(deps.shutdownSignal.aborted ? "unavailable" : "episode_closed", `upstream request cancelled: ${reason}`));
+      return fail(
+        new SidecarError(
+          deps.shutdownSignal.aborted ? "unavailable" : "episode_closed",
+          `upstream request cancelled: ${reason}`,
+        ),
+      );
     }
     return fail(toSidecarError(error));
   }
@@ -156,7 +186,16 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     rendered = spec.render(response, hub);
     const robotCalls = response.toolCalls.flatMap((call) => {
       const tool = episode.toolFor(call.name);
-      return tool ? [{ id: call.id, modelName: call.name, tool, args: JSON.parse(call.arguments) as Record<string, unknown> }] : [];
+      return tool
+        ? [
+            {
+              id: call.id,
+              modelName: call.name,
+              tool,
+              args: JSON.parse(call.arguments) as Record<string, unknown>,
+            },
+          ]
+        : [];
     });
     if (robotCalls.length > 0) {
       batchId = `${exchangeId}`;
@@ -173,7 +212,13 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
  * Streams the rendered frames. Delivery is confirmed only once the last frame was
  * taken by the server for writing; a cancelled stream revokes the batch.
  */
-function deliver(spec: ExchangeSpec, exchangeId: string, rendered: Rendered, batchId: string | undefined, log: Logger): Response {
+function deliver(
+  spec: ExchangeSpec,
+  exchangeId: string,
+  rendered: Rendered,
+  batchId: string | undefined,
+  log: Logger,
+): Response {
   const { episode } = spec;
   let next = 0;
   let settled = false;
@@ -183,12 +228,20 @@ function deliver(spec: ExchangeSpec, exchangeId: string, rendered: Rendered, bat
     if (outcome === "delivered") {
       if (batchId) episode.ledger.delivered(batchId);
       episode.counters.delivered_exchanges += 1;
-      episode.records.exchange(exchangeId, "delivered", { content_type: rendered.contentType, body: rendered.chunks.join("") });
+      episode.records.exchange(exchangeId, "delivered", {
+        content_type: rendered.contentType,
+        body: rendered.chunks.join(""),
+      });
       episode.records.exchange(exchangeId, "status", { status: "delivered", batch: batchId ?? null });
     } else {
       if (batchId) episode.ledger.revoke(batchId);
       episode.counters.revoked_exchanges += 1;
-      episode.records.exchange(exchangeId, "status", { status: "revoked", reason: reason ?? "client went away", frames_sent: next, batch: batchId ?? null });
+      episode.records.exchange(exchangeId, "status", {
+        status: "revoked",
+        reason: reason ?? "client went away",
+        frames_sent: next,
+        batch: batchId ?? null,
+      });
       log.warn("delivery failed; calls revoked", { reason, batch: batchId });
     }
     episode.persistSoon();
@@ -208,6 +261,11 @@ function deliver(spec: ExchangeSpec, exchangeId: string, rendered: Rendered, bat
       settle("revoked", reason instanceof Error ? reason.message : String(reason ?? "client went away"));
     },
   });
-  spec.clientSignal.addEventListener("abort", () => settle("revoked", "client closed the connection"), { once: true });
-  return new Response(stream, { status: 200, headers: { "content-type": rendered.contentType, "cache-control": "no-cache" } });
+  spec.clientSignal.addEventListener("abort", () => settle("revoked", "client closed the connection"), {
+    once: true,
+  });
+  return new Response(stream, {
+    status: 200,
+    headers: { "content-type": rendered.contentType, "cache-control": "no-cache" },
+  });
 }

@@ -1,7 +1,7 @@
 import { afterEach, describe, expect, test } from "bun:test";
-import type { ExecutorJob } from "./executor.ts";
 import { configSchema } from "../config/schema.ts";
 import { createExecutorFactory } from "./create-executor.ts";
+import type { ExecutorJob } from "./executor.ts";
 import { createHttpExecutor, type HttpExecutorOptions } from "./http-executor.ts";
 
 const job: ExecutorJob = {
@@ -15,7 +15,12 @@ const job: ExecutorJob = {
 
 /** A controller following docs/executor-api.md, with knobs for failures. */
 function startController(
-  options: { failFirstSubmits?: number; pendingPolls?: number; refuse?: boolean; failReceipts?: boolean } = {},
+  options: {
+    failFirstSubmits?: number;
+    pendingPolls?: number;
+    refuse?: boolean;
+    failReceipts?: boolean;
+  } = {},
 ) {
   const jobs = new Map<string, { id: string; body: unknown; polls: number }>();
   const seen: { method: string; path: string; key: string | null; body: unknown }[] = [];

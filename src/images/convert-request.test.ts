@@ -3,7 +3,14 @@ import { type HubPart, type HubRequest, hubRequestSchema } from "../hub/schema.t
 import { SidecarError } from "../lib/errors.ts";
 import { type Codecs, loadCodecs } from "./codecs.ts";
 import { base64ByteLength, createImageConverter } from "./convert-request.ts";
-import { greyPng, palettePng, rgb16Png, rgbaTransparentPng, rgbNoisePng, solidColourPng } from "./generate-png.ts";
+import {
+  greyPng,
+  palettePng,
+  rgb16Png,
+  rgbaTransparentPng,
+  rgbNoisePng,
+  solidColourPng,
+} from "./generate-png.ts";
 import { imageCacheSettingsSchema, webpSettingsSchema } from "./settings.ts";
 import { createWebpCache } from "./webp-cache.ts";
 

@@ -30,7 +30,11 @@ export function jsonNestingDepth(text: string): number {
 export function parseJsonBody(text: string): JsonBody {
   const depth = jsonNestingDepth(text);
   if (depth > maxJsonDepth) {
-    return { parsed: false, text, reason: `request body nests ${depth} levels deep, over the limit of ${maxJsonDepth}` };
+    return {
+      parsed: false,
+      text,
+      reason: `request body nests ${depth} levels deep, over the limit of ${maxJsonDepth}`,
+    };
   }
   try {
     return { parsed: true, value: JSON.parse(text) };

@@ -179,6 +179,12 @@ test("ingressProtocolOf: only the three ingress paths", () => {
     protocol: "messages",
     episodeId: "ep_1",
   });
-  for (const other of ["/e/ep_1/mcp", "/control/episodes", "/e/ep_1/v1/responses/x", "/health", "/e//v1/responses"])
+  for (const other of [
+    "/e/ep_1/mcp",
+    "/control/episodes",
+    "/e/ep_1/v1/responses/x",
+    "/health",
+    "/e//v1/responses",
+  ])
     expect(ingressProtocolOf(other)).toBeUndefined();
 });

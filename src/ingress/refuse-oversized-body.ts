@@ -27,14 +27,20 @@ const renderers: Record<IngressProtocol, (error: SidecarError) => Response> = {
 };
 
 /** Which ingress protocol a path belongs to, with its (still encoded) episode id segment. */
-export function ingressProtocolOf(path: string): { protocol: IngressProtocol; episodeId: string } | undefined {
+export function ingressProtocolOf(
+  path: string,
+): { protocol: IngressProtocol; episodeId: string } | undefined {
   const match = ingressPath.exec(path);
   if (!match?.[1]) return undefined;
   const protocol: IngressProtocol = match[2] ? "responses" : match[3] ? "gemini" : "messages";
   return { protocol, episodeId: match[1] };
 }
 
-export function refuseOversizedBody(deps: IngressDeps, request: Request, limitBytes: number): Response | undefined {
+export function refuseOversizedBody(
+  deps: IngressDeps,
+  request: Request,
+  limitBytes: number,
+): Response | undefined {
   const url = new URL(request.url);
   const ingress = ingressProtocolOf(url.pathname);
   if (!ingress) return undefined;
@@ -76,7 +82,10 @@ function recordRefusal(
     episode.persistSoon();
   } catch (cause) {
     // Frozen records (after shutdown, or a restored episode): the refusal still stands.
-    deps.logger.warn("oversized body refusal not recorded", { episode: episode.id, message: (cause as Error).message });
+    deps.logger.warn("oversized body refusal not recorded", {
+      episode: episode.id,
+      message: (cause as Error).message,
+    });
   }
   deps.logger.info("auxiliary response", { episode: episode.id, path: url.pathname, status });
 }

@@ -25,7 +25,11 @@ export function createLogger(options: {
   const base = options.base ?? {};
   const emit = (level: LogLevel, message: string, fields: Record<string, unknown> = {}) => {
     if (order[level] < order[options.level]) return;
-    write(options.redact(JSON.stringify({ time: new Date(clock()).toISOString(), level, msg: message, ...base, ...fields })));
+    write(
+      options.redact(
+        JSON.stringify({ time: new Date(clock()).toISOString(), level, msg: message, ...base, ...fields }),
+      ),
+    );
   };
   return {
     debug: (m, f) => emit("debug", m, f),

@@ -23,8 +23,14 @@ export const manifestSchema = z
     tools: z.array(manifestToolSchema).min(1),
   })
   .strict()
-  .refine((m) => m.tools.some((t) => t.name === m.finish_tool), { message: "finish_tool must name one of the tools", path: ["finish_tool"] })
-  .refine((m) => new Set(m.tools.map((t) => t.name)).size === m.tools.length, { message: "tool names must be unique", path: ["tools"] });
+  .refine((m) => m.tools.some((t) => t.name === m.finish_tool), {
+    message: "finish_tool must name one of the tools",
+    path: ["finish_tool"],
+  })
+  .refine((m) => new Set(m.tools.map((t) => t.name)).size === m.tools.length, {
+    message: "tool names must be unique",
+    path: ["tools"],
+  });
 
 export type Manifest = z.infer<typeof manifestSchema>;
 export type ManifestTool = z.infer<typeof manifestToolSchema>;

@@ -9,7 +9,11 @@ export function modelNameSchemes(server: string, tool: string): string[] {
 }
 
 /** The manifest tool a model-visible name refers to, or undefined for a client's own tools. */
-export function manifestToolFor(modelName: string, server: string, tools: readonly string[]): string | undefined {
+export function manifestToolFor(
+  modelName: string,
+  server: string,
+  tools: readonly string[],
+): string | undefined {
   for (const prefix of [`mcp__${server}__`, `mcp_${server}_`, `${server}_`]) {
     if (modelName.startsWith(prefix)) {
       const tool = modelName.slice(prefix.length);

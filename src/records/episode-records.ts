@@ -68,8 +68,11 @@ export function createEpisodeRecords(options: RecordsOptions) {
      * the client's request on disk, and a text exchange costs two writes, not six.
      */
     exchange(exchangeId: string, stage: ExchangeStage, data: Record<string, unknown>): void {
-      if (frozen) throw new Error(`records of ${options.dir} are frozen; refusing to append to exchanges.jsonl`);
-      pendingExchangeLines.push(options.redact(JSON.stringify({ at: now(), exchange: exchangeId, stage, ...data })));
+      if (frozen)
+        throw new Error(`records of ${options.dir} are frozen; refusing to append to exchanges.jsonl`);
+      pendingExchangeLines.push(
+        options.redact(JSON.stringify({ at: now(), exchange: exchangeId, stage, ...data })),
+      );
       if (stage === "upstream_request" || stage === "status") {
         appendLines("exchanges.jsonl", pendingExchangeLines);
         pendingExchangeLines = [];

@@ -20,7 +20,16 @@ export type ChatAnswer = {
 };
 
 export function emptyChatAnswer(): ChatAnswer {
-  return { id: "", model: "", text: "", toolCalls: [], finishReason: undefined, sawDone: false, choiceCount: 0, usage: undefined };
+  return {
+    id: "",
+    model: "",
+    text: "",
+    toolCalls: [],
+    finishReason: undefined,
+    sawDone: false,
+    choiceCount: 0,
+    usage: undefined,
+  };
 }
 
 /** Folds one `data:` payload into the answer (mutates the accumulator it owns). */
@@ -33,14 +42,23 @@ export function foldChatChunk(answer: ChatAnswer, data: string): void {
   try {
     json = JSON.parse(data);
   } catch {
-    throw new SidecarError("upstream_invalid", `upstream stream carried a frame that is not JSON: ${data.slice(0, 120)}`);
+    throw new SidecarError(
+      "upstream_invalid",
+      `upstream stream carried a frame that is not JSON: ${data.slice(0, 120)}`,
+    );
   }
   if (typeof json === "object" && json !== null && "error" in json) {
-    throw new SidecarError("upstream_invalid", `upstream reported an error mid-stream: ${JSON.stringify(json).slice(0, 300)}`);
+    throw new SidecarError(
+      "upstream_invalid",
+      `upstream reported an error mid-stream: ${JSON.stringify(json).slice(0, 300)}`,
+    );
   }
   const parsed = chatChunkSchema.safeParse(json);
   if (!parsed.success) {
-    throw new SidecarError("upstream_invalid", `upstream chunk does not match Chat Completions: ${parsed.error.message.slice(0, 300)}`);
+    throw new SidecarError(
+      "upstream_invalid",
+      `upstream chunk does not match Chat Completions: ${parsed.error.message.slice(0, 300)}`,
+    );
   }
   const chunk = parsed.data;
   if (chunk.id) answer.id = chunk.id;
@@ -92,7 +110,10 @@ export function validateChatAnswer(
     .sort((a, b) => a.index - b.index)
     .map((call) => {
       if (!declaredTools.has(call.name)) {
-        throw new SidecarError("upstream_invalid", `upstream called tool "${call.name}", which this request did not declare`);
+        throw new SidecarError(
+          "upstream_invalid",
+          `upstream called tool "${call.name}", which this request did not declare`,
+        );
       }
       const args = call.arguments.trim() === "" ? "{}" : call.arguments;
       let parsed: unknown;
@@ -105,7 +126,10 @@ export function validateChatAnswer(
         );
       }
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
-        throw new SidecarError("upstream_invalid", `upstream tool call ${call.name} arguments are not a JSON object`);
+        throw new SidecarError(
+          "upstream_invalid",
+          `upstream tool call ${call.name} arguments are not a JSON object`,
+        );
       }
       return { id: call.id || newCallId(), name: call.name, arguments: args };
     });

@@ -11,8 +11,20 @@ const request = hubRequestSchema.parse({
   messages: [
     { role: "system", content: [{ type: "text", text: "be a robot" }] },
     { role: "user", content: [{ type: "text", text: "go" }] },
-    { role: "assistant", text: null, toolCalls: [{ id: "c1", name: "ura_observe", arguments: "{}" }, { id: "c2", name: "ura_observe", arguments: "{}" }] },
-    { role: "tool", toolCallId: "c1", name: "ura_observe", content: [{ type: "text", text: "nonce: n1" }, png] },
+    {
+      role: "assistant",
+      text: null,
+      toolCalls: [
+        { id: "c1", name: "ura_observe", arguments: "{}" },
+        { id: "c2", name: "ura_observe", arguments: "{}" },
+      ],
+    },
+    {
+      role: "tool",
+      toolCallId: "c1",
+      name: "ura_observe",
+      content: [{ type: "text", text: "nonce: n1" }, png],
+    },
     { role: "tool", toolCallId: "c2", name: "ura_observe", content: [png] },
     { role: "assistant", text: "done", toolCalls: [] },
   ],
@@ -31,11 +43,21 @@ describe("buildChatRequest", () => {
 
   test("tool-result images go into one user message right after the batch's tool messages, labelled by call", () => {
     const chat = buildChatRequest(request, target);
-    expect(chat.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool", "tool", "user", "assistant"]);
+    expect(chat.messages.map((m) => m.role)).toEqual([
+      "system",
+      "user",
+      "assistant",
+      "tool",
+      "tool",
+      "user",
+      "assistant",
+    ]);
     const tool1 = chat.messages[3] as { content: string };
     expect(tool1.content).toContain("nonce: n1");
     expect(tool1.content).toContain("follow in the next user message");
-    const images = chat.messages[5] as { content: { type: string; text?: string; image_url?: { url: string } }[] };
+    const images = chat.messages[5] as {
+      content: { type: string; text?: string; image_url?: { url: string } }[];
+    };
     expect(images.content.map((p) => p.type)).toEqual(["text", "image_url", "text", "image_url"]);
     expect(images.content[0]?.text).toContain("c1");
     expect(images.content[2]?.text).toContain("c2");
@@ -55,14 +77,37 @@ describe("buildChatRequest", () => {
   });
 
   test("generation settings map to Chat Completions names", () => {
-    const chat = buildChatRequest({ ...request, maxOutputTokens: 99, temperature: 0.2, topP: 0.9, topK: 5, stop: ["END"], toolChoice: { name: "ura_observe" } }, target);
-    expect(chat).toMatchObject({ max_tokens: 99, temperature: 0.2, top_p: 0.9, top_k: 5, stop: ["END"], tool_choice: { type: "function", function: { name: "ura_observe" } } });
+    const chat = buildChatRequest(
+      {
+        ...request,
+        maxOutputTokens: 99,
+        temperature: 0.2,
+        topP: 0.9,
+        topK: 5,
+        stop: ["END"],
+        toolChoice: { name: "ura_observe" },
+      },
+      target,
+    );
+    expect(chat).toMatchObject({
+      max_tokens: 99,
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 5,
+      stop: ["END"],
+      tool_choice: { type: "function", function: { name: "ura_observe" } },
+    });
   });
 });
 
 describe("buildChatRequest max_tokens cap", () => {
   test("a client max above upstream.max_output_tokens is lowered, below it kept", () => {
-    expect(buildChatRequest({ ...request, maxOutputTokens: 32000 }, { ...target, maxOutputTokens: 8192 }).max_tokens).toBe(8192);
-    expect(buildChatRequest({ ...request, maxOutputTokens: 100 }, { ...target, maxOutputTokens: 8192 }).max_tokens).toBe(100);
+    expect(
+      buildChatRequest({ ...request, maxOutputTokens: 32000 }, { ...target, maxOutputTokens: 8192 })
+        .max_tokens,
+    ).toBe(8192);
+    expect(
+      buildChatRequest({ ...request, maxOutputTokens: 100 }, { ...target, maxOutputTokens: 8192 }).max_tokens,
+    ).toBe(100);
   });
 });

@@ -23,7 +23,9 @@ function dataUrl(part: { mediaType: string; data: string }): string {
 
 function toChatParts(parts: HubPart[]): ChatContentPart[] {
   return parts.map((part) =>
-    part.type === "text" ? { type: "text", text: part.text } : { type: "image_url", image_url: { url: dataUrl(part) } },
+    part.type === "text"
+      ? { type: "text", text: part.text }
+      : { type: "image_url", image_url: { url: dataUrl(part) } },
   );
 }
 
@@ -65,7 +67,9 @@ export function toChatMessages(messages: HubMessage[]): ChatMessage[] {
       case "user":
         out.push({
           role: "user",
-          content: message.content.every((p) => p.type === "text") ? textOf(message.content) : toChatParts(message.content),
+          content: message.content.every((p) => p.type === "text")
+            ? textOf(message.content)
+            : toChatParts(message.content),
         });
         break;
       case "assistant":
@@ -126,7 +130,8 @@ export function buildChatRequest(request: HubRequest, target: ChatTarget): ChatR
   }
   const choice = request.toolChoice;
   if (choice !== undefined) {
-    chat.tool_choice = typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
+    chat.tool_choice =
+      typeof choice === "string" ? choice : { type: "function", function: { name: choice.name } };
   }
   if (request.maxOutputTokens !== undefined) {
     chat.max_tokens = Math.min(request.maxOutputTokens, target.maxOutputTokens ?? Number.POSITIVE_INFINITY);
@@ -137,7 +142,10 @@ export function buildChatRequest(request: HubRequest, target: ChatTarget): ChatR
   if (request.stop !== undefined && request.stop.length > 0) chat.stop = request.stop;
   if (request.responseFormat?.type === "json_object") chat.response_format = { type: "json_object" };
   if (request.responseFormat?.type === "json_schema") {
-    chat.response_format = { type: "json_schema", json_schema: { name: "response", schema: request.responseFormat.schema } };
+    chat.response_format = {
+      type: "json_schema",
+      json_schema: { name: "response", schema: request.responseFormat.schema },
+    };
   }
   return chat;
 }

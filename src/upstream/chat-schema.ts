@@ -38,7 +38,9 @@ export type ChatRequest = {
   top_p?: number;
   top_k?: number;
   stop?: string[];
-  response_format?: { type: "json_object" } | { type: "json_schema"; json_schema: { name: string; schema: unknown } };
+  response_format?:
+    | { type: "json_object" }
+    | { type: "json_schema"; json_schema: { name: string; schema: unknown } };
   /** Qwen: non-thinking mode, always sent explicitly. */
   enable_thinking: false;
   stream: true;
@@ -49,9 +51,7 @@ const toolCallDeltaSchema = z.object({
   index: z.number().int().nonnegative(),
   id: z.string().nullish(),
   type: z.string().nullish(),
-  function: z
-    .object({ name: z.string().nullish(), arguments: z.string().nullish() })
-    .nullish(),
+  function: z.object({ name: z.string().nullish(), arguments: z.string().nullish() }).nullish(),
 });
 
 export const chatUsageSchema = z.object({

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
 import type { Fault } from "../../fixtures/scripted-upstream/faults.ts";
+import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
 import { retrySchema } from "../config/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { ChatRequest } from "./chat-schema.ts";
@@ -15,7 +15,10 @@ beforeEach(() => {
   upstream.scripted.received.length = 0;
 });
 
-const tool = (name: string) => ({ type: "function" as const, function: { name, description: name, parameters: { type: "object" } } });
+const tool = (name: string) => ({
+  type: "function" as const,
+  function: { name, description: name, parameters: { type: "object" } },
+});
 const smokeRequest: ChatRequest = {
   model: "qwen-test",
   messages: [{ role: "user", content: "observe the scene" }],
@@ -57,12 +60,16 @@ describe("upstream client against the scripted upstream", () => {
     expect(result.response.usage.inputTokens).toBeGreaterThan(0);
     expect(result.attempts).toHaveLength(1);
     const sent = upstream.scripted.received[0];
-    expect((sent?.body as ChatRequest).enable_thinking).toBe(false);
-    expect(sent?.headers.authorization).toBe("<redacted>");
+    if (sent === undefined) throw new Error("nothing reached the upstream");
+    expect((sent.body as ChatRequest).enable_thinking).toBe(false);
+    expect(sent.headers.authorization).toBe("<redacted>");
   });
 
   test("retries 429/500/503 and succeeds within the budget", async () => {
-    upstream.scripted.enqueueFaults([{ kind: "status", status: 429 }, { kind: "status", status: 503 }]);
+    upstream.scripted.enqueueFaults([
+      { kind: "status", status: 429 },
+      { kind: "status", status: 503 },
+    ]);
     const result = await client().complete(smokeRequest, new AbortController().signal);
     expect(result.attempts.map((a) => a.status)).toEqual([429, 503, 200]);
     expect(upstream.scripted.received).toHaveLength(3);
@@ -132,7 +139,9 @@ describe("upstream client against the scripted upstream", () => {
     await Bun.sleep(20);
     expect(upstream.scripted.received[0]?.aborted).toBe(true);
 
-    const waiting = client({ retry: retrySchema.parse({ max_attempts: 3, initial_backoff_ms: 60_000, max_backoff_ms: 60_000 }) });
+    const waiting = client({
+      retry: retrySchema.parse({ max_attempts: 3, initial_backoff_ms: 60_000, max_backoff_ms: 60_000 }),
+    });
     const second = new AbortController();
     upstream.scripted.enqueueFaults([{ kind: "status", status: 503 }]);
     const started = Date.now();

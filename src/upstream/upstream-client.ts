@@ -89,7 +89,10 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
   const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
 
   async function attemptOnce(body: string, declared: ReadonlySet<string>, signal: AbortSignal) {
-    const headers: Record<string, string> = { "content-type": "application/json", accept: "text/event-stream" };
+    const headers: Record<string, string> = {
+      "content-type": "application/json",
+      accept: "text/event-stream",
+    };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
     const attempt = linkSignals([signal], options.timeoutMs);
     let raw = "";
@@ -139,7 +142,10 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
         failure =
           retryable || result.status >= 500
             ? new SidecarError("upstream_transient", `upstream answered HTTP ${result.status}: ${message}`)
-            : new SidecarError("upstream_rejected", `upstream rejected the request (HTTP ${result.status}): ${message}`);
+            : new SidecarError(
+                "upstream_rejected",
+                `upstream rejected the request (HTTP ${result.status}): ${message}`,
+              );
       } catch (error) {
         record.ms = clock() - started;
         if (error instanceof UpstreamFailure) {

@@ -21,7 +21,6 @@ import { hubToGeminiResponse } from "./from-hub.ts";
 import { geminiStreamChunks, renderGeminiSse } from "./stream.ts";
 import { geminiToHub } from "./to-hub.ts";
 
-
 /** The request path as recorded: below the episode, without an API key in the query. */
 function recordedPath(url: URL, base: string): string {
   const query = new URLSearchParams(url.searchParams);

@@ -12,9 +12,9 @@ import { Hono } from "hono";
 import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
-import { parseJsonBody } from "../parse-json-body.ts";
 import { authenticateIngress } from "../authenticate-ingress.ts";
 import type { IngressDeps } from "../ingress-deps.ts";
+import { parseJsonBody } from "../parse-json-body.ts";
 import { renderMessagesError } from "./errors.ts";
 import { toMessagesResponse } from "./from-hub.ts";
 import { renderMessagesStream } from "./stream.ts";
@@ -29,7 +29,6 @@ function betaFlags(header: string | undefined): string[] {
     .map((flag) => flag.trim())
     .filter((flag) => flag !== "");
 }
-
 
 function requestPath(c: Context): string {
   const url = new URL(c.req.url);
