@@ -90,9 +90,7 @@ afterAll(() => {
       `bad input: ${p}: ${tried[p].total} inputs tried, statuses ${JSON.stringify(tried[p].byStatus)}`,
     );
   }
-  console.log(
-    `bad input: inputs nested 50 000 deep: statuses ${JSON.stringify(deepNesting.byStatus)}`,
-  );
+  console.log(`bad input: inputs nested 50 000 deep: statuses ${JSON.stringify(deepNesting.byStatus)}`);
   const distinct = new Map<string, Failure>();
   for (const f of failures) distinct.set(`${f.protocol} ${f.problem.replace(/\d+/g, "N").slice(0, 160)}`, f);
   for (const [problem, f] of distinct) console.log(`bad input FAILURE: ${problem}\n  e.g. ${f.input}`);
