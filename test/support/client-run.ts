@@ -1,0 +1,126 @@
+/**
+ * One real, pinned CLI run against the compiled binary for the end-to-end tests
+ * (tests only): the binary serving on loopback with the scripted upstream on its
+ * own port (so a test can inject faults), and the CLI launched through its kit
+ * (`createKit` + `launchCommand`, the settings `ura-sidecar client-config` and
+ * `validate` use). Also the readers the per-client tests share: record lines
+ * and the SSE events the sidecar delivered.
+ */
+import { expect } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { join } from "node:path";
+import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
+import type { ClientName } from "../../src/kits/client-manifests.ts";
+import { type CreatedKit, createKit } from "../../src/kits/create-kit.ts";
+import { launchCommand } from "../../src/kits/kit-plan.ts";
+import { readJsonLines } from "../../src/records/jsonl-file.ts";
+import { readSse } from "../../src/sse/read-sse.ts";
+import { smokePrompt } from "../../src/validate/validate-client.ts";
+import { clientBinPath, clientManifests, installedVersion } from "../e2e/install-clients.ts";
+import { binaryPath, type LaunchInfo, type SidecarProcess, startSidecarProcess } from "./sidecar-process.ts";
+
+export type Line = Record<string, unknown>;
+export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
+
+/** The lines of a records file (none when it does not exist). */
+export function readLines(file: string): Line[] {
+  return readJsonLines<Line>(file).entries;
+}
+
+/** One of an episode's record files: `ledger`, `exchanges` or `auxiliary`. */
+export function records(recordsDir: string, name: "ledger" | "exchanges" | "auxiliary"): Line[] {
+  return readLines(join(recordsDir, `${name}.jsonl`));
+}
+
+/** The SSE events of every delivered (streamed) response, in delivery order, from the sidecar's own records. */
+export async function deliveredEvents(recordsDir: string): Promise<{ event: string; data: unknown }[]> {
+  const events: { event: string; data: unknown }[] = [];
+  for (const line of records(recordsDir, "exchanges")) {
+    if (line.stage !== "delivered" || typeof line.body !== "string") continue;
+    for await (const e of readSse(new Response(line.body).body as ReadableStream<Uint8Array>))
+      events.push({ event: e.event ?? "", data: JSON.parse(e.data) });
+  }
+  return events;
+}
+
+/** The compiled binary and the pinned CLI are there (`make build`, `make clients`). */
+export function assertPrerequisites(client: ClientName): void {
+  if (!existsSync(binaryPath)) throw new Error(`${binaryPath} is missing: run \`make build\` first`);
+  const manifest = clientManifests[client];
+  if (installedVersion(client) !== manifest.version) {
+    throw new Error(
+      `${manifest.package}@${manifest.version} is not installed: run \`bun test/e2e/install-clients.ts ${client}\``,
+    );
+  }
+}
+
+/**
+ * The compiled binary serving against the scripted upstream for the length of
+ * `body`; afterwards it must stop with exit 0.
+ */
+export async function withServedSidecar(
+  client: ClientName,
+  body: (served: { upstream: Upstream; sidecar: SidecarProcess }) => Promise<void>,
+): Promise<void> {
+  assertPrerequisites(client);
+  const upstream = await serveScriptedUpstream();
+  const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
+  try {
+    await body({ upstream, sidecar });
+  } finally {
+    const exit = await sidecar.stop();
+    upstream.stop();
+    expect(exit).toBe(0);
+  }
+}
+
+export type ClientRun = {
+  kit: CreatedKit;
+  stdout: string;
+  stderr: string;
+  code: number;
+  ms: number;
+  /** The CLI's exit and output tails and the sidecar's, for a failure message. */
+  context: string;
+};
+
+/**
+ * Runs the pinned CLI once against an episode through a fresh kit (outside any
+ * git checkout and outside /tmp, which Codex dislikes), on the smoke prompt;
+ * killed after `timeoutMs`.
+ */
+export async function runClient(
+  client: ClientName,
+  sidecar: SidecarProcess,
+  episode: LaunchInfo,
+  options: { timeoutMs: number; model?: string },
+): Promise<ClientRun> {
+  mkdirSync("/var/tmp/ura-e2e", { recursive: true });
+  const dir = mkdtempSync(`/var/tmp/ura-e2e/${client}-`);
+  const kit = createKit({ client, episode, dir, bin: clientBinPath(client), model: options.model });
+  const launch = launchCommand(kit.plan, smokePrompt);
+  const started = Date.now();
+  const proc = Bun.spawn(launch.cmd, {
+    cwd: launch.cwd,
+    env: launch.env,
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const timer = setTimeout(() => proc.kill(), options.timeoutMs);
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  clearTimeout(timer);
+  const context = `${client} exit ${code}\nstdout:\n${stdout.slice(-4000)}\nstderr:\n${stderr.slice(-4000)}\nsidecar:\n${sidecar.output().slice(-4000)}`;
+  return { kit, stdout, stderr, code, ms: Date.now() - started, context };
+}
+
+/** Every upstream request failing with a 503: the sidecar's retries are spent, the episode goes to provider_error. */
+export function failEveryUpstreamRequest(upstream: Upstream): void {
+  upstream.scripted.enqueueFaults(
+    Array.from({ length: 10 }, () => ({ kind: "status" as const, status: 503 })),
+  );
+}

@@ -1,0 +1,110 @@
+/**
+ * `ura-sidecar validate` run by the end-to-end tests (tests only): the compiled
+ * binary validates a pinned CLI (its kit, its launch script, the smoke prompt,
+ * every acceptance check) and leaves its evidence in an output directory. Each
+ * per-client test runs it once for its client and asserts, on top of the
+ * validate verdict, what is particular to that client from the same evidence:
+ * one smoke run per client in the whole suite.
+ */
+import { expect } from "bun:test";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import type { ClientName } from "../../src/kits/client-manifests.ts";
+import { insideNamespaceEnv } from "../../src/validate/network-namespace.ts";
+import { binaryPath, type EpisodeStatus } from "./sidecar-process.ts";
+
+const repoRoot = resolve(import.meta.dir, "../..");
+
+export type ValidationCheck = { name: string; pass: boolean; evidence: string; evidence_paths: string[] };
+export type ClientValidation = {
+  client: string;
+  version: string;
+  pinned: boolean;
+  passed: boolean;
+  kit: string;
+  checks: ValidationCheck[];
+};
+export type ValidateRun = {
+  code: number;
+  stdout: string;
+  stderr: string;
+  out: string;
+  summary: { passed: boolean; clients: ClientValidation[] } | undefined;
+};
+
+/** Runs `ura-sidecar validate <args> --out <fresh dir>` with a bare environment. */
+export async function runValidate(args: string[]): Promise<ValidateRun> {
+  mkdirSync("/var/tmp/ura-e2e", { recursive: true });
+  const out = mkdtempSync("/var/tmp/ura-e2e/validate-");
+  const inside = process.env[insideNamespaceEnv];
+  const proc = Bun.spawn([binaryPath, "validate", ...args, "--out", out], {
+    cwd: repoRoot,
+    env: {
+      PATH: process.env.PATH ?? "/usr/bin:/bin",
+      HOME: process.env.HOME ?? "/tmp",
+      // Already in the tests' loopback-only namespace: validate need not make another.
+      ...(inside === "1" ? { [insideNamespaceEnv]: inside } : {}),
+    },
+    stdin: "ignore",
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  const summaryFile = join(out, "validation.json");
+  const summary = existsSync(summaryFile)
+    ? (JSON.parse(readFileSync(summaryFile, "utf8")) as ValidateRun["summary"])
+    : undefined;
+  return { code, stdout, stderr, out, summary };
+}
+
+/** validate passed the client: exit 0, and every check of its validation.json passed with its evidence on disk. */
+export function expectClientValidated(run: ValidateRun, client: ClientName): ClientValidation {
+  if (run.code !== 0) console.error(`${run.stdout}\n${run.stderr}`);
+  expect(run.code).toBe(0);
+  const perClient = JSON.parse(
+    readFileSync(join(run.out, client, "validation.json"), "utf8"),
+  ) as ClientValidation;
+  expect(run.summary?.passed).toBe(true);
+  expect(run.summary?.clients.map((c) => c.client)).toEqual([client]);
+  expect(perClient).toMatchObject({ client, passed: true, pinned: true });
+  expect(perClient.checks.filter((c) => !c.pass)).toEqual([]);
+  expect(perClient.checks.map((c) => c.name)).toContain("MCP side connected (initialize and tools/list)");
+  expect(perClient.checks.length).toBeGreaterThanOrEqual(9);
+  for (const c of perClient.checks) for (const p of c.evidence_paths) expect(existsSync(p)).toBe(true);
+  expect(run.stdout).toContain(`PASS ${client}`);
+  return perClient;
+}
+
+/** What validate left of one client's smoke episode. */
+export type SmokeEvidence = {
+  validation: ClientValidation;
+  status: EpisodeStatus;
+  recordsDir: string;
+  /** What the scripted upstream received during this client's run. */
+  upstreamRequests: { body: unknown }[];
+  stdout: string;
+  sidecarLog: string;
+  kitDir: string;
+};
+
+/** Validates `client` and returns the evidence of its smoke episode for the client's own assertions. */
+export async function validateSmokeEpisode(client: ClientName): Promise<SmokeEvidence> {
+  const run = await runValidate(["--client", client]);
+  const validation = expectClientValidated(run, client);
+  const dir = join(run.out, client);
+  const read = (name: string) => readFileSync(join(dir, name), "utf8");
+  const status = JSON.parse(read("episode-status.json")) as EpisodeStatus;
+  return {
+    validation,
+    status,
+    recordsDir: status.records_dir,
+    upstreamRequests: JSON.parse(read("upstream-requests.json")) as { body: unknown }[],
+    stdout: read("client-stdout.txt"),
+    sidecarLog: readFileSync(join(run.out, "sidecar.log"), "utf8"),
+    kitDir: validation.kit,
+  };
+}
