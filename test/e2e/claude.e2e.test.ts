@@ -14,13 +14,12 @@
 import { expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { runAgainstFailingUpstream } from "../support/client-run.ts";
 import {
   deliveredEvents,
-  failEveryUpstreamRequest,
-  records,
-  runClient,
-  withServedSidecar,
-} from "../support/client-run.ts";
+  expectClaimedByDeliveredIds,
+  expectEveryExchangeDelivered,
+} from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { validateSmokeEpisode } from "../support/validate-run.ts";
 
@@ -50,31 +49,22 @@ describeInLoopbackNamespace(
       "Claude Code smoke episode (validate): every check, claims by the delivered tool_use ids",
       async () => {
         const smoke = await validateSmokeEpisode("claude");
-        const { status, recordsDir, upstreamRequests } = smoke;
+        const { recordsDir, upstreamRequests } = smoke;
         expect(readFileSync(join(smoke.kitDir, "launch"), "utf8")).toContain(
           "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC='1'",
         );
 
-        // Claude Code spoke MCP to the episode's `ura` server.
-        expect(status.mcp).toMatchObject({ initialized: true, tools_listed: true });
-
         // Every claim used the tool_use id Claude Code echoed in _meta, and the claimed ids
         // are exactly the tool_use ids the sidecar delivered (observe, record, record, finish).
-        const ledger = records(recordsDir, "ledger");
-        const claimed = ledger.filter((e) => e.type === "claimed");
-        expect(claimed.map((e) => e.by)).toEqual(["call_id", "call_id", "call_id", "call_id"]);
         const delivered = await deliveredToolUseIds(recordsDir);
-        expect(delivered).toHaveLength(4);
-        expect(claimed.map((e) => e.callId)).toEqual(delivered);
+        const ledger = expectClaimedByDeliveredIds(recordsDir, delivered);
         const registered = ledger
           .filter((e) => e.type === "registered")
           .flatMap((e) => (e.calls as { id: string }[]).map((c) => c.id));
         expect(registered).toEqual(delivered);
-        expect(ledger.filter((e) => e.type === "refused")).toEqual([]);
 
         // Every exchange was a Messages exchange that was delivered; nothing provider-only went upstream.
-        const statuses = records(recordsDir, "exchanges").filter((l) => l.stage === "status");
-        expect(statuses.map((s) => s.status)).toEqual(statuses.map(() => "delivered"));
+        const { statuses } = expectEveryExchangeDelivered(recordsDir);
         expect(statuses.length).toBe(4); // → observe, → record ×2, → finish, → text
         expect(upstreamRequests).toHaveLength(4);
         for (const request of upstreamRequests) {
@@ -99,23 +89,15 @@ describeInLoopbackNamespace(
     test(
       "upstream failure: 529, one client retry, a final 400, no more upstream work",
       () =>
-        withServedSidecar("claude", async ({ upstream, sidecar }) => {
-          const episode = await sidecar.createEpisode({ client: "claude" });
-          failEveryUpstreamRequest(upstream);
-          const run = await runClient("claude", sidecar, episode, { timeoutMs: timeoutMs - 30_000 });
+        runAgainstFailingUpstream("claude", timeoutMs - 30_000, ({ upstream, run, status, statuses }) => {
           expect(run.kit.plan.env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
-          const statuses = records(episode.records_dir, "exchanges").filter((l) => l.stage === "status");
           const errors = statuses.map((s) => (s.error as { kind: string; http_status: number }).kind);
-          if (errors[0] !== "upstream_transient") console.error(run.context);
           expect(errors).toEqual(["upstream_transient", "episode_closed"]);
-          const status = await sidecar.episode(episode.id);
           expect(status.state).toBe("failed");
-          expect(status.failure).toMatchObject({ reason: "provider_error" });
           // The sidecar's own attempts (retry config: 3), and nothing after the episode failed.
           expect(upstream.scripted.received).toHaveLength(3);
           expect(run.code).not.toBe(0);
           expect(resultMessage(run.stdout)?.is_error).toBe(true);
-          expect(records(episode.records_dir, "ledger").filter((e) => e.type === "registered")).toEqual([]);
           console.error(`claude stopped ${run.ms} ms after start, after 1 retry of the 529`);
         }),
       timeoutMs,

@@ -14,13 +14,12 @@
  * (test/support/loopback-namespace.ts).
  */
 import { expect, test } from "bun:test";
+import { runAgainstFailingUpstream } from "../support/client-run.ts";
 import {
   deliveredEvents,
-  failEveryUpstreamRequest,
-  records,
-  runClient,
-  withServedSidecar,
-} from "../support/client-run.ts";
+  expectClaimedByDeliveredIds,
+  expectEveryExchangeDelivered,
+} from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { validateSmokeEpisode } from "../support/validate-run.ts";
 
@@ -40,18 +39,15 @@ describeInLoopbackNamespace("Codex end to end", { file: import.meta.path, timeou
   test(
     "Codex smoke episode (validate): every check, namespace calls, claims by _meta.callId",
     async () => {
-      const { status, recordsDir, upstreamRequests, stdout } = await validateSmokeEpisode("codex");
-      expect(status.mcp).toMatchObject({ initialized: true, tools_listed: true });
+      const { recordsDir, upstreamRequests, stdout } = await validateSmokeEpisode("codex");
 
       // Every claim used the call id Codex put in `_meta.callId`, and the claimed ids are
       // exactly the function-call ids the sidecar delivered (observe, record, record, finish).
-      const ledger = records(recordsDir, "ledger");
-      const claimed = ledger.filter((e) => e.type === "claimed");
-      expect(claimed.map((e) => e.by)).toEqual(["call_id", "call_id", "call_id", "call_id"]);
       const items = await deliveredCallItems(recordsDir);
-      expect(items).toHaveLength(4);
-      expect(claimed.map((e) => e.callId)).toEqual(items.map((i) => i.call_id));
-      expect(ledger.filter((e) => e.type === "refused")).toEqual([]);
+      expectClaimedByDeliveredIds(
+        recordsDir,
+        items.map((i) => i.call_id),
+      );
 
       // Codex got each robot call as {namespace:"mcp__ura", name} and echoed it so in its history.
       expect(items.map((i) => `${i.namespace}/${i.name}`)).toEqual([
@@ -60,7 +56,8 @@ describeInLoopbackNamespace("Codex end to end", { file: import.meta.path, timeou
         "mcp__ura/record",
         "mcp__ura/finish",
       ]);
-      const exchanges = records(recordsDir, "exchanges");
+      // Every exchange (the four agent turns) was delivered.
+      const { exchanges, statuses } = expectEveryExchangeDelivered(recordsDir);
       const clientRequests = exchanges.filter((l) => l.stage === "client_request");
       const lastBody = clientRequests.at(-1)?.body as {
         input?: { type: string; namespace?: string; name?: string }[];
@@ -83,9 +80,6 @@ describeInLoopbackNamespace("Codex end to end", { file: import.meta.path, timeou
       expect(JSON.stringify(ignored)).toContain("built-in tool web_search not offered");
       expect(JSON.stringify(ignored)).toContain("namespace multi_agent_v1");
 
-      // Every exchange (the four agent turns) was delivered.
-      const statuses = exchanges.filter((l) => l.stage === "status");
-      expect(statuses.map((s) => s.status)).toEqual(statuses.map(() => "delivered"));
       expect(stdout).toContain("The episode is complete");
       console.error(`codex smoke episode: ${statuses.length} exchanges`);
     },
@@ -101,19 +95,11 @@ describeInLoopbackNamespace("Codex end to end", { file: import.meta.path, timeou
   test(
     "Codex against a failing upstream: 503, then a final 400, then it stops",
     () =>
-      withServedSidecar("codex", async ({ upstream, sidecar }) => {
-        const episode = await sidecar.createEpisode({ client: "codex" });
-        failEveryUpstreamRequest(upstream);
-        const run = await runClient("codex", sidecar, episode, { timeoutMs: timeoutMs - 30_000 });
-        const statuses = records(episode.records_dir, "exchanges").filter((l) => l.stage === "status");
+      runAgainstFailingUpstream("codex", timeoutMs - 30_000, ({ upstream, run, statuses }) => {
         const errors = statuses.map((s) => (s.error as { kind: string; http_status: number }).http_status);
-        if (errors[0] !== 503) console.error(run.context);
         expect(errors).toEqual([503, 400]);
-        const status = await sidecar.episode(episode.id);
-        expect(status.failure).toMatchObject({ reason: "provider_error" });
         expect(upstream.scripted.received).toHaveLength(3); // the sidecar's own attempts (retry config)
         expect(run.code).not.toBe(0);
-        expect(records(episode.records_dir, "ledger").filter((e) => e.type === "registered")).toEqual([]);
         console.error(`codex stopped ${run.ms} ms after start, after one retry of the 503`);
       }),
     timeoutMs,

@@ -3,45 +3,26 @@
  * (tests only): the binary serving on loopback with the scripted upstream on its
  * own port (so a test can inject faults), and the CLI launched through its kit
  * (`createKit` + `launchCommand`, the settings `ura-sidecar client-config` and
- * `validate` use). Also the readers the per-client tests share: record lines
- * and the SSE events the sidecar delivered.
+ * `validate` use), also against an upstream that fails every request.
  */
 import { expect } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
-import { join } from "node:path";
 import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
 import type { ClientName } from "../../src/kits/client-manifests.ts";
 import { type CreatedKit, createKit } from "../../src/kits/create-kit.ts";
 import { launchCommand } from "../../src/kits/kit-plan.ts";
-import { readJsonLines } from "../../src/records/jsonl-file.ts";
-import { readSse } from "../../src/sse/read-sse.ts";
 import { smokePrompt } from "../../src/validate/validate-client.ts";
 import { clientBinPath, clientManifests, installedVersion } from "../e2e/install-clients.ts";
-import { binaryPath, type LaunchInfo, type SidecarProcess, startSidecarProcess } from "./sidecar-process.ts";
+import { type Line, records } from "./episode-evidence.ts";
+import {
+  binaryPath,
+  type EpisodeStatus,
+  type LaunchInfo,
+  type SidecarProcess,
+  startSidecarProcess,
+} from "./sidecar-process.ts";
 
-export type Line = Record<string, unknown>;
 export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
-
-/** The lines of a records file (none when it does not exist). */
-export function readLines(file: string): Line[] {
-  return readJsonLines<Line>(file).entries;
-}
-
-/** One of an episode's record files: `ledger`, `exchanges` or `auxiliary`. */
-export function records(recordsDir: string, name: "ledger" | "exchanges" | "auxiliary"): Line[] {
-  return readLines(join(recordsDir, `${name}.jsonl`));
-}
-
-/** The SSE events of every delivered (streamed) response, in delivery order, from the sidecar's own records. */
-export async function deliveredEvents(recordsDir: string): Promise<{ event: string; data: unknown }[]> {
-  const events: { event: string; data: unknown }[] = [];
-  for (const line of records(recordsDir, "exchanges")) {
-    if (line.stage !== "delivered" || typeof line.body !== "string") continue;
-    for await (const e of readSse(new Response(line.body).body as ReadableStream<Uint8Array>))
-      events.push({ event: e.event ?? "", data: JSON.parse(e.data) });
-  }
-  return events;
-}
 
 /** The compiled binary and the pinned CLI are there (`make build`, `make clients`). */
 export function assertPrerequisites(client: ClientName): void {
@@ -118,9 +99,41 @@ export async function runClient(
   return { kit, stdout, stderr, code, ms: Date.now() - started, context };
 }
 
-/** Every upstream request failing with a 503: the sidecar's retries are spent, the episode goes to provider_error. */
-export function failEveryUpstreamRequest(upstream: Upstream): void {
-  upstream.scripted.enqueueFaults(
-    Array.from({ length: 10 }, () => ({ kind: "status" as const, status: 503 })),
-  );
+export type FailingUpstreamRun = {
+  upstream: Upstream;
+  run: ClientRun;
+  status: EpisodeStatus;
+  /** The episode's exchange statuses, in order. */
+  statuses: Line[];
+};
+
+/**
+ * The CLI once against an upstream that answers every request with a 503: the
+ * sidecar's own retries are spent, the client gets the error, retries, and gets
+ * a final 400 from an episode now in provider_error. Asserts what holds for
+ * every client — the episode failed with provider_error and no tool call was
+ * registered — then hands the run to `check` for the client's own behaviour.
+ */
+export function runAgainstFailingUpstream(
+  client: ClientName,
+  timeoutMs: number,
+  check: (failed: FailingUpstreamRun) => void,
+): Promise<void> {
+  return withServedSidecar(client, async ({ upstream, sidecar }) => {
+    const episode = await sidecar.createEpisode({ client });
+    upstream.scripted.enqueueFaults(
+      Array.from({ length: 10 }, () => ({ kind: "status" as const, status: 503 })),
+    );
+    const run = await runClient(client, sidecar, episode, { timeoutMs });
+    const statuses = records(episode.records_dir, "exchanges").filter((l) => l.stage === "status");
+    const status = await sidecar.episode(episode.id);
+    try {
+      check({ upstream, run, status, statuses });
+      expect(status.failure).toMatchObject({ reason: "provider_error" });
+      expect(records(episode.records_dir, "ledger").filter((e) => e.type === "registered")).toEqual([]);
+    } catch (error) {
+      console.error(run.context);
+      throw error;
+    }
+  });
 }

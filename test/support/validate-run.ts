@@ -91,13 +91,17 @@ export type SmokeEvidence = {
   kitDir: string;
 };
 
-/** Validates `client` and returns the evidence of its smoke episode for the client's own assertions. */
+/**
+ * Validates `client` (its MCP side connected, as the episode status says too) and
+ * returns the evidence of its smoke episode for the client's own assertions.
+ */
 export async function validateSmokeEpisode(client: ClientName): Promise<SmokeEvidence> {
   const run = await runValidate(["--client", client]);
   const validation = expectClientValidated(run, client);
   const dir = join(run.out, client);
   const read = (name: string) => readFileSync(join(dir, name), "utf8");
   const status = JSON.parse(read("episode-status.json")) as EpisodeStatus;
+  expect(status.mcp).toMatchObject({ initialized: true, tools_listed: true });
   return {
     validation,
     status,
