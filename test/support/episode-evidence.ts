@@ -1,7 +1,7 @@
 /**
- * Readers of what an episode leaves behind, for the end-to-end tests (tests
- * only): its record lines, the SSE events the sidecar delivered, and the
- * assertions every client's smoke episode shares about them.
+ * Readers of what an episode leaves behind (tests only): its record lines, the
+ * SSE events the sidecar delivered, and the assertions every client's smoke
+ * episode shares about them (end-to-end tests).
  */
 import { expect } from "bun:test";
 import { join } from "node:path";

@@ -4,7 +4,8 @@
  * scripted upstream called without a socket. Tests drive it with `app.request()`;
  * `serve()` puts it on a loopback port when a real socket is needed. Built the
  * way `src/server/start-sidecar.ts` composes the binary, with a quiet logger
- * whose lines are kept for inspection.
+ * whose lines are kept for inspection. Also the reader of a streamed
+ * response's SSE events such tests share.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -25,6 +26,7 @@ import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
 import { createLogger } from "../../src/lib/logger.ts";
 import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
 import { episodeRouteGroups } from "../../src/server/episode-route-groups.ts";
+import { readSse } from "../../src/sse/read-sse.ts";
 import { createUpstreamClient } from "../../src/upstream/upstream-client.ts";
 
 export const inProcessControlPassword = "in-process-control-password-0123";
@@ -135,3 +137,13 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
 }
 
 export type InProcessSidecar = Awaited<ReturnType<typeof createInProcessSidecar>>;
+
+/** The SSE events of a streamed response, in order, each with its JSON data parsed. */
+export async function responseEvents(
+  res: Response,
+): Promise<{ event: string | undefined; data: Record<string, unknown> }[]> {
+  const out = [];
+  for await (const e of readSse(res.body as ReadableStream<Uint8Array>))
+    out.push({ event: e.event, data: JSON.parse(e.data) as Record<string, unknown> });
+  return out;
+}

@@ -1,87 +1,26 @@
+/**
+ * The Gemini GenerateContent ingress in process (the whole app of
+ * test/support/in-process-sidecar.ts, real pipeline, scripted upstream), one
+ * sidecar for the file and a fresh episode per test.
+ */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { createScriptedUpstream } from "../../../fixtures/scripted-upstream/create-scripted-upstream.ts";
-import { createPixelReader } from "../../../fixtures/scripted-upstream/pixel-reader.ts";
-import defaultManifestJson from "../../../manifests/tools/robot.json" with { type: "json" };
-import { createApp } from "../../app.ts";
-import { configSchema } from "../../config/schema.ts";
+import { records } from "../../../test/support/episode-evidence.ts";
+import { createInProcessSidecar, type InProcessSidecar } from "../../../test/support/in-process-sidecar.ts";
 import type { Episode } from "../../episodes/episode.ts";
-import { createEpisodeStore } from "../../episodes/episode-store.ts";
-import { createRandomIds } from "../../episodes/ids.ts";
-import { loadCodecs } from "../../images/codecs.ts";
-import { createLogger } from "../../lib/logger.ts";
-import { manifestSchema } from "../../manifest/manifest-schema.ts";
-import { createUpstreamClient } from "../../upstream/upstream-client.ts";
-import { createGeminiRoutes } from "./route.ts";
 
 const redPng =
   "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAYAAACp8Z5+AAAAEklEQVR4nGO4IyLyHxkzkC4AAEOYIDFDFAUYAAAAAElFTkSuQmCC";
 const fixturesDir = resolve(import.meta.dir, "../../../fixtures/gemini");
 
-async function setup() {
-  const dataDir = mkdtempSync(join(tmpdir(), "ura-gemini-route-"));
-  const config = configSchema.parse({ data_dir: dataDir });
-  const codecs = await loadCodecs();
-  const scripted = createScriptedUpstream({ readPixel: createPixelReader(codecs) });
-  const ids = createRandomIds();
-  const logLines: Record<string, unknown>[] = [];
-  const logger = createLogger({
-    level: "debug",
-    redact: (l) => l,
-    write: (line) => logLines.push(JSON.parse(line)),
-  });
-  const episodes = createEpisodeStore({
-    config,
-    dataDir,
-    defaultManifest: manifestSchema.parse(defaultManifestJson),
-    imageCache: config.images.cache,
-    ids,
-    clock: Date.now,
-    redact: (l) => l,
-    registerSecret: () => {},
-    baseUrl: () => "http://127.0.0.1:1",
-  });
-  const upstream = createUpstreamClient({
-    baseUrl: "http://scripted.invalid/v1",
-    apiKey: "sk-test",
-    retry: config.upstream.retry,
-    timeoutMs: 10_000,
-    newId: ids.callId,
-    fetch: ((input: string | URL | Request, init?: RequestInit) =>
-      scripted.fetch(new Request(input as string, init))) as typeof fetch,
-  });
-  const app = createApp({
-    episodes,
-    logger,
-    clock: Date.now,
-    ids,
-    exchange: {
-      upstream,
-      images: { codecs, settings: config.images.webp },
-      sizeLimits: config.images.limits,
-      imageInput: true,
-      parallelToolCalls: true,
-      logger,
-      shutdownSignal: new AbortController().signal,
-    },
-    control: { episodes, controlPassword: "pw-0123456789", shutdown: () => {} },
-    version: "test",
-    demoUpstream: false,
-    bodyLimitBytes: 16 * 1024 * 1024,
-    isShuttingDown: () => false,
-    episodeRoutes: [createGeminiRoutes],
-  });
-  return { app, episodes, scripted, logLines };
-}
-
-type Setup = Awaited<ReturnType<typeof setup>>;
-let s: Setup;
+let s: InProcessSidecar;
 beforeAll(async () => {
-  s = await setup();
+  s = await createInProcessSidecar();
 });
-afterAll(() => {});
+afterAll(() => s.stop());
+/** The sidecar's log lines, parsed. */
+const logLines = () => s.logLines.map((l) => JSON.parse(l) as Record<string, unknown>);
 
 const waitProperty = {
   type: "boolean",
@@ -115,14 +54,8 @@ function post(episode: Episode, path: string, body: unknown, key = episode.ingre
   });
 }
 
-function lines(episode: Episode, file: string): Record<string, unknown>[] {
-  const path = join(episode.records.dir, file);
-  if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((l) => l.trim() !== "")
-    .map((l) => JSON.parse(l));
-}
+const lines = (episode: Episode, file: "ledger" | "exchanges" | "auxiliary") =>
+  records(episode.records.dir, file);
 
 async function sseChunks(res: Response) {
   const text = await res.text();
@@ -196,7 +129,7 @@ describe("streamGenerateContent", () => {
     expect(upstreamBody).not.toContain("data:image/png");
     expect(upstreamBody).not.toContain("thoughtSignature");
     // The ledger registered exactly the delivered ids, and they became claimable.
-    const registered = lines(episode, "ledger.jsonl").filter((e) => e.type === "registered");
+    const registered = lines(episode, "ledger").filter((e) => e.type === "registered");
     expect(registered.at(-1)?.calls).toMatchObject(calls.map((c) => ({ id: c.id, tool: "record" })));
     expect(episode.counters.delivered_exchanges).toBe(2);
     expect(episode.state).toBe("running");
@@ -230,7 +163,7 @@ describe("streamGenerateContent", () => {
     const res = await post(episode, "/v1beta/models/ura-qwen:streamGenerateContent?alt=sse", body);
     expect(res.status).toBe(200);
     await res.text();
-    const stages = lines(episode, "exchanges.jsonl").map((l) => l.stage);
+    const stages = lines(episode, "exchanges").map((l) => l.stage);
     expect(stages).toEqual([
       "client_request",
       "after_context",
@@ -239,7 +172,7 @@ describe("streamGenerateContent", () => {
       "delivered",
       "status",
     ]);
-    const upstream = lines(episode, "exchanges.jsonl").find((l) => l.stage === "upstream_request");
+    const upstream = lines(episode, "exchanges").find((l) => l.stage === "upstream_request");
     expect(upstream?.ignored).toContain(
       "generationConfig.thinkingConfig (upstream runs with thinking disabled)",
     );
@@ -278,8 +211,8 @@ describe("countTokens", () => {
       },
     });
     expect(s.scripted.received.length).toBe(before);
-    expect(lines(episode, "exchanges.jsonl")).toEqual([]);
-    const aux = lines(episode, "auxiliary.jsonl");
+    expect(lines(episode, "exchanges")).toEqual([]);
+    const aux = lines(episode, "auxiliary");
     expect(aux).toHaveLength(1);
     expect(aux[0]).toMatchObject({
       operation: "countTokens",
@@ -292,7 +225,7 @@ describe("countTokens", () => {
       failed_exchanges: 0,
     });
     expect(
-      s.logLines.some(
+      logLines().some(
         (l) =>
           l.msg === "auxiliary response" &&
           l.episode === episode.id &&
@@ -339,7 +272,7 @@ describe("unsupported operations end the episode before any upstream request", (
     expect(episode.failure?.message).not.toContain("provider_error");
     expect(episode.failure?.message).not.toContain("upstream request");
     expect(s.scripted.received.length).toBe(before);
-    const records = lines(episode, "exchanges.jsonl");
+    const records = lines(episode, "exchanges");
     expect(records.map((r) => r.stage)).toEqual(["client_request", "status"]);
     expect(records[1]).toMatchObject({ status: "failed", episode_state: "failed" });
     // A retry of a good request is refused too (400, final), still without upstream work.

@@ -1,75 +1,19 @@
-import { beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { Hono } from "hono";
+/**
+ * The Anthropic Messages ingress in process (the whole app of
+ * test/support/in-process-sidecar.ts, real pipeline, scripted upstream), one
+ * fresh sidecar and episode per test.
+ */
+import { describe, expect, test } from "bun:test";
+import { records } from "../../../test/support/episode-evidence.ts";
 import {
-  createScriptedUpstream,
-  type ScriptedUpstream,
-} from "../../../fixtures/scripted-upstream/create-scripted-upstream.ts";
-import { createPixelReader } from "../../../fixtures/scripted-upstream/pixel-reader.ts";
-import defaultManifestJson from "../../../manifests/tools/robot.json" with { type: "json" };
-import { type ConfigInput, configSchema } from "../../config/schema.ts";
+  createInProcessSidecar,
+  responseEvents as events,
+} from "../../../test/support/in-process-sidecar.ts";
 import type { Episode } from "../../episodes/episode.ts";
-import { createEpisodeStore } from "../../episodes/episode-store.ts";
-import { createRandomIds } from "../../episodes/ids.ts";
-import { type Codecs, loadCodecs } from "../../images/codecs.ts";
-import { createLogger } from "../../lib/logger.ts";
-import { manifestSchema } from "../../manifest/manifest-schema.ts";
-import { readSse } from "../../sse/read-sse.ts";
-import { createUpstreamClient } from "../../upstream/upstream-client.ts";
-import type { IngressDeps } from "../ingress-deps.ts";
-import { createMessagesRoutes } from "./route.ts";
 
-let codecs: Codecs;
-beforeAll(async () => {
-  codecs = await loadCodecs();
-});
-
-/** The messages routes alone, in process, over the real pipeline and the scripted upstream. */
-function setup(configInput: ConfigInput = {}) {
-  const dataDir = mkdtempSync(join(tmpdir(), "ura-messages-route-"));
-  const config = configSchema.parse({ data_dir: dataDir, ...configInput });
-  const ids = createRandomIds();
-  const scripted: ScriptedUpstream = createScriptedUpstream({ readPixel: createPixelReader(codecs) });
-  const logger = createLogger({ level: "error", redact: (l) => l, write: () => {} });
-  const episodes = createEpisodeStore({
-    config,
-    dataDir,
-    defaultManifest: manifestSchema.parse(defaultManifestJson),
-    imageCache: config.images.cache,
-    ids,
-    clock: Date.now,
-    redact: (l) => l,
-    registerSecret: () => {},
-    baseUrl: () => "http://127.0.0.1:1",
-  });
-  const deps: IngressDeps = {
-    episodes,
-    logger,
-    clock: Date.now,
-    ids,
-    exchange: {
-      upstream: createUpstreamClient({
-        baseUrl: "http://scripted.invalid/v1",
-        apiKey: "sk-test",
-        retry: { ...config.upstream.retry, max_attempts: 1 },
-        timeoutMs: 5_000,
-        newId: ids.callId,
-        fetch: ((input: string | URL | Request, init?: RequestInit) =>
-          scripted.fetch(new Request(input as string, init))) as typeof fetch,
-      }),
-      images: { codecs, settings: config.images.webp },
-      sizeLimits: config.images.limits,
-      imageInput: true,
-      parallelToolCalls: true,
-      logger,
-      shutdownSignal: new AbortController().signal,
-    },
-  };
-  const app = new Hono();
-  app.route("/e/:episode", createMessagesRoutes(deps));
-  const episode = episodes.create({ max_turns: 0 });
+async function setup() {
+  const { app, scripted, createEpisode } = await createInProcessSidecar();
+  const episode = createEpisode();
   const post = (
     path: string,
     body: unknown,
@@ -97,27 +41,12 @@ const turn = (stream: boolean) => ({
   tools,
 });
 
-function lines(episode: Episode, file: string): Record<string, unknown>[] {
-  const path = join(episode.records.dir, file);
-  if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((l) => l !== "")
-    .map((l) => JSON.parse(l));
-}
-
-async function events(
-  res: Response,
-): Promise<{ event: string | undefined; data: Record<string, unknown> }[]> {
-  const out = [];
-  for await (const e of readSse(res.body as ReadableStream<Uint8Array>))
-    out.push({ event: e.event, data: JSON.parse(e.data) });
-  return out;
-}
+const lines = (episode: Episode, file: "ledger" | "exchanges" | "auxiliary") =>
+  records(episode.records.dir, file);
 
 describe("POST /v1/messages", () => {
   test("streamed turn: SSE events, the tool_use id is the id the ledger registered, delivery confirmed", async () => {
-    const { episode, scripted, post } = setup();
+    const { episode, scripted, post } = await setup();
     const res = await post("/v1/messages?beta=true", turn(true));
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
@@ -133,10 +62,10 @@ describe("POST /v1/messages", () => {
     for (const e of got) expect(e.data.type).toBe(e.event as string);
     const block = got[1]?.data.content_block as { type: string; id: string; name: string };
     expect(block).toMatchObject({ type: "tool_use", name: "mcp__ura__observe" });
-    const registered = lines(episode, "ledger.jsonl").filter((e) => e.type === "registered");
+    const registered = lines(episode, "ledger").filter((e) => e.type === "registered");
     expect(registered).toHaveLength(1);
     expect(((registered[0]?.calls ?? []) as { id: string }[]).map((c) => c.id)).toEqual([block.id]);
-    expect(lines(episode, "ledger.jsonl").some((e) => e.type === "delivered")).toBe(true);
+    expect(lines(episode, "ledger").some((e) => e.type === "delivered")).toBe(true);
     expect(episode.counters.delivered_exchanges).toBe(1);
     // What went upstream: the system prompt and tools, no cache_control; recorded as ignored.
     const upstream = scripted.received[0]?.body as {
@@ -146,12 +75,12 @@ describe("POST /v1/messages", () => {
     expect(upstream.messages[0]).toEqual({ role: "system", content: "You drive a robot." });
     expect(upstream.tools.map((t) => t.function.name)).toEqual(tools.map((t) => t.name));
     expect(JSON.stringify(upstream)).not.toContain("cache_control");
-    const recorded = lines(episode, "exchanges.jsonl").find((l) => l.stage === "upstream_request");
+    const recorded = lines(episode, "exchanges").find((l) => l.stage === "upstream_request");
     expect(recorded?.ignored).toEqual(["cache_control at system[0]"]);
   });
 
   test("JSON turn with Authorization: Bearer", async () => {
-    const { episode, post } = setup();
+    const { episode, post } = await setup();
     const res = await post("/v1/messages", turn(false), { authorization: `Bearer ${episode.ingressKey}` });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("application/json");
@@ -170,7 +99,7 @@ describe("POST /v1/messages", () => {
   });
 
   test("wrong key → 401 and unknown episode → 404, in the Anthropic envelope, nothing recorded", async () => {
-    const { app, episode, post } = setup();
+    const { app, episode, post } = await setup();
     const res = await post("/v1/messages", turn(true), { "x-api-key": "ura_key_wrong" });
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ type: "error", error: { type: "authentication_error" } });
@@ -181,11 +110,11 @@ describe("POST /v1/messages", () => {
     });
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ type: "error", error: { type: "not_found_error" } });
-    expect(lines(episode, "exchanges.jsonl")).toEqual([]);
+    expect(lines(episode, "exchanges")).toEqual([]);
   });
 
   test("a server tool is a final 400 naming it; the episode keeps running and nothing went upstream", async () => {
-    const { episode, scripted, post } = setup();
+    const { episode, scripted, post } = await setup();
     const res = await post("/v1/messages", {
       ...turn(true),
       tools: [...tools, { type: "web_search_20250305", name: "web_search" }],
@@ -197,13 +126,13 @@ describe("POST /v1/messages", () => {
     expect(body.error.message).toContain("web_search_20250305");
     expect(scripted.received).toHaveLength(0);
     expect(episode.state).toBe("running");
-    expect(lines(episode, "exchanges.jsonl").find((l) => l.stage === "status")).toMatchObject({
+    expect(lines(episode, "exchanges").find((l) => l.stage === "status")).toMatchObject({
       status: "failed",
     });
   });
 
   test("a body that is not JSON is a 400", async () => {
-    const { post } = setup();
+    const { post } = await setup();
     const res = await post("/v1/messages", "{not json");
     expect(res.status).toBe(400);
     const body = (await res.json()) as { type: string; error: { type: string; message: string } };
@@ -212,7 +141,7 @@ describe("POST /v1/messages", () => {
   });
 
   test("transient upstream failure → 529 overloaded_error; the episode is in provider_error, so the retry gets a final 400", async () => {
-    const { episode, scripted, post } = setup();
+    const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "status", status: 503 }]);
     const first = await post("/v1/messages", turn(true));
     expect(first.status).toBe(529);
@@ -228,20 +157,20 @@ describe("POST /v1/messages", () => {
   });
 
   test("invalid upstream output (undeclared tool) → 500 api_error, never a tool_use", async () => {
-    const { episode, scripted, post } = setup();
+    const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "undeclared_tool" }]);
     const res = await post("/v1/messages", turn(true));
     expect(res.status).toBe(500);
     const text = await res.text();
     expect(JSON.parse(text)).toMatchObject({ type: "error", error: { type: "api_error" } });
     expect(text).not.toContain("tool_use");
-    expect(lines(episode, "ledger.jsonl").filter((e) => e.type === "registered")).toEqual([]);
+    expect(lines(episode, "ledger").filter((e) => e.type === "registered")).toEqual([]);
   });
 });
 
 describe("POST /v1/messages/count_tokens", () => {
   test("a local final 400: auxiliary, no exchange, no turn, nothing upstream", async () => {
-    const { episode, scripted, post } = setup();
+    const { episode, scripted, post } = await setup();
     const res = await post("/v1/messages/count_tokens?beta=true", {
       model: "ura-qwen",
       messages: [{ role: "user", content: "x" }],
@@ -254,20 +183,20 @@ describe("POST /v1/messages/count_tokens", () => {
     expect(episode.counters.auxiliary_responses).toBe(1);
     expect(episode.counters.delivered_exchanges).toBe(0);
     expect(episode.counters.failed_exchanges).toBe(0);
-    expect(lines(episode, "auxiliary.jsonl")).toEqual([
+    expect(lines(episode, "auxiliary")).toEqual([
       expect.objectContaining({
         path: `/e/${episode.id}/anthropic/v1/messages/count_tokens?beta=true`,
         status: 400,
         operation: "count_tokens",
       }),
     ]);
-    expect(lines(episode, "exchanges.jsonl")).toEqual([]);
+    expect(lines(episode, "exchanges")).toEqual([]);
     expect(scripted.received).toHaveLength(0);
     expect(episode.state).toBe("running");
   });
 
   test("count_tokens still needs the ingress key", async () => {
-    const { episode, post } = setup();
+    const { episode, post } = await setup();
     const res = await post("/v1/messages/count_tokens", {}, {});
     expect(res.status).toBe(401);
     expect(episode.counters.auxiliary_responses).toBe(0);

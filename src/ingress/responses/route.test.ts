@@ -1,75 +1,20 @@
-import { beforeAll, describe, expect, test } from "bun:test";
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
-import { Hono } from "hono";
+/**
+ * The Responses ingress in process (the whole app of test/support/in-process-sidecar.ts,
+ * real pipeline, scripted upstream), one fresh sidecar and episode per test.
+ */
+import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { records } from "../../../test/support/episode-evidence.ts";
 import {
-  createScriptedUpstream,
-  type ScriptedUpstream,
-} from "../../../fixtures/scripted-upstream/create-scripted-upstream.ts";
-import { createPixelReader } from "../../../fixtures/scripted-upstream/pixel-reader.ts";
-import defaultManifestJson from "../../../manifests/tools/robot.json" with { type: "json" };
-import { configSchema } from "../../config/schema.ts";
+  createInProcessSidecar,
+  responseEvents as events,
+} from "../../../test/support/in-process-sidecar.ts";
 import type { Episode } from "../../episodes/episode.ts";
-import { createEpisodeStore } from "../../episodes/episode-store.ts";
-import { createRandomIds } from "../../episodes/ids.ts";
-import { type Codecs, loadCodecs } from "../../images/codecs.ts";
-import { createLogger } from "../../lib/logger.ts";
-import { manifestSchema } from "../../manifest/manifest-schema.ts";
-import { readSse } from "../../sse/read-sse.ts";
-import { createUpstreamClient } from "../../upstream/upstream-client.ts";
-import type { IngressDeps } from "../ingress-deps.ts";
-import { createResponsesRoutes } from "./route.ts";
 
-let codecs: Codecs;
-beforeAll(async () => {
-  codecs = await loadCodecs();
-});
-
-/** The Responses route alone, in process, over the real pipeline and the scripted upstream. */
-function setup() {
-  const dataDir = mkdtempSync(join(tmpdir(), "ura-responses-route-"));
-  const config = configSchema.parse({ data_dir: dataDir });
-  const ids = createRandomIds();
-  const scripted: ScriptedUpstream = createScriptedUpstream({ readPixel: createPixelReader(codecs) });
-  const logger = createLogger({ level: "error", redact: (l) => l, write: () => {} });
-  const episodes = createEpisodeStore({
-    config,
-    dataDir,
-    defaultManifest: manifestSchema.parse(defaultManifestJson),
-    imageCache: config.images.cache,
-    ids,
-    clock: Date.now,
-    redact: (l) => l,
-    registerSecret: () => {},
-    baseUrl: () => "http://127.0.0.1:1",
-  });
-  const deps: IngressDeps = {
-    episodes,
-    logger,
-    clock: Date.now,
-    ids,
-    exchange: {
-      upstream: createUpstreamClient({
-        baseUrl: "http://scripted.invalid/v1",
-        apiKey: "sk-test",
-        retry: { ...config.upstream.retry, max_attempts: 1 },
-        timeoutMs: 5_000,
-        newId: ids.callId,
-        fetch: ((input: string | URL | Request, init?: RequestInit) =>
-          scripted.fetch(new Request(input as string, init))) as typeof fetch,
-      }),
-      images: { codecs, settings: config.images.webp },
-      sizeLimits: config.images.limits,
-      imageInput: true,
-      parallelToolCalls: true,
-      logger,
-      shutdownSignal: new AbortController().signal,
-    },
-  };
-  const app = new Hono();
-  app.route("/e/:episode", createResponsesRoutes(deps));
-  const episode = episodes.create({ max_turns: 0 });
+async function setup() {
+  const { app, scripted, createEpisode } = await createInProcessSidecar();
+  const episode = createEpisode();
   const post = (
     body: unknown,
     headers: Record<string, string> = { authorization: `Bearer ${episode.ingressKey}` },
@@ -117,27 +62,11 @@ const codexTurn = (stream: boolean) => ({
   ],
 });
 
-function lines(episode: Episode, file: string): Record<string, unknown>[] {
-  const path = join(episode.records.dir, file);
-  if (!existsSync(path)) return [];
-  return readFileSync(path, "utf8")
-    .split("\n")
-    .filter((l) => l !== "")
-    .map((l) => JSON.parse(l));
-}
-
-async function events(
-  res: Response,
-): Promise<{ event: string | undefined; data: Record<string, unknown> }[]> {
-  const out = [];
-  for await (const e of readSse(res.body as ReadableStream<Uint8Array>))
-    out.push({ event: e.event, data: JSON.parse(e.data) });
-  return out;
-}
+const lines = (episode: Episode, file: "ledger" | "exchanges") => records(episode.records.dir, file);
 
 describe("POST /v1/responses", () => {
   test("streamed Codex turn: namespace call back as {namespace, name}, the call id the ledger registered, delivered", async () => {
-    const { episode, scripted, post } = setup();
+    const { episode, scripted, post } = await setup();
     const res = await post(codexTurn(true));
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
@@ -161,11 +90,11 @@ describe("POST /v1/responses", () => {
       name: "observe",
       status: "completed",
     });
-    const registered = lines(episode, "ledger.jsonl").filter((e) => e.type === "registered");
+    const registered = lines(episode, "ledger").filter((e) => e.type === "registered");
     expect(
       ((registered[0]?.calls ?? []) as { id: string; tool: string }[]).map((c) => [c.id, c.tool]),
     ).toEqual([[item.call_id, "observe"]]);
-    expect(lines(episode, "ledger.jsonl").some((e) => e.type === "delivered")).toBe(true);
+    expect(lines(episode, "ledger").some((e) => e.type === "delivered")).toBe(true);
     expect(got.at(-1)?.data.response).toMatchObject({
       status: "completed",
       usage: { input_tokens: expect.any(Number), output_tokens: 12 },
@@ -181,7 +110,7 @@ describe("POST /v1/responses", () => {
       "mcp__ura__finish",
     ]);
     expect(upstream.messages.map((m) => m.role)).toEqual(["system", "user"]);
-    const recorded = lines(episode, "exchanges.jsonl").find((l) => l.stage === "upstream_request");
+    const recorded = lines(episode, "exchanges").find((l) => l.stage === "upstream_request");
     expect(recorded?.ignored).toEqual([
       "tools[1]: namespace multi_agent_v1 (spawn_agent) not offered: only MCP server namespaces (mcp__*) are",
       "tools[2]: built-in tool web_search not offered (Qwen cannot provide it)",
@@ -191,7 +120,7 @@ describe("POST /v1/responses", () => {
   });
 
   test("JSON turn: one response object with every field", async () => {
-    const { post } = setup();
+    const { post } = await setup();
     const res = await post({ ...codexTurn(false), stream: undefined });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("application/json");
@@ -210,7 +139,7 @@ describe("POST /v1/responses", () => {
   });
 
   test("recorded OpenCode tool-image request: the PNG reaches upstream as WebP in a user message after the tool message", async () => {
-    const { scripted, post } = setup();
+    const { scripted, post } = await setup();
     const body = JSON.parse(
       readFileSync(
         resolve(import.meta.dir, "../../../fixtures/responses/opencode-tool-image/client-request.json"),
@@ -230,7 +159,7 @@ describe("POST /v1/responses", () => {
   });
 
   test("wrong key → 401 and unknown episode → 404, in the OpenAI envelope, nothing recorded", async () => {
-    const { app, episode, post } = setup();
+    const { app, episode, post } = await setup();
     const res = await post(codexTurn(true), { authorization: "Bearer wrong" });
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({
@@ -243,11 +172,11 @@ describe("POST /v1/responses", () => {
     });
     expect(missing.status).toBe(404);
     expect(await missing.json()).toMatchObject({ error: { code: "not_found" } });
-    expect(lines(episode, "exchanges.jsonl")).toEqual([]);
+    expect(lines(episode, "exchanges")).toEqual([]);
   });
 
   test("previous_response_id → final 400 naming the field; nothing upstream, the episode keeps running", async () => {
-    const { episode, scripted, post } = setup();
+    const { episode, scripted, post } = await setup();
     const res = await post({ ...codexTurn(true), previous_response_id: "resp_1" });
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({
@@ -258,14 +187,14 @@ describe("POST /v1/responses", () => {
   });
 
   test("a body that is not JSON → 400", async () => {
-    const { post } = setup();
+    const { post } = await setup();
     const res = await post("{nope");
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: { type: "invalid_request_error", param: "body" } });
   });
 
   test("transient upstream failure → 503 server_error before any byte; the client's retry gets a final 400", async () => {
-    const { episode, scripted, post } = setup();
+    const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "status", status: 503 }]);
     const first = await post(codexTurn(true));
     expect(first.status).toBe(503);
@@ -281,7 +210,7 @@ describe("POST /v1/responses", () => {
   });
 
   test("upstream rejects the request (4xx) → final 400", async () => {
-    const { post, scripted } = setup();
+    const { post, scripted } = await setup();
     scripted.enqueueFaults([{ kind: "thinking_400" }]);
     const res = await post(codexTurn(true));
     expect(res.status).toBe(400);
@@ -291,13 +220,13 @@ describe("POST /v1/responses", () => {
   });
 
   test("invalid upstream output (undeclared tool) → 502, never a function_call", async () => {
-    const { episode, scripted, post } = setup();
+    const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "undeclared_tool" }]);
     const res = await post(codexTurn(true));
     expect(res.status).toBe(502);
     const text = await res.text();
     expect(JSON.parse(text)).toMatchObject({ error: { type: "server_error", code: "upstream_invalid" } });
     expect(text).not.toContain("function_call");
-    expect(lines(episode, "ledger.jsonl").filter((e) => e.type === "registered")).toEqual([]);
+    expect(lines(episode, "ledger").filter((e) => e.type === "registered")).toEqual([]);
   });
 });
