@@ -7,34 +7,31 @@
  * silently drop its tools), answer a model request with a final 400, and the
  * records must be readable (a torn tail reported, not fatal). Needs `make build`.
  */
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
-import type { LaunchInfo, SidecarProcess } from "../support/sidecar-process.ts";
+import type { SidecarProcess } from "../support/sidecar-process.ts";
 import {
   callback,
+  callbackInFlight,
   connectMcp,
   type FunctionCall,
+  fileUpstream,
   firstTurn,
   injectFaults,
   type LedgerStatus,
   ledgerEvents,
+  movedTo,
+  resetUpstream,
   responsesRequest,
   resultText,
   startSidecar,
-  startUpstream,
-  type Upstream,
   upstreamRequests,
   waitFor,
 } from "./lifecycle-kit.ts";
 
-setDefaultTimeout(30_000);
-let upstream: Upstream;
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-afterAll(() => upstream.stop());
+const upstream = await fileUpstream(30_000);
 
 const config = {
   executor: { kind: "inert", receipt_delay_ms: 10_000 },
@@ -45,7 +42,11 @@ type Point = "before delivery" | "after delivery" | "during a callback";
 
 /** Brings a new episode to the given point; returns the call delivered so far (if any). */
 async function runTo(sidecar: SidecarProcess, point: Point) {
-  await fetch(`${upstream.origin}/__script/reset`, { method: "POST" });
+  if (point === "during a callback") {
+    const { episode, call, executing } = await callbackInFlight(sidecar, upstream);
+    return { episode, call, pending: executing.catch(() => undefined) };
+  }
+  await resetUpstream(upstream);
   const episode = await sidecar.createEpisode({ client: "codex" });
   if (point === "before delivery") {
     await injectFaults(upstream, [{ kind: "timeout" }]);
@@ -55,29 +56,7 @@ async function runTo(sidecar: SidecarProcess, point: Point) {
     );
     return { episode, call: undefined, pending: hanging };
   }
-  const call = await firstTurn(episode);
-  if (point === "after delivery") return { episode, call, pending: Promise.resolve() };
-  const client = await connectMcp(episode.urls.mcp, episode.mcp_token);
-  const executing = callback(client, call).catch(() => undefined);
-  await waitFor("the callback to be executing", async () => {
-    const { ledger } = (await sidecar.episode(episode.id)) as unknown as { ledger: LedgerStatus };
-    return ledger.counts.acknowledged === 1 ? true : undefined;
-  });
-  return { episode, call, pending: executing };
-}
-
-/** The old launch info, pointed at the restarted sidecar (same id and credentials, new port). */
-function moved(episode: LaunchInfo, sidecar: SidecarProcess): LaunchInfo {
-  const root = `${sidecar.url}/e/${episode.id}`;
-  return {
-    ...episode,
-    urls: {
-      responses: `${root}/v1`,
-      gemini: `${root}/gemini`,
-      anthropic: `${root}/anthropic`,
-      mcp: `${root}/mcp`,
-    },
-  };
+  return { episode, call: await firstTurn(episode), pending: Promise.resolve() };
 }
 
 type Restarted = {
@@ -130,7 +109,7 @@ describe("kill -9, then restart on the same data directory", () => {
         expect(status.restart.uncertain).toEqual(uncertain as string[]);
         expect(status.ledger.admission).toBe("closed");
 
-        const old = moved(episode, second);
+        const old = movedTo(episode, second);
         // A replayed callback from the old client: the old token authenticates, the ledger refuses.
         const client = await connectMcp(old.urls.mcp, old.mcp_token);
         const replay: FunctionCall = call ?? {
@@ -195,7 +174,7 @@ describe("kill -9, then restart on the same data directory", () => {
       expect(Object.keys(status.restart.torn_tails).sort()).toEqual(["exchanges.jsonl", "ledger.jsonl"]);
       // The torn claim never completed, so the call never reached the executor: not uncertain, never claimable.
       expect(status.ledger.uncertain).toEqual([]);
-      const client = await connectMcp(moved(episode, second).urls.mcp, episode.mcp_token);
+      const client = await connectMcp(movedTo(episode, second).urls.mcp, episode.mcp_token);
       const refused = await callback(client, call as FunctionCall);
       expect(refused.isError).toBe(true);
       expect(resultText(refused)).toContain("the sidecar restarted");
@@ -220,7 +199,7 @@ describe("kill -9, then restart on the same data directory", () => {
     expect(status.state).toBe("interrupted");
     expect(status.restart.records_frozen).toBe(true);
     expect(status.restart.frozen_marker.complete).toBe(true);
-    const client = await connectMcp(moved(episode, second).urls.mcp, episode.mcp_token);
+    const client = await connectMcp(movedTo(episode, second).urls.mcp, episode.mcp_token);
     expect((await callback(client, call as FunctionCall)).isError).toBe(true);
     await client.close();
     expect(await second.stop()).toBe(0);

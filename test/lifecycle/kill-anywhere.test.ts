@@ -6,19 +6,14 @@
  * claimed again. The delays are random; the seed is printed on failure.
  * Needs `make build`.
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import type { SidecarProcess } from "../support/sidecar-process.ts";
-import { driveSmokeEpisode, startSidecar, startUpstream, type Upstream } from "./lifecycle-kit.ts";
+import { driveSmokeEpisode, fileUpstream, startSidecar } from "./lifecycle-kit.ts";
 
-setDefaultTimeout(120_000);
-let upstream: Upstream;
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-afterAll(() => upstream.stop());
+const upstream = await fileUpstream(120_000);
 
 const config = { executor: { kind: "inert", ack_delay_ms: 15, receipt_delay_ms: 40 }, log_level: "warn" };
 

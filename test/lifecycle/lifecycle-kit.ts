@@ -5,6 +5,7 @@
  * client, and readers for the records a run leaves behind.
  * Needs `make build` (dist/ura-sidecar).
  */
+import { afterAll, setDefaultTimeout } from "bun:test";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -18,6 +19,23 @@ export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
 export type UpstreamRequest = { seq: number; aborted: boolean; completed: boolean; fault?: string };
 
 export const startUpstream = () => serveScriptedUpstream(0);
+
+/**
+ * A lifecycle test file's setting-up: its default test timeout, and one scripted
+ * upstream started now and stopped after the file's tests
+ * (`const upstream = await fileUpstream(30_000);` at the top of the file).
+ */
+export async function fileUpstream(timeoutMs: number): Promise<Upstream> {
+  setDefaultTimeout(timeoutMs);
+  const upstream = await startUpstream();
+  afterAll(() => upstream.stop());
+  return upstream;
+}
+
+/** Forgets what the upstream received and any faults still queued. */
+export async function resetUpstream(upstream: Upstream): Promise<void> {
+  await fetch(`${upstream.origin}/__script/reset`, { method: "POST" });
+}
 
 /** Starts the binary against the scripted upstream with the given config (a JSON file is written for it). */
 export async function startSidecar(
@@ -109,6 +127,38 @@ export async function injectFaults(upstream: Upstream, faults: unknown[]): Promi
     body: JSON.stringify({ faults }),
   });
   if (!res.ok) throw new Error(`faults: HTTP ${res.status}`);
+}
+
+/**
+ * A new (Codex) episode whose first call, `observe`, was delivered and whose MCP
+ * callback is executing at the (slow) inert executor: the ledger shows it
+ * acknowledged, the receipt still pending. `executing` settles with the callback.
+ */
+export async function callbackInFlight(sidecar: SidecarProcess, upstream: Upstream) {
+  await resetUpstream(upstream);
+  const episode = await sidecar.createEpisode({ client: "codex" });
+  const call = await firstTurn(episode);
+  const client = await connectMcp(episode.urls.mcp, episode.mcp_token);
+  const executing = callback(client, call);
+  await waitFor("the callback to be executing", async () => {
+    const { ledger } = (await sidecar.episode(episode.id)) as unknown as { ledger: LedgerStatus };
+    return ledger.counts.acknowledged === 1 ? true : undefined;
+  });
+  return { episode, call, client, executing };
+}
+
+/** An episode's old launch info pointed at a restarted sidecar (same id and credentials, new port). */
+export function movedTo(episode: LaunchInfo, sidecar: SidecarProcess): LaunchInfo {
+  const root = `${sidecar.url}/e/${episode.id}`;
+  return {
+    ...episode,
+    urls: {
+      responses: `${root}/v1`,
+      gemini: `${root}/gemini`,
+      anthropic: `${root}/anthropic`,
+      mcp: `${root}/mcp`,
+    },
+  };
 }
 
 /** Polls until `check` returns a value (not undefined) or the time is up. */

@@ -4,22 +4,17 @@
  * the CLI gets a final 400 (an outer CLI retry cannot create more upstream
  * work), also after a restart. Needs `make build`.
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
+import { expect, test } from "bun:test";
 import {
+  fileUpstream,
   injectFaults,
+  movedTo,
   responsesRequest,
   startSidecar,
-  startUpstream,
-  type Upstream,
   upstreamRequests,
 } from "./lifecycle-kit.ts";
 
-setDefaultTimeout(30_000);
-let upstream: Upstream;
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-afterAll(() => upstream.stop());
+const upstream = await fileUpstream(30_000);
 
 test("retry budget spent → provider_error; later requests get a non-retryable 400, before and after a restart", async () => {
   const config = { upstream: { retry: { max_attempts: 2, initial_backoff_ms: 10, max_backoff_ms: 20 } } };
@@ -48,9 +43,9 @@ test("retry budget spent → provider_error; later requests get a non-retryable 
   const after = await restarted.episode(episode.id);
   expect(after.state).toBe("failed");
   expect(after.failure).toMatchObject({ reason: "provider_error" });
-  const root = `${restarted.url}/e/${episode.id}`;
-  const moved = { ...episode, urls: { ...episode.urls, responses: `${root}/v1` } };
-  expect((await responsesRequest(moved, [{ role: "user", content: "go" }])).status).toBe(400);
+  expect(
+    (await responsesRequest(movedTo(episode, restarted), [{ role: "user", content: "go" }])).status,
+  ).toBe(400);
   expect((await upstreamRequests(upstream)).length).toBe(2);
   expect(await restarted.stop()).toBe(0);
 });

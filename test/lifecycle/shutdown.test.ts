@@ -7,46 +7,29 @@
  * `complete: false` when the callback outlasts the deadline. A second signal
  * forces the exit. Needs `make build`.
  */
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { LaunchInfo, SidecarProcess } from "../support/sidecar-process.ts";
 import {
-  callback,
-  connectMcp,
+  callbackInFlight,
+  fileUpstream,
   firstTurn,
   injectFaults,
-  type LedgerStatus,
   ledgerEvents,
   readJson,
   responsesRequest,
   resultText,
   startSidecar,
-  startUpstream,
-  type Upstream,
   upstreamRequests,
   waitFor,
 } from "./lifecycle-kit.ts";
 
-setDefaultTimeout(30_000);
-let upstream: Upstream;
-beforeAll(async () => {
-  upstream = await startUpstream();
-});
-afterAll(() => upstream.stop());
+const upstream = await fileUpstream(30_000);
 
 /** Runs the first turn, starts its callback and a second exchange that hangs at the upstream. */
 async function workInFlight(sidecar: SidecarProcess) {
-  await fetch(`${upstream.origin}/__script/reset`, { method: "POST" });
-  const episode = await sidecar.createEpisode({ client: "codex" });
-  const call = await firstTurn(episode);
-  const client = await connectMcp(episode.urls.mcp, episode.mcp_token);
-  const executing = callback(client, call);
-  // The call is at the executor once the ledger shows it acknowledged (receipt still pending).
-  await waitFor("the callback to be executing", async () => {
-    const { ledger } = (await sidecar.episode(episode.id)) as unknown as { ledger: LedgerStatus };
-    return ledger.counts.acknowledged === 1 ? true : undefined;
-  });
+  const { episode, call, client, executing } = await callbackInFlight(sidecar, upstream);
   await injectFaults(upstream, [{ kind: "timeout" }]);
   const hanging = responsesRequest(episode, [{ role: "user", content: "go" }]);
   await waitFor("the second upstream request", async () =>
