@@ -147,3 +147,19 @@ export async function responseEvents(
     out.push({ event: e.event, data: JSON.parse(e.data) as Record<string, unknown> });
   return out;
 }
+
+/** POSTs a body (JSON, or a raw string as is) to the app, with the client's headers. */
+export function postJson(
+  app: InProcessSidecar["app"],
+  path: string,
+  body: unknown,
+  headers: Record<string, string>,
+): Promise<Response> {
+  return Promise.resolve(
+    app.request(path, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...headers },
+      body: typeof body === "string" ? body : JSON.stringify(body),
+    }),
+  );
+}

@@ -7,7 +7,11 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { records } from "../../../test/support/episode-evidence.ts";
-import { createInProcessSidecar, type InProcessSidecar } from "../../../test/support/in-process-sidecar.ts";
+import {
+  createInProcessSidecar,
+  type InProcessSidecar,
+  postJson,
+} from "../../../test/support/in-process-sidecar.ts";
 import type { Episode } from "../../episodes/episode.ts";
 
 const redPng =
@@ -47,11 +51,7 @@ const prompt = {
 };
 
 function post(episode: Episode, path: string, body: unknown, key = episode.ingressKey) {
-  return s.app.request(`/e/${episode.id}/gemini${path}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", "x-goog-api-key": key },
-    body: typeof body === "string" ? body : JSON.stringify(body),
-  });
+  return postJson(s.app, `/e/${episode.id}/gemini${path}`, body, { "x-goog-api-key": key });
 }
 
 const lines = (episode: Episode, file: "ledger" | "exchanges" | "auxiliary") =>

@@ -8,6 +8,7 @@ import { records } from "../../../test/support/episode-evidence.ts";
 import {
   createInProcessSidecar,
   responseEvents as events,
+  postJson,
 } from "../../../test/support/in-process-sidecar.ts";
 import type { Episode } from "../../episodes/episode.ts";
 
@@ -18,12 +19,7 @@ async function setup() {
     path: string,
     body: unknown,
     headers: Record<string, string> = { "x-api-key": episode.ingressKey },
-  ) =>
-    app.request(`/e/${episode.id}/anthropic${path}`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: typeof body === "string" ? body : JSON.stringify(body),
-    });
+  ) => postJson(app, `/e/${episode.id}/anthropic${path}`, body, headers);
   return { app, episode, scripted, post };
 }
 

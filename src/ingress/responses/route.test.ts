@@ -9,6 +9,7 @@ import { records } from "../../../test/support/episode-evidence.ts";
 import {
   createInProcessSidecar,
   responseEvents as events,
+  postJson,
 } from "../../../test/support/in-process-sidecar.ts";
 import type { Episode } from "../../episodes/episode.ts";
 
@@ -18,12 +19,7 @@ async function setup() {
   const post = (
     body: unknown,
     headers: Record<string, string> = { authorization: `Bearer ${episode.ingressKey}` },
-  ) =>
-    app.request(`/e/${episode.id}/v1/responses`, {
-      method: "POST",
-      headers: { "content-type": "application/json", ...headers },
-      body: typeof body === "string" ? body : JSON.stringify(body),
-    });
+  ) => postJson(app, `/e/${episode.id}/v1/responses`, body, headers);
   return { app, episode, scripted, post };
 }
 
