@@ -134,11 +134,8 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     }
     const body = JSON.stringify(upstreamRequest);
     checkUpstreamSize(body, deps.sizeLimits);
-    episode.records.exchange(exchangeId, "upstream_request", {
-      body: upstreamRequest,
-      images: stats,
-      ignored: hub.ignored,
-    });
+    // The body as sent, spliced in: stringifying it again doubled the cost of large (image) requests.
+    episode.records.exchange(exchangeId, "upstream_request", { images: stats, ignored: hub.ignored }, { body });
   } catch (error) {
     // A context failure (protected content over target) is recorded with its decision.
     return fail(toSidecarError(error), contextFailureRecord(error));
@@ -228,10 +225,14 @@ function deliver(
     if (outcome === "delivered") {
       if (batchId) episode.ledger.delivered(batchId);
       episode.counters.delivered_exchanges += 1;
-      episode.records.exchange(exchangeId, "delivered", {
-        content_type: rendered.contentType,
-        body: rendered.chunks.join(""),
-      });
+      const delivered = rendered.chunks.join("");
+      const isJson = rendered.contentType.startsWith("application/json");
+      episode.records.exchange(
+        exchangeId,
+        "delivered",
+        { content_type: rendered.contentType, ...(isJson ? {} : { body: delivered }) },
+        isJson ? { body: delivered } : {},
+      );
       episode.records.exchange(exchangeId, "status", { status: "delivered", batch: batchId ?? null });
     } else {
       if (batchId) episode.ledger.revoke(batchId);

@@ -67,12 +67,20 @@ export function createEpisodeRecords(options: RecordsOptions) {
      * the lines gathered so far: a crash during the upstream wait still leaves
      * the client's request on disk, and a text exchange costs two writes, not six.
      */
-    exchange(exchangeId: string, stage: ExchangeStage, data: Record<string, unknown>): void {
+    exchange(
+      exchangeId: string,
+      stage: ExchangeStage,
+      data: Record<string, unknown>,
+      /** Fields whose value is already JSON text (e.g. the upstream body as sent), spliced in verbatim. */
+      rawJson: Record<string, string> = {},
+    ): void {
       if (frozen)
         throw new Error(`records of ${options.dir} are frozen; refusing to append to exchanges.jsonl`);
-      pendingExchangeLines.push(
-        options.redact(JSON.stringify({ at: now(), exchange: exchangeId, stage, ...data })),
-      );
+      let line = JSON.stringify({ at: now(), exchange: exchangeId, stage, ...data });
+      for (const [key, json] of Object.entries(rawJson)) {
+        line = `${line.slice(0, -1)},${JSON.stringify(key)}:${json}}`;
+      }
+      pendingExchangeLines.push(options.redact(line));
       if (stage === "upstream_request" || stage === "status") {
         appendLines("exchanges.jsonl", pendingExchangeLines);
         pendingExchangeLines = [];
