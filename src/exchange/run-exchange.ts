@@ -135,7 +135,12 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     const body = JSON.stringify(upstreamRequest);
     checkUpstreamSize(body, deps.sizeLimits);
     // The body as sent, spliced in: stringifying it again doubled the cost of large (image) requests.
-    episode.records.exchange(exchangeId, "upstream_request", { images: stats, ignored: hub.ignored }, { body });
+    episode.records.exchange(
+      exchangeId,
+      "upstream_request",
+      { images: stats, ignored: hub.ignored },
+      { body },
+    );
   } catch (error) {
     // A context failure (protected content over target) is recorded with its decision.
     return fail(toSidecarError(error), contextFailureRecord(error));

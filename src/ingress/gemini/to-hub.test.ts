@@ -1,35 +1,15 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { fixtureCases, sidecarErrorOf, toGoldenUpstream } from "../../../test/support/fixture-cases.ts";
 import type { HubRequest } from "../../hub/schema.ts";
-import { SidecarError } from "../../lib/errors.ts";
-import { buildChatRequest } from "../../upstream/build-chat-request.ts";
 import { geminiToHub, removeWaitForPrevious } from "./to-hub.ts";
 
-const fixturesDir = resolve(import.meta.dir, "../../../fixtures/gemini");
-const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
+const cases = fixtureCases("gemini");
 
-function loadCase(name: string): Record<string, unknown> {
-  return JSON.parse(readFileSync(join(fixturesDir, name, "client-request.json"), "utf8"));
-}
+const loadCase = cases.clientRequest;
 
-/** Golden: what must go upstream. Written when missing or with URA_UPDATE_GOLDEN=1, then reviewed. */
-function expectGolden(name: string, hub: HubRequest): void {
-  const file = join(fixturesDir, name, "upstream-request.json");
-  const actual = `${JSON.stringify(buildChatRequest(hub, target), null, 2)}\n`;
-  if (!existsSync(file) || process.env.URA_UPDATE_GOLDEN === "1") writeFileSync(file, actual);
-  expect(actual).toBe(readFileSync(file, "utf8"));
-}
+const { expectGolden } = cases;
 
-function errorOf(fn: () => unknown): SidecarError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof SidecarError) return error;
-    throw error;
-  }
-  throw new Error("expected a SidecarError");
-}
+const errorOf = sidecarErrorOf;
 
 const user = (text: string) => ({ role: "user", parts: [{ text }] });
 const minimal = { contents: [user("hi")] };
@@ -93,7 +73,7 @@ describe("recorded Gemini CLI requests", () => {
     expect(tool.content[1]).toMatchObject({ type: "image", mediaType: "image/png" });
     expect(hub.ignored[0]).toBe('thoughtSignature "skip_thought_signature_validator" (dropped)');
     // Upstream: the image travels in a user message right after the tool message, labelled with the call.
-    const chat = buildChatRequest(hub, target);
+    const chat = toGoldenUpstream(hub);
     expect(chat.messages.slice(-2).map((m) => m.role)).toEqual(["tool", "user"]);
     expect(JSON.stringify(chat.messages.at(-1))).toContain("call_gem_5");
     expect(JSON.stringify(chat)).not.toContain("thoughtSignature");

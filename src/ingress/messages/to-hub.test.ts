@@ -1,37 +1,19 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
-import type { HubRequest } from "../../hub/schema.ts";
-import { SidecarError } from "../../lib/errors.ts";
-import { buildChatRequest } from "../../upstream/build-chat-request.ts";
+import { fixtureCases, sidecarErrorOf, toGoldenUpstream } from "../../../test/support/fixture-cases.ts";
 import { messagesToHub } from "./to-hub.ts";
 
-const fixturesDir = resolve(import.meta.dir, "../../../fixtures/messages");
-const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
+const cases = fixtureCases("messages");
 
 function loadCase(name: string): { body: Record<string, unknown>; betaFlags: string[] } {
-  const body = JSON.parse(readFileSync(join(fixturesDir, name, "client-request.json"), "utf8"));
-  const meta = JSON.parse(readFileSync(join(fixturesDir, name, "meta.json"), "utf8"));
-  return { body, betaFlags: String(meta.headers["anthropic-beta"]).split(",") };
+  return {
+    body: cases.clientRequest(name),
+    betaFlags: String(cases.meta(name).headers["anthropic-beta"]).split(","),
+  };
 }
 
-/** Golden: what must go upstream. Written when missing or with URA_UPDATE_GOLDEN=1, then reviewed. */
-function expectGolden(name: string, hub: HubRequest): void {
-  const file = join(fixturesDir, name, "upstream-request.json");
-  const actual = `${JSON.stringify(buildChatRequest(hub, target), null, 2)}\n`;
-  if (!existsSync(file) || process.env.URA_UPDATE_GOLDEN === "1") writeFileSync(file, actual);
-  expect(actual).toBe(readFileSync(file, "utf8"));
-}
+const { expectGolden } = cases;
 
-function errorOf(fn: () => unknown): SidecarError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof SidecarError) return error;
-    throw error;
-  }
-  throw new Error("expected a SidecarError");
-}
+const errorOf = sidecarErrorOf;
 
 const minimal = { model: "ura-qwen", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
 
@@ -72,7 +54,7 @@ describe("recorded Claude Code requests", () => {
       text: null,
       toolCalls: [{ id: "toolu_0006", name: "mcp__ura__observe", arguments: '{"camera":"front"}' }],
     });
-    const chat = buildChatRequest(hub, target);
+    const chat = toGoldenUpstream(hub);
     const last = chat.messages.at(-1);
     expect(last?.role).toBe("user");
     expect(JSON.stringify(last)).toContain("data:image/png;base64,iVBORw0KGgo");

@@ -1,40 +1,20 @@
 import { describe, expect, test } from "bun:test";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
-import { join, resolve } from "node:path";
+import { fixtureCases, sidecarErrorOf, toGoldenUpstream } from "../../../test/support/fixture-cases.ts";
 import type { HubRequest } from "../../hub/schema.ts";
-import { SidecarError } from "../../lib/errors.ts";
-import { buildChatRequest } from "../../upstream/build-chat-request.ts";
 import { parseResponsesRequest } from "./parse-request.ts";
 import { toHub } from "./to-hub.ts";
 
-const fixturesDir = resolve(import.meta.dir, "../../../fixtures/responses");
-const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
+const cases = fixtureCases("responses");
 
-function loadCase(name: string): Record<string, unknown> {
-  return JSON.parse(readFileSync(join(fixturesDir, name, "client-request.json"), "utf8"));
-}
+const loadCase = cases.clientRequest;
 
 function translate(body: unknown): HubRequest {
   return toHub(parseResponsesRequest(body));
 }
 
-/** Golden: what must go upstream. Written when missing or with URA_UPDATE_GOLDEN=1, then reviewed. */
-function expectGolden(name: string, hub: HubRequest): void {
-  const file = join(fixturesDir, name, "upstream-request.json");
-  const actual = `${JSON.stringify(buildChatRequest(hub, target), null, 2)}\n`;
-  if (!existsSync(file) || process.env.URA_UPDATE_GOLDEN === "1") writeFileSync(file, actual);
-  expect(actual).toBe(readFileSync(file, "utf8"));
-}
+const { expectGolden } = cases;
 
-function errorOf(fn: () => unknown): SidecarError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof SidecarError) return error;
-    throw error;
-  }
-  throw new Error("expected a SidecarError");
-}
+const errorOf = sidecarErrorOf;
 
 const minimal = { model: "ura-qwen", input: "hi" };
 
@@ -60,7 +40,7 @@ describe("recorded OpenCode requests", () => {
     expect(hub.tools).toEqual([]);
     expect(hub.toolChoice).toBeUndefined();
     expect(hub.messages.map((m) => m.role)).toEqual(["system", "user", "user"]);
-    const chat = buildChatRequest(hub, target);
+    const chat = toGoldenUpstream(hub);
     expect(chat.tools).toBeUndefined();
     expect(chat.tool_choice).toBeUndefined();
     expectGolden("opencode-title", hub);
@@ -77,7 +57,7 @@ describe("recorded OpenCode requests", () => {
     expect(tool).toMatchObject({ role: "tool", toolCallId: "call_resp_6", name: "ura_observe" });
     expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(["text", "image"]);
     expect(tool?.role === "tool" && tool.content[1]).toMatchObject({ type: "image", mediaType: "image/png" });
-    const chat = buildChatRequest(hub, target);
+    const chat = toGoldenUpstream(hub);
     expect(chat.messages.at(-2)).toMatchObject({ role: "tool", tool_call_id: "call_resp_6" });
     const last = chat.messages.at(-1);
     expect(last?.role).toBe("user");
@@ -122,7 +102,7 @@ describe("recorded Codex requests", () => {
     expect(tool).toMatchObject({ role: "tool", toolCallId: "call_resp_5", name: "mcp__ura__observe" });
     expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(["text", "text", "image"]);
     expect(hub.ignored).toContain(`input_image.detail "high" (Qwen has no detail setting)`);
-    const last = buildChatRequest(hub, target).messages.at(-1);
+    const last = toGoldenUpstream(hub).messages.at(-1);
     expect(last?.role).toBe("user");
     expect(JSON.stringify(last)).toContain("data:image/png;base64,");
     expectGolden("codex-tool-image", hub);
