@@ -21,7 +21,7 @@ run: build
 clients: install
 	$(BUN) test/e2e/install-clients.ts
 
-test: build clients
+test: build clients check
 	$(BUN) test --timeout 60000
 
 e2e: build clients
