@@ -13,6 +13,7 @@ import { createImageConverter } from "../images/convert-request.ts";
 import type { WebpSettings } from "../images/settings.ts";
 import type { SizeLimits } from "../images/size-guard.ts";
 import { checkUpstreamSize } from "../images/size-guard.ts";
+import type { JsonBody } from "../ingress/parse-json-body.ts";
 import { SidecarError, toSidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -41,8 +42,8 @@ export type ExchangeSpec = {
   protocol: Protocol;
   episode: Episode;
   path: string;
-  /** The client's request exactly as received (parsed JSON, or text when unparseable). */
-  clientRequest: unknown;
+  /** The client's request exactly as received. */
+  clientRequest: JsonBody;
   /** Client → hub; throws SidecarError naming the field. */
   translate: () => HubRequest;
   render: (response: HubResponse, request: HubRequest) => Rendered;
@@ -65,11 +66,20 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   const exchangeId = episode.nextExchangeId();
   const log = deps.logger.child({ episode: episode.id, exchange: exchangeId, protocol: spec.protocol });
   try {
-    episode.records.exchange(exchangeId, "client_request", {
-      protocol: spec.protocol,
-      path: spec.path,
-      body: spec.clientRequest,
-    });
+    const received = spec.clientRequest;
+    // Valid single-line JSON is kept byte for byte (and not serialised again: with image
+    // histories it is megabytes); anything else is recorded as a JSON string.
+    const verbatim = received.parsed && !/[\r\n]/.test(received.text);
+    episode.records.exchange(
+      exchangeId,
+      "client_request",
+      {
+        protocol: spec.protocol,
+        path: spec.path,
+        ...(verbatim ? {} : { body: received.parsed ? received.value : received.text }),
+      },
+      verbatim ? { body: received.text } : {},
+    );
   } catch (error) {
     // No record, no exchange: nothing goes upstream for a request we could not record.
     log.error("cannot record the client request; exchange refused", { message: (error as Error).message });

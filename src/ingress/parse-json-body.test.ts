@@ -3,7 +3,8 @@ import { jsonNestingDepth, maxJsonDepth, parseJsonBody } from "./parse-json-body
 
 describe("parseJsonBody", () => {
   test("parses ordinary JSON", () => {
-    expect(parseJsonBody('{"a":[1,{"b":"x"}]}')).toEqual({ parsed: true, value: { a: [1, { b: "x" }] } });
+    const text = '{"a":[1,{"b":"x"}]}';
+    expect(parseJsonBody(text)).toEqual({ parsed: true, value: { a: [1, { b: "x" }] }, text });
   });
 
   test("depth ignores brackets inside strings and escaped quotes", () => {

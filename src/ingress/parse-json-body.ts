@@ -6,7 +6,10 @@
  */
 export const maxJsonDepth = 512;
 
-export type JsonBody = { parsed: true; value: unknown } | { parsed: false; text: string; reason: string };
+/** The body as parsed, always with the exact text received (the records keep that text). */
+export type JsonBody =
+  | { parsed: true; value: unknown; text: string }
+  | { parsed: false; text: string; reason: string };
 
 /** The deepest array/object nesting in JSON text (strings skipped), without recursion. */
 export function jsonNestingDepth(text: string): number {
@@ -37,7 +40,7 @@ export function parseJsonBody(text: string): JsonBody {
     };
   }
   try {
-    return { parsed: true, value: JSON.parse(text) };
+    return { parsed: true, value: JSON.parse(text), text };
   } catch (error) {
     return { parsed: false, text, reason: `request body is not valid JSON (${(error as Error).message})` };
   }

@@ -102,7 +102,7 @@ export function createGeminiRoutes(deps: IngressDeps): Hono {
           protocol: "gemini",
           episode,
           path,
-          clientRequest: body.parsed ? body.value : body.text,
+          clientRequest: body,
           translate: () => {
             if (!body.parsed) throw new SidecarError("invalid_request", body.reason, { param: "(body)" });
             const known = argumentsOf(episode);

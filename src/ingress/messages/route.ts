@@ -81,7 +81,7 @@ export function createMessagesRoutes(deps: IngressDeps): Hono {
         protocol: "messages",
         episode,
         path: requestPath(c),
-        clientRequest: body.parsed ? body.value : body.text,
+        clientRequest: body,
         translate: () => {
           if (!body.parsed) throw new SidecarError("invalid_request", body.reason, { param: "body" });
           return messagesToHub(body.value, context);

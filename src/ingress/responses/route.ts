@@ -39,7 +39,7 @@ export function createResponsesRoutes(deps: IngressDeps): Hono {
         protocol: "responses",
         episode,
         path: new URL(c.req.url).pathname,
-        clientRequest: body.parsed ? body.value : body.text,
+        clientRequest: body,
         translate: () => {
           if (!body.parsed) throw new SidecarError("invalid_request", body.reason, { param: "body" });
           request = parseResponsesRequest(body.value);
