@@ -1,63 +1,16 @@
 import { describe, expect, test } from "bun:test";
 import { SidecarError } from "../lib/errors.ts";
-import type { LedgerBatchInput, LedgerEventBody } from "./events.ts";
 import {
   checkBatchOrder,
-  closeAdmission,
-  createLedgerState,
-  type LedgerState,
-  markDelivered,
-  recordExecution,
   registerBatch,
   replayJournal,
-  revokeBatch,
   skipUnclaimedPredecessors,
   summarizeLedger,
-  type Transition,
 } from "./ledger-state.ts";
-import { type LedgerCallback, matchCallback } from "./match-callback.ts";
+import { byArgs, byId, observe, record, runLedger } from "./ledger-test-kit.ts";
+import { matchCallback } from "./match-callback.ts";
 
-/** Applies transitions in sequence and keeps the journal, as the adapter does. */
-function run() {
-  let state = createLedgerState();
-  const journal: LedgerEventBody[] = [];
-  const step = (next: Transition) => {
-    state = next.state;
-    journal.push(...next.events);
-    return next;
-  };
-  return {
-    get state(): LedgerState {
-      return state;
-    },
-    journal,
-    register: (batch: LedgerBatchInput) => step(registerBatch(state, batch)),
-    deliver: (batchId: string) => step(markDelivered(state, batchId)),
-    revoke: (batchId: string) => step(revokeBatch(state, batchId)),
-    match: (callback: LedgerCallback) => {
-      const result = matchCallback(state, callback);
-      step(result);
-      return result.outcome;
-    },
-    execute: (callId: string, s: Parameters<typeof recordExecution>[2]) =>
-      step(recordExecution(state, callId, s)),
-    close: (reason: string) => step(closeAdmission(state, reason)),
-  };
-}
-
-const record = (id: string, nonce = "n1") => ({
-  id,
-  modelName: "mcp__ura__record",
-  tool: "record",
-  args: { nonce },
-});
-const observe = (id: string) => ({ id, modelName: "mcp__ura__observe", tool: "observe", args: {} });
-const byArgs = (tool: string, args: unknown): LedgerCallback => ({ tool, args });
-const byId = (tool: string, args: unknown, value: string): LedgerCallback => ({
-  tool,
-  args,
-  identity: { kind: "call_id", value },
-});
+const run = runLedger;
 
 function admittedId(outcome: ReturnType<typeof matchCallback>["outcome"]): string {
   if (outcome.kind !== "admitted") throw new Error(`expected admitted, got ${JSON.stringify(outcome)}`);
