@@ -3,7 +3,7 @@ BUN := node_modules/.bin/bun
 BIN := dist/ura-sidecar
 COMPILE := $(BUN) build --compile --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
-.PHONY: install build clients run test e2e check bench clean
+.PHONY: install build clients system-packages run test e2e check bench clean
 
 install: node_modules/.install-stamp
 node_modules/.install-stamp: package.json package-lock.json
@@ -21,7 +21,11 @@ run: build
 clients: install
 	$(BUN) test/e2e/install-clients.ts
 
-test: build clients check
+# Debian packages some tests drive (a real Prometheus, Chromium, buildah …), listed in .ci/system-packages.txt.
+system-packages:
+	bash .ci/system-packages
+
+test: build clients system-packages check
 	$(BUN) test --timeout 60000
 
 e2e: build clients
