@@ -1,10 +1,12 @@
 /**
  * Gateway bench: what the compiled sidecar adds to an exchange, against baselines
- * measured in the same run on the same scripted upstream:
- *   direct  — the bench client calls the scripted upstream itself
+ * measured in the same run on the same instant upstream (instant-chat-upstream.ts):
+ *   direct  — the bench client calls the upstream itself
  *   floor   — a minimal pass-through proxy (a few lines of Bun) in between
- *   sidecar — dist/ura-sidecar (Responses ingress, records on) in between
- * For a text-only 20-turn request and a tool-call response, at concurrency 1 and 16:
+ *   Portkey — the Portkey AI gateway passing Chat Completions through (it forwards
+ *             /v1/responses untranslated, so the peer comparison is on Chat requests)
+ *   sidecar — dist/ura-sidecar (Responses ingress translated to Chat, records on) in between
+ * For a text-only 20-turn request and a tool-call response, JSON and SSE, at concurrency 1 and 16:
  * added p50/p99 latency (sidecar − direct) and throughput. Also cold start (exec
  * to health-ready, WASM init included) and memory (RSS idle, and with 50 episodes
  * each holding a 30-image history).
@@ -93,18 +95,50 @@ const robotTools = ["observe", "record", "finish"].map((name) => ({
   strict: false,
 }));
 
+type Round = { p50: number; p99: number; rps: number };
+const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
+
+/** Starts the Portkey AI gateway (npm @portkey-ai/gateway) under bun: its streaming fails under node. */
+async function startPortkey(): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
+  const port = 20000 + Math.floor(Math.random() * 20000);
+  const proc = Bun.spawn(
+    [
+      "node_modules/.bin/bun",
+      "node_modules/@portkey-ai/gateway/build/start-server.js",
+      `--port=${port}`,
+      "--headless",
+    ],
+    { cwd: root, stdout: "ignore", stderr: "ignore" },
+  );
+  const url = `http://127.0.0.1:${port}`;
+  const deadline = Date.now() + 20_000;
+  while (Date.now() < deadline) {
+    if (
+      await fetch(`${url}/`).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return { url, proc };
+    await Bun.sleep(50);
+  }
+  proc.kill();
+  throw new Error("the Portkey gateway did not start within 20 s");
+}
+
 export async function runGatewayBench(
   log: (line: string) => void = console.log,
 ): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
   const upstream = await spawnServer(
-    ["node_modules/.bin/bun", "fixtures/scripted-upstream/serve-scripted-upstream.ts"],
+    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts"],
     /listening: (http:\/\/\S+)/,
   );
   const floor = await spawnServer(
     ["node_modules/.bin/bun", "bench/pass-through-proxy.ts", upstream.url],
     /listening: (http:\/\/\S+)/,
   );
+  const portkey = await startPortkey();
   const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-"));
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
@@ -114,92 +148,132 @@ export async function runGatewayBench(
   try {
     const episode = await sidecar.createEpisode({});
     const turns = textTurns(20);
-    const chatText = JSON.stringify({
-      model: "qwen",
-      messages: turns,
-      stream: true,
-      stream_options: { include_usage: true },
-      enable_thinking: false,
-    });
-    const responsesText = JSON.stringify({
-      model: "qwen",
-      stream: false,
-      store: false,
-      input: turns.map((m) => ({ role: m.role, content: m.content })),
-    });
-    const chatTools = JSON.stringify({
-      model: "qwen",
-      messages: [{ role: "user", content: "observe" }],
-      tools: robotTools.map((t) => ({
-        type: "function",
-        function: { name: t.name, description: t.description, parameters: t.parameters },
-      })),
-      stream: true,
-      stream_options: { include_usage: true },
-      enable_thinking: false,
-    });
-    const responsesTools = JSON.stringify({
-      model: "qwen",
-      stream: false,
-      store: false,
-      input: [{ role: "user", content: "observe" }],
-      tools: robotTools,
-    });
+    const chatBody = (stream: boolean, tools: boolean) =>
+      JSON.stringify({
+        model: "qwen",
+        messages: tools ? [{ role: "user", content: "observe" }] : turns,
+        ...(tools
+          ? {
+              tools: robotTools.map((t) => ({
+                type: "function",
+                function: { name: t.name, description: t.description, parameters: t.parameters },
+              })),
+            }
+          : {}),
+        stream,
+        ...(stream ? { stream_options: { include_usage: true } } : {}),
+        enable_thinking: false,
+      });
+    const responsesBody = (stream: boolean, tools: boolean) =>
+      JSON.stringify({
+        model: "qwen",
+        stream,
+        store: false,
+        input: tools
+          ? [{ role: "user", content: "observe" }]
+          : turns.map((m) => ({ role: m.role, content: m.content })),
+        ...(tools ? { tools: robotTools } : {}),
+      });
     const json = { "content-type": "application/json" };
     const sidecarHeaders = { ...json, authorization: `Bearer ${episode.ingress_key}` };
-    const cases = [
-      { name: "text20", chat: chatText, responses: responsesText },
-      { name: "toolcall", chat: chatTools, responses: responsesTools },
-    ];
+    // Portkey's OpenAI provider passes Chat Completions through to a custom host (127.0.0.1 is trusted).
+    const portkeyHeaders = {
+      ...json,
+      authorization: "Bearer sk-bench",
+      "x-portkey-provider": "openai",
+      "x-portkey-custom-host": upstream.url,
+    };
     log(
-      "| case | conc | direct p50 | floor p50 | sidecar p50 | added p50 | added p99 | floor added p50 | sidecar rps | direct rps |",
+      "Sidecar: Responses in, Chat Completions upstream, records on. Floor and Portkey: Chat Completions passed through.",
     );
-    log("|---|---|---|---|---|---|---|---|---|---|");
-    for (const c of cases) {
-      for (const concurrency of [1, 16]) {
-        const total = concurrency === 1 ? 400 : 1600;
-        const targets: Target[] = [
-          { name: "direct", url: `${upstream.url}/chat/completions`, headers: json, body: c.chat },
-          { name: "floor", url: `${floor.url}/chat/completions`, headers: json, body: c.chat },
-          {
-            name: "sidecar",
-            url: `${episode.urls.responses}/responses`,
-            headers: sidecarHeaders,
-            body: c.responses,
-          },
-        ];
-        for (const t of targets) await load(t, concurrency, 50); // warm-up
-        // Interleave rounds so drift on a shared machine hits all three alike.
-        const results: Record<string, { p50: number[]; p99: number[]; rps: number[] }> = {};
-        for (let round = 0; round < 3; round++) {
-          for (const t of targets) {
-            const r = await load(t, concurrency, Math.floor(total / 3));
-            const slot = results[t.name] ?? { p50: [], p99: [], rps: [] };
-            results[t.name] = slot;
-            slot.p50.push(r.p50);
-            slot.p99.push(r.p99);
-            slot.rps.push(r.rps);
+    log(
+      "| case | conc | direct p50 | added p50: floor / Portkey / sidecar | sidecar added p99 | rps: floor / Portkey / sidecar |",
+    );
+    log("|---|---|---|---|---|---|");
+    const worst = {
+      vsFloor: 0,
+      vsPortkey: 0,
+      tail: 0,
+      rpsVsFloor: Number.POSITIVE_INFINITY,
+      rpsVsPortkey: Number.POSITIVE_INFINITY,
+    };
+    for (const tools of [false, true]) {
+      for (const stream of [false, true]) {
+        for (const concurrency of [1, 16]) {
+          const name = `${tools ? "toolcall" : "text20"}_${stream ? "sse" : "json"}`;
+          const total = concurrency === 1 ? 900 : 2400;
+          const chat = chatBody(stream, tools);
+          const targets: Target[] = [
+            { name: "direct", url: `${upstream.url}/chat/completions`, headers: json, body: chat },
+            { name: "floor", url: `${floor.url}/chat/completions`, headers: json, body: chat },
+            {
+              name: "portkey",
+              url: `${portkey.url}/v1/chat/completions`,
+              headers: portkeyHeaders,
+              body: chat,
+            },
+            {
+              name: "sidecar",
+              url: `${episode.urls.responses}/responses`,
+              headers: sidecarHeaders,
+              body: responsesBody(stream, tools),
+            },
+          ];
+          for (const t of targets) await load(t, concurrency, 50); // warm-up
+          // Interleave rounds so drift on a shared machine hits every target alike.
+          const rounds: Record<string, Round[]> = {};
+          for (let round = 0; round < 3; round++) {
+            for (const t of targets) {
+              const r = await load(t, concurrency, Math.floor(total / 3));
+              rounds[t.name] = [...(rounds[t.name] ?? []), r];
+            }
           }
+          const at = (target: string, field: keyof Round) =>
+            median((rounds[target] ?? []).map((r) => r[field]));
+          const direct = at("direct", "p50");
+          const added = (target: string) => at(target, "p50") - direct;
+          const key = `${name}_c${concurrency}`;
+          figures[`${key}_direct_p50_ms`] = direct;
+          figures[`${key}_floor_added_p50_ms`] = added("floor");
+          figures[`${key}_portkey_added_p50_ms`] = added("portkey");
+          figures[`${key}_added_p50_ms`] = added("sidecar");
+          figures[`${key}_added_p99_ms`] = at("sidecar", "p99") - at("direct", "p99");
+          figures[`${key}_floor_rps`] = at("floor", "rps");
+          figures[`${key}_portkey_rps`] = at("portkey", "rps");
+          figures[`${key}_sidecar_rps`] = at("sidecar", "rps");
+          // An added latency under 10 µs is measurement noise: floor the divisor there.
+          const ratio = (a: number, b: number) => a / Math.max(b, 0.01);
+          figures[`${key}_added_vs_floor_ratio`] = ratio(added("sidecar"), added("floor"));
+          figures[`${key}_added_vs_portkey_ratio`] = ratio(added("sidecar"), added("portkey"));
+          if (concurrency === 1) {
+            worst.vsFloor = Math.max(worst.vsFloor, figures[`${key}_added_vs_floor_ratio`] ?? 0);
+            // Steady tail: each round's added p99 against its added p50.
+            const directRounds = rounds.direct ?? [];
+            for (const [i, r] of (rounds.sidecar ?? []).entries()) {
+              const d = directRounds[i] as Round;
+              worst.tail = Math.max(worst.tail, ratio(r.p99 - d.p99, r.p50 - d.p50));
+            }
+          } else {
+            worst.rpsVsFloor = Math.min(worst.rpsVsFloor, at("sidecar", "rps") / at("floor", "rps"));
+          }
+          worst.vsPortkey = Math.max(worst.vsPortkey, figures[`${key}_added_vs_portkey_ratio`] ?? 0);
+          worst.rpsVsPortkey = Math.min(worst.rpsVsPortkey, at("sidecar", "rps") / at("portkey", "rps"));
+          const f = (x: number | undefined) => (x ?? Number.NaN).toFixed(3);
+          log(
+            `| ${name} | ${concurrency} | ${f(direct)} | ${f(added("floor"))} / ${f(added("portkey"))} / ${f(added("sidecar"))} | ${f(figures[`${key}_added_p99_ms`])} | ${at("floor", "rps").toFixed(0)} / ${at("portkey", "rps").toFixed(0)} / ${at("sidecar", "rps").toFixed(0)} |`,
+          );
         }
-        const med = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
-        const d = results.direct as { p50: number[]; p99: number[]; rps: number[] };
-        const f = results.floor as typeof d;
-        const s = results.sidecar as typeof d;
-        const key = `${c.name}_c${concurrency}`;
-        figures[`${key}_direct_p50_ms`] = med(d.p50);
-        figures[`${key}_floor_added_p50_ms`] = med(f.p50) - med(d.p50);
-        figures[`${key}_added_p50_ms`] = med(s.p50) - med(d.p50);
-        figures[`${key}_added_p99_ms`] = med(s.p99) - med(d.p99);
-        figures[`${key}_sidecar_rps`] = med(s.rps);
-        figures[`${key}_direct_rps`] = med(d.rps);
-        log(
-          `| ${c.name} | ${concurrency} | ${med(d.p50).toFixed(3)} | ${med(f.p50).toFixed(3)} | ${med(s.p50).toFixed(3)} | ${figures[`${key}_added_p50_ms`]?.toFixed(3)} | ${figures[`${key}_added_p99_ms`]?.toFixed(3)} | ${figures[`${key}_floor_added_p50_ms`]?.toFixed(3)} | ${med(s.rps).toFixed(0)} | ${med(d.rps).toFixed(0)} |`,
-        );
       }
     }
-    figures.added_p50_ms = figures.text20_c1_added_p50_ms ?? Number.NaN;
-    figures.added_vs_floor_ratio =
-      (figures.text20_c1_added_p50_ms ?? 0) / Math.max(figures.text20_c1_floor_added_p50_ms ?? 0, 0.001);
+    figures.added_p50_ms = figures.text20_json_c1_added_p50_ms ?? Number.NaN;
+    figures.added_vs_floor_ratio = worst.vsFloor;
+    figures.added_vs_portkey_ratio = worst.vsPortkey;
+    figures.p99_vs_p50_added_ratio = worst.tail;
+    figures.rps_c16_vs_floor_ratio = worst.rpsVsFloor;
+    figures.rps_vs_portkey_ratio = worst.rpsVsPortkey;
+    log(
+      `worst case: added p50 ${worst.vsFloor.toFixed(2)}× the floor at c=1 (goal ≤ 2); ${worst.vsPortkey.toFixed(2)}× Portkey's (goal < 1); added p99 ${worst.tail.toFixed(2)}× added p50 in the worst round (goal ≤ 3); rps at c=16 ${(worst.rpsVsFloor * 100).toFixed(0)}% of the floor's (goal ≥ 50%); rps ${worst.rpsVsPortkey.toFixed(2)}× Portkey's (goal > 1)`,
+    );
 
     // Memory: idle, then 50 episodes each holding a 30-image history.
     const rss = () =>
@@ -240,6 +314,7 @@ export async function runGatewayBench(
     );
   } finally {
     await sidecar.stop();
+    portkey.proc.kill();
     floor.proc.kill();
     upstream.proc.kill();
   }
@@ -250,8 +325,8 @@ export async function runGatewayBench(
     const t0 = performance.now();
     const p = await startSidecarProcess({ args: ["--log-level", "warn"] });
     for (;;) {
-      const ok = await fetch(`${p.url}/health`).then(
-        (r) => r.ok,
+      const ok = await fetch(`${p.url}/health/ready`).then(
+        async (r) => r.ok || (r.status === 404 && (await fetch(`${p.url}/health`)).ok),
         () => false,
       );
       if (ok) break;
