@@ -66,12 +66,22 @@ async function main(argv: string[]): Promise<number> {
     console.log("configuration is valid");
     return 0;
   }
-  const sidecar = await startSidecar({
-    config,
-    secrets: readSecrets(process.env),
-    version,
-    out: (line) => console.log(line),
-  });
+  let sidecar: Awaited<ReturnType<typeof startSidecar>>;
+  try {
+    sidecar = await startSidecar({
+      config,
+      secrets: readSecrets(process.env),
+      version,
+      out: (line) => console.log(line),
+    });
+  } catch (error) {
+    // Settings that can only be checked at start-up (e.g. shipping credentials) are configuration errors too.
+    if (error instanceof ConfigError) {
+      console.error(error.message);
+      return 2;
+    }
+    throw error;
+  }
   let signals = 0;
   const onSignal = (name: string) => {
     signals += 1;

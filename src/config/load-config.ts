@@ -35,6 +35,10 @@ const envKeys: Record<string, string[]> = {
   URA_LISTEN: ["listen"],
   URA_DATA_DIR: ["data_dir"],
   URA_LOG_LEVEL: ["log_level"],
+  URA_SHIPPING_ENDPOINT: ["shipping", "endpoint"],
+  URA_SHIPPING_BUCKET: ["shipping", "bucket"],
+  URA_SHIPPING_PREFIX: ["shipping", "prefix"],
+  URA_SHIPPING_SOURCE: ["shipping", "source"],
 };
 
 const flagKeys: Record<string, string[]> = {

@@ -10,6 +10,7 @@ import { contextPolicySchema } from "../context/policy-schema.ts";
 import { defaultExecutorConfig, executorConfigSchema } from "../executor/executor-config.ts";
 import { imageCacheSettingsSchema, webpSettingsSchema } from "../images/settings.ts";
 import { sizeLimitsSchema } from "../images/size-guard.ts";
+import { shippingSchema } from "../shipping/shipping-config.ts";
 
 /** Thinking-only Qwen models reject `enable_thinking: false`, which we always send. */
 const thinkingOnlyModel = /(^|[-/])(qwq|qvq)(-|$)|thinking/i;
@@ -112,6 +113,11 @@ export const configSchema = z
      * from the episode's second model request on (src/episodes/client-identity.ts).
      */
     mcp_required: z.enum(["warn", "refuse"]).default("warn"),
+    /**
+     * Ship every ended episode's records and image blobs to an S3-compatible bucket
+     * (src/shipping/shipping-config.ts); absent = off. Credentials: AWS_* environment variables.
+     */
+    shipping: shippingSchema.optional(),
     /** Create one episode at start-up (the one-CLI case, and `make run`). */
     default_episode: z.boolean().default(false),
   })

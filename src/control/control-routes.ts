@@ -4,16 +4,20 @@
  */
 import { Hono } from "hono";
 import { describeZodError } from "../config/load-config.ts";
+import type { Episode } from "../episodes/episode.ts";
 import { episodeOptionsSchema } from "../episodes/episode-options.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../episodes/ids.ts";
 import { SidecarError } from "../lib/errors.ts";
+import type { ShippingStatus } from "../shipping/shipper.ts";
 
 export type ControlDeps = {
   episodes: EpisodeStore;
   controlPassword: string;
   /** Starts a graceful shutdown (POST /control/shutdown). */
   shutdown: () => void;
+  /** The episode's record shipping status (absent when shipping is off). */
+  shippingStatus?: (id: string) => ShippingStatus | null;
 };
 
 function errorBody(error: SidecarError) {
@@ -51,8 +55,12 @@ export function createControlRoutes(deps: ControlDeps) {
     const episode = deps.episodes.create(parsed.data);
     return c.json(deps.episodes.launchInfo(episode), 201);
   });
-  app.get("/episodes", (c) => c.json({ episodes: deps.episodes.list().map((e) => e.describe()) }));
-  app.get("/episodes/:id", (c) => c.json(deps.episodes.get(c.req.param("id")).describe()));
+  const describe = (episode: Episode) =>
+    deps.shippingStatus
+      ? { ...episode.describe(), shipping: deps.shippingStatus(episode.id) }
+      : episode.describe();
+  app.get("/episodes", (c) => c.json({ episodes: deps.episodes.list().map(describe) }));
+  app.get("/episodes/:id", (c) => c.json(describe(deps.episodes.get(c.req.param("id")))));
   /** The launch info again, credentials included (`ura-sidecar client-config --episode <id>`). */
   app.get("/episodes/:id/launch", (c) =>
     c.json(deps.episodes.launchInfo(deps.episodes.get(c.req.param("id")))),

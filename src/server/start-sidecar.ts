@@ -12,7 +12,7 @@ import { createPixelReader } from "../../fixtures/scripted-upstream/pixel-reader
 import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
 import { createApp } from "../app.ts";
 import type { Secrets } from "../config/load-config.ts";
-import { parseListen } from "../config/load-config.ts";
+import { ConfigError, parseListen } from "../config/load-config.ts";
 import type { Config } from "../config/schema.ts";
 import { createEpisodeStore, episodeUrls } from "../episodes/episode-store.ts";
 import { createRandomIds, type Ids } from "../episodes/ids.ts";
@@ -24,6 +24,9 @@ import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
 import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createRedactor } from "../records/episode-records.ts";
+import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
+import { CredentialsError } from "../shipping/s3-credentials.ts";
+import { applyLocalRetention } from "../shipping/shipper.ts";
 import { createUpstreamClient } from "../upstream/upstream-client.ts";
 import { episodeRouteGroups } from "./episode-route-groups.ts";
 
@@ -36,6 +39,8 @@ export type StartOptions = {
   clock?: () => number;
   /** Where log lines go (default: stderr); `validate` keeps them in a file. */
   logWrite?: (line: string) => void;
+  /** Where shipping reads its AWS_* credentials (default: process.env). */
+  env?: Record<string, string | undefined>;
 };
 
 export async function startSidecar(options: StartOptions) {
@@ -95,6 +100,33 @@ export async function startSidecar(options: StartOptions) {
     logger,
   });
 
+  let shipping: Shipping | undefined;
+  if (config.shipping) {
+    try {
+      shipping = createShipping({
+        config: config.shipping,
+        env: options.env ?? process.env,
+        dataDir: config.data_dir,
+        episodes: () => episodes.list().map((e) => ({ id: e.id, state: e.state, dir: e.records.dir })),
+        registerSecret,
+        logger,
+        clock,
+      });
+    } catch (error) {
+      if (error instanceof CredentialsError) throw new ConfigError([error.message]);
+      throw error;
+    }
+    if (config.shipping.delete_local_after_ms !== undefined) {
+      await applyLocalRetention({
+        dataDir: resolve(config.data_dir),
+        journal: shipping.journal,
+        deleteAfterMs: config.shipping.delete_local_after_ms,
+        clock,
+        logger,
+      });
+    }
+  }
+
   const restored = restoreEpisodes({
     dataDir: resolve(config.data_dir),
     config,
@@ -133,6 +165,7 @@ export async function startSidecar(options: StartOptions) {
     shuttingDown = true;
     // Order matters: refuse new work first, then cancel upstream requests and retry waits, then wait.
     episodes.stopAccepting();
+    shipping?.shipper.stop();
     logger.info("shutting down", { reason, drain_deadline_ms: config.shutdown.drain_deadline_ms });
     shutdownController.abort(new Error(`shutdown: ${reason}`));
     const all = episodes.list();
@@ -159,7 +192,12 @@ export async function startSidecar(options: StartOptions) {
 
   const app = createApp({
     ...ingress,
-    control: { episodes, controlPassword, shutdown: () => void shutdown("control API") },
+    control: {
+      episodes,
+      controlPassword,
+      shutdown: () => void shutdown("control API"),
+      shippingStatus: shipping ? (id) => shipping.shipper.status(id) : undefined,
+    },
     version: options.version,
     demoUpstream: demo,
     bodyLimitBytes: config.body_limit_bytes,
@@ -186,6 +224,14 @@ export async function startSidecar(options: StartOptions) {
     out(
       `restored ${restored.episodes.length} episode(s) read-only (${interrupted} interrupted)${restored.problems.length > 0 ? `; ${restored.problems.length} director(ies) not restored, see the log` : ""}`,
     );
+  }
+  if (shipping) {
+    shipping.shipper.start();
+    logger.info("shipping ended episodes", {
+      endpoint: shipping.endpoint ?? null,
+      bucket: config.shipping?.bucket,
+      prefix: config.shipping?.prefix,
+    });
   }
   if (!options.secrets.controlPassword) out(`control password (generated, shown once): ${controlPassword}`);
 
@@ -215,6 +261,7 @@ export async function startSidecar(options: StartOptions) {
     scripted,
     logger,
     restored,
+    shipping,
   };
 }
 

@@ -1,0 +1,237 @@
+/**
+ * Record shipping, in the background: an episode that has ended (finished,
+ * failed, cancelled, or restored as interrupted after a restart) and whose
+ * records have been still for `settle_ms` is planned and shipped; when its
+ * records change again (frozen at shutdown, a restart file) it is shipped again,
+ * and only the changed objects go up. One episode at a time, never on the path of
+ * an exchange or a callback. A failed attempt is logged, shown in the episode
+ * status and retried with exponential back-off; local records are never touched
+ * (except by the opt-in retention at start-up, for episodes shipped unchanged).
+ */
+import { readdir, rm } from "node:fs/promises";
+import { basename, join } from "node:path";
+import type { S3Client } from "bun";
+import type { Logger } from "../lib/logger.ts";
+import { fingerprintOf, listRecordFiles, planEpisode } from "./episode-objects.ts";
+import { type ShipProgress, shipEpisode } from "./ship-episode.ts";
+import type { ShippingConfig } from "./shipping-config.ts";
+import type { UploadJournal } from "./upload-journal.ts";
+
+/** What the shipper needs of an episode. */
+export type ShippableEpisode = { id: string; state: string; dir: string };
+
+export type ShippingStatus = {
+  /** waiting: ended, records not yet still; uploading; retrying: the last attempt failed; shipped. */
+  state: "waiting" | "uploading" | "retrying" | "shipped";
+  attempts: number;
+  last_error: string | null;
+  next_attempt_at: string | null;
+  shipped_at: string | null;
+  progress: ShipProgress | null;
+};
+
+type Tracked = ShippingStatus & { nextAttemptMs: number; failures: number };
+
+export type ShipperDeps = {
+  config: ShippingConfig;
+  s3: S3Client;
+  journal: UploadJournal;
+  dataDir: string;
+  episodes: () => ShippableEpisode[];
+  logger: Logger;
+  clock: () => number;
+};
+
+export function backoffMs(retry: ShippingConfig["retry"], failures: number): number {
+  return Math.min(retry.max_backoff_ms, retry.initial_backoff_ms * 2 ** Math.max(0, failures - 1));
+}
+
+export function createShipper(deps: ShipperDeps) {
+  const { config, journal, logger, clock } = deps;
+  const tracked = new Map<string, Tracked>();
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  let stopped = false;
+  let current: Promise<void> | undefined;
+  const iso = (ms: number) => new Date(ms).toISOString();
+
+  function track(id: string): Tracked {
+    let entry = tracked.get(id);
+    if (!entry) {
+      const shipped = journal.shipped(id);
+      entry = {
+        state: "waiting",
+        attempts: 0,
+        last_error: null,
+        next_attempt_at: null,
+        shipped_at: shipped?.at ?? null,
+        progress: null,
+        nextAttemptMs: 0,
+        failures: 0,
+      };
+      tracked.set(id, entry);
+    }
+    return entry;
+  }
+
+  async function shipOne(
+    episode: ShippableEpisode,
+    entry: Tracked,
+    fingerprint: string,
+    files: { name: string; size: number }[],
+  ) {
+    entry.state = "uploading";
+    entry.attempts += 1;
+    const progress: ShipProgress = {
+      objects_total: 0,
+      objects_confirmed: 0,
+      objects_uploaded: 0,
+      bytes_uploaded: 0,
+      blobs_already_present: 0,
+    };
+    entry.progress = progress;
+    try {
+      const plan = await planEpisode({
+        dataDir: deps.dataDir,
+        episode: episode.id,
+        dir: episode.dir,
+        prefix: config.prefix,
+        files,
+      });
+      if (plan.missingBlobs.length > 0) {
+        logger.warn("shipping: record lines refer to blobs missing from the data directory", {
+          episode: episode.id,
+          missing_blobs: plan.missingBlobs,
+        });
+      }
+      const fact = await shipEpisode({
+        s3: deps.s3,
+        journal,
+        prefix: config.prefix,
+        episode: episode.id,
+        state: episode.state,
+        source: config.source,
+        plan,
+        fingerprint,
+        partSizeBytes: config.part_size_bytes,
+        concurrency: config.concurrency,
+        clock,
+        progress,
+      });
+      Object.assign(entry, {
+        state: "shipped",
+        last_error: null,
+        next_attempt_at: null,
+        shipped_at: fact.at,
+      });
+      entry.failures = 0;
+      logger.info("shipping: episode shipped", { episode: episode.id, ...progress });
+    } catch (error) {
+      entry.failures += 1;
+      const wait = backoffMs(config.retry, entry.failures);
+      entry.nextAttemptMs = clock() + wait;
+      Object.assign(entry, {
+        state: "retrying",
+        last_error: (error as Error).message,
+        next_attempt_at: iso(entry.nextAttemptMs),
+      });
+      logger.error("shipping: attempt failed; local records kept, retrying", {
+        episode: episode.id,
+        attempt: entry.attempts,
+        error: entry.last_error,
+        retry_in_ms: wait,
+      });
+    }
+  }
+
+  /** One pass: the first ended, settled, unshipped episode due for an attempt is shipped. */
+  async function pass(): Promise<void> {
+    for (const episode of deps.episodes()) {
+      if (stopped) return;
+      if (episode.state === "running") continue;
+      const entry = track(episode.id);
+      if (clock() < entry.nextAttemptMs) continue;
+      const files = await listRecordFiles(episode.dir).catch(() => []);
+      if (files.length === 0) continue;
+      const fingerprint = fingerprintOf(files);
+      if (journal.shipped(episode.id)?.fingerprint === fingerprint) {
+        entry.state = "shipped";
+        continue;
+      }
+      const lastChange = Math.max(...files.map((f) => f.mtimeMs));
+      if (clock() - lastChange < config.settle_ms) {
+        if (entry.state !== "retrying") entry.state = "waiting";
+        continue;
+      }
+      await shipOne(episode, entry, fingerprint, files);
+    }
+  }
+
+  function schedule(): void {
+    if (stopped) return;
+    timer = setTimeout(() => {
+      current = pass()
+        .catch((error) => logger.error("shipping: pass failed", { message: (error as Error).message }))
+        .finally(() => {
+          current = undefined;
+          schedule();
+        });
+    }, config.poll_ms);
+    timer.unref?.();
+  }
+
+  return {
+    start(): void {
+      stopped = false;
+      schedule();
+    },
+    /** Stops looking for work; an upload under way is left to finish or to be resumed by the next start. */
+    stop(): void {
+      stopped = true;
+      if (timer) clearTimeout(timer);
+    },
+    /** Resolves when the pass under way (if any) ends. */
+    idle: () => current ?? Promise.resolve(),
+    /** The episode's shipping status; null while it is running or was never seen ended. */
+    status(id: string): ShippingStatus | null {
+      const entry = tracked.get(id);
+      if (!entry) {
+        const shipped = journal.shipped(id);
+        return shipped ? { ...track(id), state: "shipped" } : null;
+      }
+      const { nextAttemptMs: _n, failures: _f, ...status } = entry;
+      return status;
+    },
+  };
+}
+
+export type Shipper = ReturnType<typeof createShipper>;
+
+/**
+ * Opt-in local retention, run at start-up before the episodes are restored: the
+ * records directory of an episode shipped more than `delete_local_after_ms` ago,
+ * and unchanged since, is deleted. Returns the ids deleted.
+ */
+export async function applyLocalRetention(options: {
+  dataDir: string;
+  journal: UploadJournal;
+  deleteAfterMs: number;
+  clock: () => number;
+  logger: Logger;
+}): Promise<string[]> {
+  const root = join(options.dataDir, "episodes");
+  const names = await readdir(root).catch(() => [] as string[]);
+  const deleted: string[] = [];
+  for (const id of names) {
+    const shipped = options.journal.shipped(id);
+    if (!shipped || options.clock() - Date.parse(shipped.at) < options.deleteAfterMs) continue;
+    const dir = join(root, id);
+    if (fingerprintOf(await listRecordFiles(dir)) !== shipped.fingerprint) continue;
+    await rm(dir, { recursive: true, force: true });
+    deleted.push(basename(dir));
+  }
+  if (deleted.length > 0)
+    options.logger.info("shipping: local records of shipped episodes deleted (retention)", {
+      episodes: deleted,
+    });
+  return deleted;
+}
