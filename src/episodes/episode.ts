@@ -105,6 +105,7 @@ export function createEpisode(init: EpisodeInit) {
     clock: init.clock,
     deliveryWaitMs: init.delivery.wait_ms,
     previousAckWaitMs: init.delivery.previous_ack_wait_ms,
+    finishTool: init.manifest.finish_tool,
   });
   const imageCache = createWebpCache(init.imageCache);
   const clientIdentity = createClientIdentity({
@@ -123,6 +124,8 @@ export function createEpisode(init: EpisodeInit) {
         manifest: init.manifest,
       };
 
+  /** Exchanges holding one of max_turns: counted before they go upstream, so concurrent requests cannot overrun the cap. */
+  let turnsInFlight = 0;
   let persistTimer: ReturnType<typeof setTimeout> | undefined;
   const episode = {
     ...init,
@@ -164,6 +167,19 @@ export function createEpisode(init: EpisodeInit) {
       }
       return undefined;
     },
+    /**
+     * Takes one of max_turns for an exchange about to go upstream; false when every
+     * turn is delivered or held by an exchange in flight. Each taken turn is given
+     * back with `releaseTurn` when the exchange ends (delivered ones are then counted).
+     */
+    reserveTurn(): boolean {
+      if (init.maxTurns > 0 && counters.delivered_exchanges + turnsInFlight >= init.maxTurns) return false;
+      turnsInFlight += 1;
+      return true;
+    },
+    releaseTurn(): void {
+      turnsInFlight = Math.max(0, turnsInFlight - 1);
+    },
     fail(reason: FailureReason, message: string): void {
       if (state === "failed" || state === "interrupted") return;
       state = reason === "interrupted" ? "interrupted" : "failed";
@@ -171,10 +187,16 @@ export function createEpisode(init: EpisodeInit) {
       ledger.close();
       episode.persist();
     },
+    /**
+     * A submitted finish ends the episode's robot work: admission closes, so later
+     * calls of the finish batch and tool calls of later exchanges never run. Model
+     * exchanges without robot calls (the client's closing text answer) still run.
+     */
     finish(receipt: unknown): void {
       if (state !== "running") return;
       state = "finished";
       result = receipt;
+      ledger.close(`the episode finished: its ${init.manifest.finish_tool} receipt was submitted`);
       episode.persist();
     },
     /**

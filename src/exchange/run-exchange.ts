@@ -88,7 +88,10 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     );
   }
 
+  let holdsTurn = false;
   const fail = (error: SidecarError, extra: Record<string, unknown> = {}): Response => {
+    if (holdsTurn) episode.releaseTurn();
+    holdsTurn = false;
     episode.counters.failed_exchanges += 1;
     if (isProviderFailure(error)) episode.fail("provider_error", error.message);
     episode.records.exchange(exchangeId, "status", {
@@ -113,6 +116,15 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     return fail(new SidecarError("episode_closed", closed));
   }
   if (spec.refuse) return fail(spec.refuse);
+  if (!episode.reserveTurn()) {
+    return fail(
+      new SidecarError(
+        "episode_closed",
+        `episode ${episode.id} has all of its max_turns (${episode.maxTurns}) delivered or held by exchanges in flight; this exchange is not run`,
+      ),
+    );
+  }
+  holdsTurn = true;
 
   let hub: HubRequest;
   let upstreamRequest: ReturnType<typeof buildChatRequest>;
@@ -237,6 +249,7 @@ function deliver(
   const settle = (outcome: "delivered" | "revoked", reason?: string) => {
     if (settled) return;
     settled = true;
+    episode.releaseTurn();
     if (outcome === "delivered") {
       if (batchId) episode.ledger.delivered(batchId);
       episode.counters.delivered_exchanges += 1;

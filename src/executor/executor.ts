@@ -1,8 +1,10 @@
 /**
  * What the MCP server needs from whatever runs robot work: submit a job (the
  * promise resolves with the acknowledgement, i.e. a job id), then wait for its
- * receipt. The call id is the idempotency key: submitting the same call twice
- * must name the same job. See docs/executor-api.md and DESIGN.md §7.
+ * receipt. The job key (episode id + the model's call id) is the idempotency key:
+ * submitting the same call twice must name the same job. The call id alone is
+ * not enough: it is unique only within an episode, and an upstream may repeat
+ * ids across episodes. See docs/executor-api.md and DESIGN.md §7.
  */
 import { z } from "zod";
 
@@ -22,8 +24,13 @@ export type Receipt = z.infer<typeof receiptSchema>;
 
 export const acknowledgementSchema = z.object({ job_id: z.string().min(1) });
 
+/** The idempotency key of a job: unique across episodes, the same for every attempt. */
+export function jobKey(episodeId: string, callId: string): string {
+  return `${episodeId}/${callId}`;
+}
+
 export type ExecutorJob = {
-  /** The model's call id; the idempotency key of the submission. */
+  /** The model's call id, unique within its episode only; `jobKey` makes the idempotency key. */
   callId: string;
   episodeId: string;
   /** Manifest tool name and its executor route. */

@@ -85,7 +85,7 @@ const client = (url: string, options: Partial<HttpExecutorOptions> = {}) =>
   });
 
 describe("createHttpExecutor", () => {
-  test("submits with the call id as idempotency key, then polls the receipt", async () => {
+  test("submits with the job key (episode id + call id) as idempotency key, then polls the receipt", async () => {
     const controller = startController({ pendingPolls: 2 });
     const executor = client(controller.url);
     const ack = await executor.submit(job);
@@ -93,8 +93,9 @@ describe("createHttpExecutor", () => {
     expect(controller.seen[0]).toEqual({
       method: "POST",
       path: "/jobs",
-      key: "call_1",
+      key: "ep_x/call_1",
       body: {
+        idempotency_key: "ep_x/call_1",
         call_id: "call_1",
         episode_id: "ep_x",
         tool: "record",
@@ -112,7 +113,7 @@ describe("createHttpExecutor", () => {
     const controller = startController({ failFirstSubmits: 2 });
     const ack = await client(controller.url).submit(job);
     expect(ack.jobId).toBe("J-1");
-    expect(controller.seen.map((s) => s.key)).toEqual(["call_1", "call_1", "call_1"]);
+    expect(controller.seen.map((s) => s.key)).toEqual(["ep_x/call_1", "ep_x/call_1", "ep_x/call_1"]);
     expect(controller.jobs.size).toBe(1);
   });
 

@@ -1,6 +1,7 @@
 /**
  * Executor client for a real robot controller over HTTP (contract:
- * docs/executor-api.md). Submission is idempotent on the call id, so a submit
+ * docs/executor-api.md). Submission is idempotent on the job key (episode id +
+ * call id, `jobKey`), so a submit
  * whose answer was lost (network error, 5xx) is retried with the same key and
  * can never start the job twice. Receipts are long-polled until they arrive or
  * `receiptTimeoutMs` passes.
@@ -11,6 +12,7 @@ import {
   acknowledgementSchema,
   type Executor,
   type ExecutorJob,
+  jobKey,
   type Receipt,
   receiptSchema,
 } from "./executor.ts";
@@ -42,7 +44,9 @@ export function createHttpExecutor(options: HttpExecutorOptions): Executor {
   }
 
   async function submit(job: ExecutorJob): Promise<Acknowledgement> {
+    const key = jobKey(job.episodeId, job.callId);
     const body = JSON.stringify({
+      idempotency_key: key,
       call_id: job.callId,
       episode_id: job.episodeId,
       tool: job.tool,
@@ -58,7 +62,7 @@ export function createHttpExecutor(options: HttpExecutorOptions): Executor {
           `${root}/jobs`,
           {
             method: "POST",
-            headers: { "content-type": "application/json", "idempotency-key": job.callId },
+            headers: { "content-type": "application/json", "idempotency-key": key },
             body,
           },
           options.timeoutMs,

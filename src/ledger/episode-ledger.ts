@@ -53,6 +53,8 @@ export interface EpisodeLedgerOptions {
   deliveryWaitMs: number;
   /** How long a claimed call waits for the earlier calls of its batch. */
   previousAckWaitMs: number;
+  /** The manifest's finish tool: later calls of its batch wait for its receipt (ledger-state.ts). */
+  finishTool?: string;
 }
 
 /** A claimed call that may go to the executor; report its progress through these. */
@@ -83,7 +85,7 @@ export interface EpisodeLedger {
 }
 
 export function createEpisodeLedger(options: EpisodeLedgerOptions): EpisodeLedger {
-  return openLedger(createLedgerState(), options);
+  return openLedger(createLedgerState({ finishTool: options.finishTool }), options);
 }
 
 /**

@@ -80,6 +80,12 @@ export interface LedgerBatch {
 }
 
 export interface LedgerState {
+  /**
+   * The manifest's finish tool: its success ends the episode's robot work, so a later
+   * call of its batch waits for its receipt (not just its acknowledgement) and is
+   * refused once the finish was submitted.
+   */
+  readonly finishTool?: string;
   readonly admission: "open" | "closed";
   readonly closedReason?: string;
   /** Rebuilt from a journal after a restart: nothing from before may run. */
@@ -129,8 +135,9 @@ export interface LedgerSummary {
   readonly refusedCallbacks: number;
 }
 
-export function createLedgerState(): LedgerState {
+export function createLedgerState(options: { finishTool?: string } = {}): LedgerState {
   return {
+    ...(options.finishTool === undefined ? {} : { finishTool: options.finishTool }),
     admission: "open",
     interrupted: false,
     batchOrder: [],
@@ -195,8 +202,9 @@ export function revokeBatch(state: LedgerState, batchId: string, reason = "deliv
 
 /**
  * Whether claimed call `callId` may go to the executor: every earlier call of its
- * batch must be acknowledged, finished, skipped or revoked. Keeps executor order
- * = batch order even when a client sends a batch's calls concurrently.
+ * batch must be acknowledged, finished, skipped or revoked (an earlier finish call:
+ * finished, since its receipt decides whether any robot work may follow). Keeps
+ * executor order = batch order even when a client sends a batch's calls concurrently.
  */
 export function checkBatchOrder(state: LedgerState, callId: string): BatchOrderGate {
   const call = requireCall(state, callId);
@@ -205,7 +213,8 @@ export function checkBatchOrder(state: LedgerState, callId: string): BatchOrderG
   const running: string[] = [];
   for (const earlierId of batch.callIds.slice(0, call.index)) {
     const earlier = requireCall(state, earlierId);
-    if (releasingStatuses.includes(earlier.status)) continue;
+    const holdsUntilDone = earlier.tool === state.finishTool && earlier.status === "acknowledged";
+    if (releasingStatuses.includes(earlier.status) && !holdsUntilDone) continue;
     if (earlier.status === "pending" || earlier.status === "delivered") unclaimed.push(earlierId);
     else running.push(earlierId);
   }

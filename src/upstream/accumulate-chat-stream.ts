@@ -131,6 +131,14 @@ export function validateChatAnswer(
           `upstream tool call ${call.name} arguments are not a JSON object`,
         );
       }
+      const overflow = findNonFiniteNumber(parsed, "arguments");
+      if (overflow !== undefined) {
+        throw new SidecarError(
+          "upstream_invalid",
+          `upstream tool call ${call.id ?? `#${call.index}`} (${call.name}) has a number too large for JSON (${overflow}): no executor could receive it`,
+        );
+      }
+      if (call.id) checkCallId(call.id);
       return { id: call.id || newCallId(), name: call.name, arguments: args };
     });
   const mapped = finishReasons[answer.finishReason] ?? "stop";
@@ -145,4 +153,43 @@ export function validateChatAnswer(
       outputTokens: answer.usage?.completion_tokens ?? 0,
     },
   };
+}
+
+/** Longest call id accepted: ids travel in headers and records, and Qwen's are ~30 characters. */
+const maxCallIdChars = 256;
+
+/**
+ * A call id reaches the client, the ledger, the records and the executor's
+ * idempotency key (an HTTP header): control characters (CR, LF, NUL …) would cut
+ * or forge that header, so such an id is an upstream fault, never deliverable.
+ */
+function checkCallId(id: string): void {
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  const control = /[\u0000-\u001f\u007f]/.exec(id);
+  if (control !== null) {
+    throw new SidecarError(
+      "upstream_invalid",
+      `upstream tool call id ${JSON.stringify(id.slice(0, 80))} contains the control character U+${control[0].charCodeAt(0).toString(16).padStart(4, "0").toUpperCase()}`,
+    );
+  }
+  if (id.length > maxCallIdChars) {
+    throw new SidecarError(
+      "upstream_invalid",
+      `upstream tool call id is ${id.length} characters long (at most ${maxCallIdChars})`,
+    );
+  }
+}
+
+/** The path of the first number JSON.parse turned into ±Infinity (e.g. `1e999`), if any. Iterative: arguments may nest deeply. */
+function findNonFiniteNumber(root: unknown, rootPath: string): string | undefined {
+  const stack: [unknown, string][] = [[root, rootPath]];
+  for (let next = stack.pop(); next !== undefined; next = stack.pop()) {
+    const [value, path] = next;
+    if (typeof value === "number" && !Number.isFinite(value)) return path;
+    if (typeof value !== "object" || value === null) continue;
+    for (const [key, item] of Object.entries(value)) {
+      stack.push([item, Array.isArray(value) ? `${path}[${key}]` : `${path}.${key}`]);
+    }
+  }
+  return undefined;
 }

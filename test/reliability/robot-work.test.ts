@@ -1,0 +1,158 @@
+/**
+ * Robot work that must not run wrongly, against the compiled binary: the
+ * executor's idempotency key is unique across episodes, a submitted finish ends
+ * the episode's robot work, and max_turns holds under concurrent requests.
+ * Upstream answers are canned so call ids repeat exactly as a non-Qwen server
+ * might make them. Needs `make build` (dist/ura-sidecar).
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { type CannedUpstream, serveCannedUpstream } from "../support/canned-upstream.ts";
+import {
+  callBack,
+  deliveredCalls,
+  ledgerOf,
+  mcpClient,
+  responsesTurn,
+  startHardenedSidecar,
+  textOf,
+} from "../support/hardening-kit.ts";
+import { serveRecordingExecutor } from "../support/recording-executor.ts";
+import type { SidecarProcess } from "../support/sidecar-process.ts";
+
+setDefaultTimeout(30_000);
+
+let upstream: CannedUpstream;
+beforeAll(() => {
+  upstream = serveCannedUpstream();
+});
+afterAll(() => upstream.stop());
+
+describe("the executor's idempotency key", () => {
+  let controller: ReturnType<typeof serveRecordingExecutor>;
+  let sidecar: SidecarProcess;
+  beforeAll(async () => {
+    controller = serveRecordingExecutor();
+    sidecar = await startHardenedSidecar(upstream, {
+      executor: { kind: "http", url: controller.url, poll_wait_ms: 0, retry_delay_ms: 10 },
+    });
+  });
+  afterAll(async () => {
+    await sidecar.stop();
+    controller.stop();
+  });
+
+  test("the same model call id in two episodes is two jobs: each episode gets its own receipt", async () => {
+    const episodes = [await sidecar.createEpisode(), await sidecar.createEpisode()];
+    const results: string[] = [];
+    for (const episode of episodes) {
+      upstream.calls({ id: "call_1", name: "ura_observe", arguments: "{}" });
+      const [call] = await deliveredCalls(await responsesTurn(episode));
+      expect(call?.call_id).toBe("call_1");
+      const client = await mcpClient(episode);
+      const result = await callBack(client, "observe", {}, "call_1");
+      await client.close();
+      expect(result.isError).toBeFalsy();
+      results.push(textOf(result));
+    }
+    // A controller following "same key = same job" ran both: two keys, two jobs, two receipts.
+    expect(new Set(controller.submits.map((s) => s.key)).size).toBe(2);
+    expect(controller.jobs.size).toBe(2);
+    for (const [i, episode] of episodes.entries()) expect(results[i]).toContain(`episode ${episode.id}`);
+    // The key names the episode and the call, and the body carries it too.
+    for (const job of controller.jobs.values()) {
+      expect(job.key).toContain(job.body.episode_id);
+      expect(job.key).toContain(job.body.call_id);
+      expect((job.body as Record<string, unknown>).idempotency_key).toBe(job.key);
+    }
+  });
+});
+
+describe("finish ends the episode's robot work", () => {
+  let sidecar: SidecarProcess;
+  beforeAll(async () => {
+    sidecar = await startHardenedSidecar(upstream, {
+      executor: { kind: "inert", ack_delay_ms: 0, receipt_delay_ms: 200 },
+    });
+  });
+  afterAll(async () => {
+    await sidecar.stop();
+  });
+
+  test("a later call of the finish batch and a call of a later exchange never run", async () => {
+    const episode = await sidecar.createEpisode();
+    upstream.calls(
+      { id: "call_finish", name: "ura_finish", arguments: '{"answer":"red"}' },
+      { id: "call_rec", name: "ura_record", arguments: '{"nonce":"n1"}' },
+    );
+    const calls = await deliveredCalls(await responsesTurn(episode));
+    expect(calls.map((c) => c.call_id)).toEqual(["call_finish", "call_rec"]);
+    const client = await mcpClient(episode);
+    const [finish, record] = await Promise.all([
+      callBack(client, "finish", { answer: "red" }, "call_finish"),
+      callBack(client, "record", { nonce: "n1" }, "call_rec"),
+    ]);
+    expect(finish.isError).toBeFalsy();
+    expect(record.isError).toBe(true);
+    expect(textOf(record)).toMatch(/finished/);
+    expect((await sidecar.episode(episode.id)).state).toBe("finished");
+
+    // A later exchange's tool call: never runs either.
+    upstream.calls({ id: "call_obs", name: "ura_observe", arguments: "{}" });
+    const later = await responsesTurn(episode);
+    if (later.status === 200) {
+      const observe = await callBack(client, "observe", {}, "call_obs");
+      expect(observe.isError).toBe(true);
+    } else expect(later.status).toBe(400);
+    // The client's closing text answer is still served.
+    upstream.reply({ kind: "text", text: "The colour was red." });
+    expect((await responsesTurn(episode)).status).toBe(200);
+    await client.close();
+
+    const submitted = ledgerOf(episode)
+      .filter((e) => e.type === "submitted")
+      .map((e) => e.callId);
+    expect(submitted).toEqual(["call_finish"]);
+    expect((await sidecar.episode(episode.id)).state).toBe("finished");
+  });
+});
+
+describe("max_turns under concurrency", () => {
+  let sidecar: SidecarProcess;
+  beforeAll(async () => {
+    sidecar = await startHardenedSidecar(upstream);
+  });
+  afterAll(async () => {
+    await sidecar.stop();
+  });
+
+  test("8 concurrent requests with max_turns 2: at most 2 are delivered, at most 2 calls run", async () => {
+    upstream.reset();
+    const episode = await sidecar.createEpisode({ max_turns: 2 });
+    for (let i = 0; i < 8; i++) {
+      upstream.reply({
+        kind: "slow",
+        ms: 300,
+        reply: { kind: "calls", calls: [{ id: `call_${i}`, name: "ura_observe", arguments: "{}" }] },
+      });
+    }
+    const answers = await Promise.all(Array.from({ length: 8 }, () => responsesTurn(episode)));
+    const delivered = answers.filter((r) => r.status === 200);
+    expect(delivered.length).toBe(2);
+    for (const refused of answers.filter((r) => r.status !== 200)) {
+      expect(refused.status).toBe(400);
+      expect(await refused.text()).toContain("max_turns");
+    }
+    const client = await mcpClient(episode);
+    let ran = 0;
+    for (const res of delivered) {
+      for (const call of await deliveredCalls(res)) {
+        const result = await callBack(client, "observe", {}, call.call_id);
+        if (!result.isError) ran++;
+      }
+    }
+    await client.close();
+    expect(ran).toBe(2);
+    expect(upstream.received.length).toBeLessThanOrEqual(2);
+    expect((await sidecar.episode(episode.id)).counters.delivered_exchanges).toBe(2);
+  });
+});

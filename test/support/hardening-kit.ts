@@ -1,0 +1,94 @@
+/**
+ * What the hardening tests share (tests only): the compiled binary started with a
+ * config file against a canned upstream (test/support/canned-upstream.ts), a
+ * Responses model turn as OpenCode or Codex sends it, and MCP callbacks with the
+ * real SDK client.
+ */
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { readJsonLines } from "../../src/records/jsonl-file.ts";
+import type { CannedUpstream } from "./canned-upstream.ts";
+import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "./sidecar-process.ts";
+
+export async function startHardenedSidecar(
+  upstream: CannedUpstream,
+  config: Record<string, unknown> = {},
+  options: { dataDir?: string; env?: Record<string, string> } = {},
+): Promise<SidecarProcess> {
+  const dir = mkdtempSync(join(tmpdir(), "ura-hardening-cfg-"));
+  const path = join(dir, "config.json");
+  writeFileSync(
+    path,
+    JSON.stringify({ log_level: "warn", upstream: { retry: { max_attempts: 1 } }, ...config }),
+  );
+  return startSidecarProcess({ upstreamUrl: upstream.url, args: ["--config", path], ...options });
+}
+
+export const turnTools = ["observe", "record", "finish"].map((tool) => ({
+  type: "function",
+  name: `ura_${tool}`,
+  parameters: {
+    type: "object",
+    properties: tool === "observe" ? {} : { [tool === "record" ? "nonce" : "answer"]: { type: "string" } },
+  },
+}));
+
+export type FunctionCall = { type: "function_call"; call_id: string; name: string; arguments: string };
+
+/** One Responses model exchange; `init` adds e.g. an abort signal. */
+export function responsesTurn(
+  episode: LaunchInfo,
+  init: RequestInit = {},
+  stream = false,
+): Promise<Response> {
+  return fetch(`${episode.urls.responses}/responses`, {
+    method: "POST",
+    headers: { "content-type": "application/json", authorization: `Bearer ${episode.ingress_key}` },
+    body: JSON.stringify({ model: "m", input: [{ role: "user", content: "go" }], tools: turnTools, stream }),
+    ...init,
+  });
+}
+
+export async function deliveredCalls(res: Response): Promise<FunctionCall[]> {
+  if (res.status !== 200) throw new Error(`model turn: HTTP ${res.status} ${await res.text()}`);
+  const body = (await res.json()) as { output: { type: string }[] };
+  return body.output.filter((o) => o.type === "function_call") as FunctionCall[];
+}
+
+export async function mcpClient(episode: LaunchInfo): Promise<Client> {
+  const client = new Client({ name: "ura-hardening-test", version: "0.0.0" });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(episode.urls.mcp), {
+      requestInit: { headers: { authorization: `Bearer ${episode.mcp_token}` } },
+    }),
+  );
+  return client;
+}
+
+/** A callback as Codex sends it (call id in `_meta`), or without any id as Gemini CLI does. */
+export function callBack(client: Client, tool: string, args: Record<string, unknown>, callId?: string) {
+  return client.callTool({
+    name: tool,
+    arguments: args,
+    ...(callId === undefined ? {} : { _meta: { callId } }),
+  });
+}
+
+export const textOf = (result: unknown) =>
+  ((result as { content?: { type: string; text?: string }[] }).content ?? [])
+    .map((p) => p.text ?? `[${p.type}]`)
+    .join("\n");
+
+export function ledgerOf(episode: LaunchInfo) {
+  return readJsonLines<Record<string, unknown> & { type: string }>(join(episode.records_dir, "ledger.jsonl"))
+    .entries;
+}
+
+export function exchangesOf(episode: LaunchInfo) {
+  return readJsonLines<Record<string, unknown> & { stage: string }>(
+    join(episode.records_dir, "exchanges.jsonl"),
+  ).entries;
+}

@@ -1,0 +1,61 @@
+/**
+ * A robot controller implementing docs/executor-api.md the way the document
+ * tells a controller to (tests only): the Idempotency-Key names the job — the
+ * same key is the same job, answered 200 with its job id, and never runs twice.
+ * Each job's receipt says which episode and call it ran for, so a test can see
+ * whose receipt a client got. Optional delays make acknowledgement and receipt
+ * observable.
+ */
+export type ControllerJob = {
+  jobId: string;
+  key: string;
+  body: { call_id: string; episode_id: string; tool: string; arguments: Record<string, unknown> };
+};
+
+export function serveRecordingExecutor(options: { receiptDelayMs?: number } = {}) {
+  const jobs = new Map<string, ControllerJob>();
+  const submits: { key: string; status: number }[] = [];
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    idleTimeout: 0,
+    async fetch(req) {
+      const url = new URL(req.url);
+      if (req.method === "POST" && url.pathname === "/jobs") {
+        const key = req.headers.get("idempotency-key") ?? "";
+        const existing = jobs.get(key);
+        if (existing) {
+          submits.push({ key, status: 200 });
+          return Response.json({ job_id: existing.jobId }, { status: 200 });
+        }
+        const job: ControllerJob = {
+          jobId: `J-${jobs.size + 1}`,
+          key,
+          body: (await req.json()) as ControllerJob["body"],
+        };
+        jobs.set(key, job);
+        submits.push({ key, status: 202 });
+        return Response.json({ job_id: job.jobId }, { status: 202 });
+      }
+      const receipt = /^\/jobs\/([^/]+)\/receipt$/.exec(url.pathname);
+      if (req.method === "GET" && receipt) {
+        const job = [...jobs.values()].find((j) => j.jobId === decodeURIComponent(receipt[1] ?? ""));
+        if (!job) return new Response("unknown job", { status: 404 });
+        if (options.receiptDelayMs) await Bun.sleep(options.receiptDelayMs);
+        const ranFor = `ran ${job.body.tool} for episode ${job.body.episode_id} call ${job.body.call_id}`;
+        return Response.json({
+          ok: true,
+          content: [{ type: "text", text: ranFor }],
+          data: { ...(job.body.tool === "finish" ? { submitted: true } : {}), ran_for: ranFor },
+        });
+      }
+      return new Response("no route", { status: 404 });
+    },
+  });
+  return {
+    url: `http://127.0.0.1:${server.port}`,
+    jobs,
+    submits,
+    stop: () => server.stop(true),
+  };
+}
