@@ -1,7 +1,7 @@
 /**
  * createApp(deps): every route of the sidecar, no globals — tests drive it with
  * app.request() and the binary serves it with Bun.serve.
- *   GET  /health
+ *   GET  /health, /health/live, /health/ready   (container probes)
  *   /control/*                          control API (control password)
  *   /e/{episode}/v1/responses           OpenAI Responses (OpenCode, Codex)
  *   /e/{episode}/gemini/v1beta/models/… Gemini GenerateContent (Gemini CLI)
@@ -11,6 +11,8 @@
 import { Hono } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { type ControlDeps, createControlRoutes } from "./control/control-routes.ts";
+import { createHealthRoutes } from "./health/health-routes.ts";
+import { notDrainingCheck, type ReadinessCheck } from "./health/readiness.ts";
 import type { IngressDeps } from "./ingress/ingress-deps.ts";
 import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
 import { SidecarError } from "./lib/errors.ts";
@@ -20,8 +22,10 @@ export type AppDeps = IngressDeps & {
   version: string;
   demoUpstream: boolean;
   bodyLimitBytes: number;
-  /** True once shutdown began: new exchanges are refused. */
+  /** True once shutdown began: new exchanges are refused (and /health/ready answers 503). */
   isShuttingDown: () => boolean;
+  /** Readiness checks besides not draining (codecs warmed, data directory writable), from the composition root. */
+  readiness?: readonly ReadinessCheck[];
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
   episodeRoutes: ((deps: IngressDeps) => Hono)[];
 };
@@ -62,15 +66,14 @@ export function createApp(deps: AppDeps): Hono {
         ),
     }),
   );
-  app.get("/health", (c) =>
-    c.json(
-      {
-        status: deps.isShuttingDown() ? "shutting_down" : "ok",
-        version: deps.version,
-        demo_upstream: deps.demoUpstream,
-      },
-      deps.isShuttingDown() ? 503 : 200,
-    ),
+  app.route(
+    "/health",
+    createHealthRoutes({
+      version: deps.version,
+      demoUpstream: deps.demoUpstream,
+      isShuttingDown: deps.isShuttingDown,
+      readiness: [notDrainingCheck(deps.isShuttingDown), ...(deps.readiness ?? [])],
+    }),
   );
   app.route("/control", createControlRoutes(deps.control));
   for (const routes of deps.episodeRoutes) app.route("/e/:episode", routes(deps));

@@ -16,6 +16,7 @@ import { ConfigError, parseListen } from "../config/load-config.ts";
 import type { Config } from "../config/schema.ts";
 import { createEpisodeStore, episodeUrls } from "../episodes/episode-store.ts";
 import { createRandomIds, type Ids } from "../episodes/ids.ts";
+import { codecsWarmedCheck, dataDirWritableCheck } from "../health/readiness.ts";
 import { loadCodecs } from "../images/codecs.ts";
 import { warmUpCodecs } from "../images/warm-up.ts";
 import type { IngressDeps } from "../ingress/ingress-deps.ts";
@@ -56,7 +57,11 @@ export async function startSidecar(options: StartOptions) {
   const logger = createLogger({ level: config.log_level, redact, write: options.logWrite });
 
   const codecs = await loadCodecs();
+  // The listener opens only after this warm-up today; readiness still checks the flag so
+  // that a warm-up moved off the start-up path can never serve exchanges cold.
+  let codecsWarmed = false;
   const warmMs = warmUpCodecs(codecs, config.images.webp);
+  codecsWarmed = true;
   logger.debug("image codecs ready", { warm_up_ms: warmMs });
 
   const demo = config.upstream.url === undefined;
@@ -202,6 +207,7 @@ export async function startSidecar(options: StartOptions) {
     demoUpstream: demo,
     bodyLimitBytes: config.body_limit_bytes,
     isShuttingDown: () => shuttingDown,
+    readiness: [codecsWarmedCheck(() => codecsWarmed), dataDirWritableCheck(resolve(config.data_dir))],
     episodeRoutes: episodeRouteGroups,
   });
 
