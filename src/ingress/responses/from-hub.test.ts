@@ -107,9 +107,11 @@ describe("response object", () => {
         status: "completed",
       },
     ]);
-    expect(object.tools.map((t) => `${t.type}:${(t as { name?: string }).name}`)).toEqual([
-      "namespace:mcp__ura",
+    // The schema admits only function tools in `response.tools`: the namespace is echoed as its members.
+    expect(object.tools.map((t) => `${t.type}:${t.namespace}:${t.name}`)).toEqual([
+      "function:mcp__ura:observe",
     ]);
+    expect(object.tools[0]).toMatchObject({ description: null, strict: null });
   });
 
   test("usage always carries input, output and total tokens with details", () => {

@@ -6,6 +6,7 @@
  * `usage` is always present: OpenCode loops forever re-requesting without it.
  */
 import type { HubFinishReason, HubResponse } from "../../hub/schema.ts";
+import { type EchoedFunctionTool, echoTools } from "./echo-tools.ts";
 import type { DeclaredName } from "./read-tools.ts";
 import type { ResponsesRequest, Tool } from "./schema.ts";
 
@@ -50,7 +51,7 @@ export type ResponseObject = {
   instructions: string | null;
   output: OutputItem[];
   error: null;
-  tools: Tool[];
+  tools: EchoedFunctionTool[];
   tool_choice: unknown;
   truncation: "auto" | "disabled";
   parallel_tool_calls: boolean;
@@ -98,6 +99,14 @@ function incompleteReason(reason: HubFinishReason): string | null {
       throw new Error(`unknown finish reason ${String(never)}`);
     }
   }
+}
+
+/** The schema's Reasoning object has both keys, null when unset (Codex sends only `summary`). */
+function echoReasoning(
+  reasoning: ResponsesRequest["reasoning"],
+): { effort: unknown; summary: unknown } | null {
+  if (!reasoning) return null;
+  return { effort: reasoning.effort ?? null, summary: reasoning.summary ?? null };
 }
 
 export function toOutputItems(response: HubResponse, ctx: RenderContext): OutputItem[] {
@@ -154,7 +163,7 @@ export function toPendingResponse(response: HubResponse, ctx: RenderContext): Re
     instructions: request.instructions ?? null,
     output: [],
     error: null,
-    tools: ctx.offeredTools,
+    tools: echoTools(ctx.offeredTools),
     tool_choice: request.tool_choice ?? "auto",
     truncation: request.truncation ?? "disabled",
     parallel_tool_calls: request.parallel_tool_calls ?? true,
@@ -164,7 +173,7 @@ export function toPendingResponse(response: HubResponse, ctx: RenderContext): Re
     frequency_penalty: 0,
     top_logprobs: 0,
     temperature: request.temperature ?? 1,
-    reasoning: request.reasoning ?? null,
+    reasoning: echoReasoning(request.reasoning),
     user: request.user ?? null,
     usage: null,
     max_output_tokens: request.max_output_tokens ?? null,
