@@ -19,7 +19,7 @@ run: build
 # The real CLIs (pinned in manifests/clients) come from npm before any test runs:
 # the end-to-end tests run them inside a loopback-only network namespace, where npm cannot reach the registry.
 clients: install
-	$(BUN) test/e2e/install-clients.ts
+	$(BUN) src/clients/install-clients.ts
 
 # Debian packages some tests drive (a real Prometheus, Chromium, buildah …), listed in .ci/system-packages.txt.
 system-packages:

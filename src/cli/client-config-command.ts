@@ -7,7 +7,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
-import { clientNameSchema, clientNames } from "../kits/client-manifests.ts";
+import { clientNameSchema, clientNames } from "../clients/client-manifests.ts";
 import { createKit } from "../kits/create-kit.ts";
 import { type LaunchInfo, launchInfoSchema } from "../kits/launch-info.ts";
 

@@ -3,7 +3,7 @@
  * argument handling, the network namespace, then run-validation.ts.
  */
 import { parseArgs } from "node:util";
-import { type ClientName, clientNameSchema, clientNames } from "../kits/client-manifests.ts";
+import { type ClientName, clientNameSchema, clientNames } from "../clients/client-manifests.ts";
 import { type ClientBinary, givenBinary, installedClient } from "../validate/installed-clients.ts";
 import { planNamespace, reexecInNamespace } from "../validate/network-namespace.ts";
 import { runValidation } from "../validate/run-validation.ts";

@@ -9,8 +9,8 @@
  *     episode's second model request on — a client may send its first request
  *     (OpenCode's title) while its MCP handshake is still under way.
  */
-import { type ClientName, clientManifests } from "../kits/client-manifests.ts";
-import { type DetectedClient, detectClient } from "../kits/detect-client.ts";
+import { type ClientName, clientManifests } from "../clients/client-manifests.ts";
+import { type DetectedClient, detectClient } from "../clients/detect-client.ts";
 import { SidecarError } from "../lib/errors.ts";
 
 export type McpRequirement = "warn" | "refuse";

@@ -3,6 +3,8 @@
  * image cache, records and result. Model exchanges and MCP callbacks of an
  * episode only ever see this object.
  */
+
+import { manifestToolFor } from "../clients/tool-names.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { Executor } from "../executor/executor.ts";
 import type { ImageCacheSettings } from "../images/settings.ts";
@@ -13,7 +15,6 @@ import {
   type EpisodeLedgerOptions,
 } from "../ledger/episode-ledger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
-import { manifestToolFor } from "../manifest/tool-names.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
 import { createClientIdentity, type McpRequirement } from "./client-identity.ts";
 import type { ClientKind } from "./episode-options.ts";

@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { clientNames } from "./client-manifests.ts";
+import { clientNames } from "../clients/client-manifests.ts";
 import { createKit } from "./create-kit.ts";
 import { launchCommand, mcpTokenReference } from "./kit-plan.ts";
 import type { LaunchInfo } from "./launch-info.ts";

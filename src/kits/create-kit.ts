@@ -3,7 +3,7 @@
  * client-config`, `ura-sidecar validate`).
  */
 import { resolve } from "node:path";
-import { type ClientName, clientManifests } from "./client-manifests.ts";
+import { type ClientName, clientManifests } from "../clients/client-manifests.ts";
 import type { KitPlan } from "./kit-plan.ts";
 import type { LaunchInfo } from "./launch-info.ts";
 import { planKit } from "./plan-kit.ts";

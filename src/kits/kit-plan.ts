@@ -6,7 +6,7 @@
  * `launch` script, and launchCommand() turns it into a spawnable command.
  */
 import { join } from "node:path";
-import type { ClientManifest, ClientName } from "./client-manifests.ts";
+import type { ClientManifest, ClientName } from "../clients/client-manifests.ts";
 import type { LaunchInfo } from "./launch-info.ts";
 
 /** Where the prompt goes in argv: as one argument, or split on spaces (OpenCode's `run [message..]`). */

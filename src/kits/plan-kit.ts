@@ -1,5 +1,5 @@
 /** The kit planner of each pinned client. */
-import type { ClientName } from "./client-manifests.ts";
+import type { ClientName } from "../clients/client-manifests.ts";
 import type { KitInput, KitPlan } from "./kit-plan.ts";
 import { planClaudeKit } from "./plan-claude-kit.ts";
 import { planCodexKit } from "./plan-codex-kit.ts";

@@ -6,7 +6,7 @@
  * any process's argv.
  */
 import { join } from "node:path";
-import type { ClientManifest } from "./client-manifests.ts";
+import type { ClientManifest } from "../clients/client-manifests.ts";
 import type { KitPlan } from "./kit-plan.ts";
 
 /** A POSIX shell single-quoted word. */

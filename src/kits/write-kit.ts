@@ -6,7 +6,7 @@
  */
 import { chmodSync, mkdirSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
-import type { ClientManifest } from "./client-manifests.ts";
+import type { ClientManifest } from "../clients/client-manifests.ts";
 import type { KitPlan } from "./kit-plan.ts";
 import {
   credentialsFileName,

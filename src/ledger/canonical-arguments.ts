@@ -1,20 +1,16 @@
 /**
  * Canonical form of a tool call's arguments, so a callback can be matched to the
  * call the model delivered without depending on key order or whitespace.
- * Object keys are sorted recursively; at the top level the private keys that
- * clients add on their side are dropped: `_callID` (our OpenCode plugin's call
- * identity) and `wait_for_previous` (Gemini CLI adds it to every declaration and
- * strips it before calling). See DESIGN.md §5.
+ * Object keys are sorted recursively; at the top level the keys that clients add
+ * on their side (src/clients/private-arguments.ts) are dropped.
  */
+import { isPrivateArgumentKey } from "../clients/private-arguments.ts";
 import { SidecarError } from "../lib/errors.ts";
-
-/** Top-level argument keys that belong to a client, never to the model's call. */
-export const privateArgumentKeys: readonly string[] = ["_callID", "wait_for_previous"];
 
 /** JSON text of `args` with keys sorted recursively and private top-level keys removed. */
 export function canonicalArguments(args: unknown): string {
   if (isPlainObject(args)) {
-    const kept = Object.keys(args).filter((key) => !privateArgumentKeys.includes(key));
+    const kept = Object.keys(args).filter((key) => !isPrivateArgumentKey(key));
     return encodeObject(args, kept, "");
   }
   return encode(args, "");

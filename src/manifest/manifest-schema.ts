@@ -3,6 +3,7 @@
  * manifests/tools/*.json; the default one is embedded in the binary.
  */
 import { z } from "zod";
+import { privateArgumentKeys } from "../clients/private-arguments.ts";
 
 export const manifestToolSchema = z
   .object({
@@ -14,7 +15,19 @@ export const manifestToolSchema = z
     /** The executor route this tool submits to. */
     route: z.string().min(1),
   })
-  .strict();
+  .strict()
+  .superRefine((tool, ctx) => {
+    const properties = tool.input_schema.properties;
+    if (typeof properties !== "object" || properties === null) return;
+    for (const key of privateArgumentKeys) {
+      if (Object.hasOwn(properties, key))
+        ctx.addIssue({
+          code: "custom",
+          path: ["input_schema", "properties", key],
+          message: `${key} is a client-private argument (a client adds or strips it), so a tool cannot declare it`,
+        });
+    }
+  });
 
 export const manifestSchema = z
   .object({

@@ -9,6 +9,7 @@
  * receipt with `submitted: true` finishes the episode. Nothing refused ever
  * reaches the executor. See DESIGN.md §5–§7, CLIENTS.md.
  */
+import { withoutPrivateArguments } from "../clients/private-arguments.ts";
 import type { Episode } from "../episodes/episode.ts";
 import type { Receipt, ToolContent } from "../executor/executor.ts";
 import { readCallbackIdentity } from "../ledger/callback-identity.ts";
@@ -30,20 +31,6 @@ export type ToolCallContext = {
   checks: ReadonlyMap<string, ArgumentsCheck>;
   logger: Logger;
 };
-
-/** Arguments a client adds on its side: our OpenCode plugin's `_callID`, Gemini CLI's `wait_for_previous`. */
-export function stripPrivateArguments(
-  args: Record<string, unknown>,
-  declared: readonly string[],
-): Record<string, unknown> {
-  const kept: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(args)) {
-    if (key === "_callID") continue;
-    if (key === "wait_for_previous" && !declared.includes(key)) continue;
-    kept[key] = value;
-  }
-  return kept;
-}
 
 const errorResult = (text: string, images: ToolContent[] = []): ToolCallResult => ({
   isError: true,
@@ -68,8 +55,7 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
     return refuse(toSidecarError(error).message);
   }
   const tool = episode.manifest.tools.find((t) => t.name === params.name);
-  const declared = Object.keys((tool?.input_schema.properties as Record<string, unknown> | undefined) ?? {});
-  const args = stripPrivateArguments(rawArgs, declared);
+  const args = withoutPrivateArguments(rawArgs);
 
   let admission: Admission;
   try {

@@ -7,8 +7,6 @@
  */
 import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
-import { createScriptedUpstream } from "../../fixtures/scripted-upstream/create-scripted-upstream.ts";
-import { createPixelReader } from "../../fixtures/scripted-upstream/pixel-reader.ts";
 import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
 import { createApp } from "../app.ts";
 import type { Secrets } from "../config/load-config.ts";
@@ -25,6 +23,8 @@ import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
 import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createRedactor } from "../records/episode-records.ts";
+import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
+import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
 import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
 import { CredentialsError } from "../shipping/s3-credentials.ts";
 import { applyLocalRetention } from "../shipping/shipper.ts";

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
-import type { Fault } from "../../fixtures/scripted-upstream/faults.ts";
-import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
 import { retrySchema } from "../config/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
+import type { Fault } from "../scripted-upstream/faults.ts";
+import { serveScriptedUpstream } from "../scripted-upstream/serve-scripted-upstream.ts";
 import type { ChatRequest } from "./chat-schema.ts";
 import { createUpstreamClient, UpstreamFailure } from "./upstream-client.ts";
 

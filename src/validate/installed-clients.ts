@@ -1,10 +1,10 @@
 /**
  * Where `validate` finds each pinned CLI: `--binary`, or the npm install that
- * `make e2e` puts in `.clients/<client>/` (test/e2e/install-clients.ts).
+ * `make e2e` puts in `.clients/<client>/` (src/clients/install-clients.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type ClientName, clientManifests } from "../kits/client-manifests.ts";
+import { type ClientName, clientManifests } from "../clients/client-manifests.ts";
 
 export type ClientBinary = {
   client: ClientName;

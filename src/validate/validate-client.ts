@@ -8,8 +8,8 @@
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type ClientName, clientManifests } from "../clients/client-manifests.ts";
 import { episodeOptionsSchema } from "../episodes/episode-options.ts";
-import { type ClientName, clientManifests } from "../kits/client-manifests.ts";
 import { createKit } from "../kits/create-kit.ts";
 import { launchInfoSchema } from "../kits/launch-info.ts";
 import type { Sidecar } from "../server/start-sidecar.ts";

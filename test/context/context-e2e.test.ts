@@ -18,12 +18,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { deflateSync } from "node:zlib";
-import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
 import { type ContextDecision, contextDecisionSchema } from "../../src/context/decision-schema.ts";
 import { estimateTokens } from "../../src/context/estimate.ts";
 import { createOmissionNotice } from "../../src/context/omission-notice.ts";
 import type { HubRequest, HubToolMessage } from "../../src/hub/schema.ts";
 import { crc32 } from "../../src/images/write-png.ts";
+import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 
 const fixturesDir = resolve(import.meta.dir, "../../fixtures");

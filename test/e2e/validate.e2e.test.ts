@@ -10,9 +10,9 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { installClients } from "../../src/clients/install-clients.ts";
 import { binaryPath } from "../support/sidecar-process.ts";
 import { runValidate } from "../support/validate-run.ts";
-import { installClients } from "./install-clients.ts";
 
 const timeoutMs = 300_000;
 

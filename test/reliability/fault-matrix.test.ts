@@ -16,9 +16,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import type { Fault } from "../../fixtures/scripted-upstream/faults.ts";
-import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
 import type { ErrorKind } from "../../src/lib/errors.ts";
+import type { Fault } from "../../src/scripted-upstream/faults.ts";
+import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { ingressKits, protocols, readJsonLines } from "../support/ingress-kit.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 

@@ -7,12 +7,13 @@
  */
 import { expect } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
-import { serveScriptedUpstream } from "../../fixtures/scripted-upstream/serve-scripted-upstream.ts";
-import type { ClientName } from "../../src/kits/client-manifests.ts";
+import type { ClientName } from "../../src/clients/client-manifests.ts";
+import { clientManifests } from "../../src/clients/client-manifests.ts";
+import { clientBinPath, installedVersion } from "../../src/clients/install-clients.ts";
 import { type CreatedKit, createKit } from "../../src/kits/create-kit.ts";
 import { launchCommand } from "../../src/kits/kit-plan.ts";
+import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { smokePrompt } from "../../src/validate/validate-client.ts";
-import { clientBinPath, clientManifests, installedVersion } from "../e2e/install-clients.ts";
 import { type Line, records } from "./episode-evidence.ts";
 import {
   binaryPath,
@@ -30,7 +31,7 @@ export function assertPrerequisites(client: ClientName): void {
   const manifest = clientManifests[client];
   if (installedVersion(client) !== manifest.version) {
     throw new Error(
-      `${manifest.package}@${manifest.version} is not installed: run \`bun test/e2e/install-clients.ts ${client}\``,
+      `${manifest.package}@${manifest.version} is not installed: run \`bun src/clients/install-clients.ts ${client}\``,
     );
   }
 }

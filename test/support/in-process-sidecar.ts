@@ -10,11 +10,6 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  createScriptedUpstream,
-  type ScriptedUpstream,
-} from "../../fixtures/scripted-upstream/create-scripted-upstream.ts";
-import { createPixelReader } from "../../fixtures/scripted-upstream/pixel-reader.ts";
 import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
 import { createApp } from "../../src/app.ts";
 import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
@@ -25,6 +20,11 @@ import { createRandomIds } from "../../src/episodes/ids.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
 import { createLogger } from "../../src/lib/logger.ts";
 import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
+import {
+  createScriptedUpstream,
+  type ScriptedUpstream,
+} from "../../src/scripted-upstream/create-scripted-upstream.ts";
+import { createPixelReader } from "../../src/scripted-upstream/pixel-reader.ts";
 import { episodeRouteGroups } from "../../src/server/episode-route-groups.ts";
 import { readSse } from "../../src/sse/read-sse.ts";
 import { createUpstreamClient } from "../../src/upstream/upstream-client.ts";

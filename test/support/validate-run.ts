@@ -9,7 +9,7 @@
 import { expect } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { ClientName } from "../../src/kits/client-manifests.ts";
+import type { ClientName } from "../../src/clients/client-manifests.ts";
 import { insideNamespaceEnv } from "../../src/validate/network-namespace.ts";
 import { binaryPath, type EpisodeStatus } from "./sidecar-process.ts";
 

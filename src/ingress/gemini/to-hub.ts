@@ -22,6 +22,7 @@
  *   removed (a client scheduling hint, not a model parameter).
  * Spec: https://ai.google.dev/api/generate-content
  */
+import { geminiSchedulingHint as waitForPrevious } from "../../clients/private-arguments.ts";
 import type {
   HubMessage,
   HubPart,
@@ -37,7 +38,6 @@ import type { Content, FunctionDeclaration, GenerateContentRequest, Part } from 
 import { toJsonSchema } from "./to-json-schema.ts";
 
 export const skipThoughtSignature = "skip_thought_signature_validator";
-export const waitForPrevious = "wait_for_previous";
 
 type PartKind = "text" | "inlineData" | "functionCall" | "functionResponse";
 const partKinds: readonly PartKind[] = ["text", "inlineData", "functionCall", "functionResponse"];

@@ -1,7 +1,8 @@
 /**
  * The pinned clients (manifests/clients/*.json), embedded in the binary: package,
- * exact version, how each identifies itself on model and MCP requests, and its
- * tool-name scheme. Kits, version pins and `validate` all read them from here.
+ * exact version, how each identifies itself on model and MCP requests, and the
+ * name under which it shows the model an MCP tool. Kits, version pins, client
+ * detection, tool-name mapping and `validate` all read them from here.
  */
 import { z } from "zod";
 import claudeJson from "../../manifests/clients/claude.json" with { type: "json" };
@@ -22,7 +23,14 @@ export const clientManifestSchema = z.object({
   user_agent_pattern: z.string(),
   mcp_user_agent_pattern: z.string(),
   mcp_identity: z.enum(["plugin_call_id", "none", "meta_claudecode_toolUseId", "meta_callId"]),
-  tool_name_scheme: z.string(),
+  /**
+   * The name the model sees for an MCP tool: `{server}` and `{tool}` are replaced
+   * (Codex declares the namespace `mcp__{server}`, which the Responses ingress
+   * flattens to `mcp__{server}__{tool}`). tool-names.ts maps names back with it.
+   */
+  tool_name_scheme: z
+    .string()
+    .regex(/^[a-z_]*\{server\}[a-z_]*\{tool\}$/, "a prefix around {server}, then {tool} at the end"),
 });
 export type ClientManifest = z.infer<typeof clientManifestSchema>;
 

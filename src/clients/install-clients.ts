@@ -1,27 +1,14 @@
-// Installs the four pinned agent CLIs (manifests/clients/*.json, read through src/kits/client-manifests.ts) with npm into
-// .clients/<client>/, so end-to-end tests and fixture capture run the exact versions
-// the fixtures were recorded with. Skips a client whose pinned version is already there.
-// Usage: bun test/e2e/install-clients.ts [opencode gemini claude codex]
+// Installs the four pinned agent CLIs (manifests/clients/*.json) with npm into
+// .clients/<client>/, so end-to-end tests, fixture capture and `validate` run the exact
+// versions the fixtures were recorded with. Skips a client whose pinned version is there.
+// Usage: bun src/clients/install-clients.ts [opencode gemini claude codex]
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import {
-  type ClientManifest,
-  type ClientName,
-  clientManifests,
-  clientNameSchema,
-  clientNames,
-} from "../../src/kits/client-manifests.ts";
-import { installedClient } from "../../src/validate/installed-clients.ts";
-
-export { type ClientManifest, type ClientName, clientManifests, clientNames };
+import { installedClient } from "../validate/installed-clients.ts";
+import { type ClientName, clientManifests, clientNameSchema, clientNames } from "./client-manifests.ts";
 
 const repoRoot = resolve(import.meta.dir, "../..");
 export const clientsRoot = join(repoRoot, ".clients");
-
-/** The pinned manifest of a client (src/kits/client-manifests.ts, from manifests/clients/). */
-export function readClientManifest(client: ClientName): ClientManifest {
-  return clientManifests[client];
-}
 
 export function clientDir(client: ClientName): string {
   return join(clientsRoot, client);
