@@ -3,7 +3,7 @@ BUN := node_modules/.bin/bun
 BIN := dist/ura-sidecar
 COMPILE := $(BUN) build --compile --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
-.PHONY: install build clients system-packages run test e2e check bench clean
+.PHONY: install build clients system-packages run test unit e2e check bench clean
 
 install: node_modules/.install-stamp
 node_modules/.install-stamp: package.json package-lock.json
@@ -27,6 +27,10 @@ system-packages:
 
 test: build clients system-packages check
 	$(BUN) test --timeout 60000
+
+# The unit tests beside the code (and the fixture checks): no binary, no CLIs, seconds.
+unit: install
+	$(BUN) test ./src ./fixtures
 
 e2e: build clients
 	./$(BIN) validate --all --out dist/validate

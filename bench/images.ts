@@ -5,7 +5,7 @@
  *   at cwebp's `-z 0/1/2` presets (the default is z1), and the bytes as % of the PNG;
  * - the per-turn conversion cost for turn 1 vs turn 30 of a growing image history
  *   (the per-episode cache makes turn 30 one encode plus 29 hash look-ups).
- * Goals (issue 7): within 1.3× of native encode time; turn 30 within 1.5× of turn 1.
+ * Goals (so that conversion never dominates a turn): within 1.3× of native encode time; turn 30 within 1.5× of turn 1.
  * `bun bench/images.ts` prints tables; `runImageBench()` returns flat figures.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";

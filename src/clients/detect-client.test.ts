@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { detectClient } from "./detect-client.ts";
 
-// User-Agents recorded at the pinned versions (fixtures/CLIENT-OBSERVATIONS.md).
+// User-Agents recorded at the pinned versions (docs/client-observations.md).
 test("each pinned client is recognised on both sides, with its version", () => {
   expect(detectClient("opencode/1.18.33 ai-sdk/provider-utils/4.0.40 runtime/bun/1.3.14", "model")).toEqual({
     client: "opencode",

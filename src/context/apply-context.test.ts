@@ -82,7 +82,7 @@ describe("sliding_window", () => {
     expect(decision.reduced).toBe(false);
   });
 
-  // The worked example of issue 8: minimum 6, batch 2 → 6 or 7 images kept.
+  // Eviction in whole batches: with minimum 6 and batch 2, 6 or 7 images stay, never fewer.
   // Five old text-heavy blocks force the policy past the image phase, so the
   // image phase runs until only the minimum (plus a partial batch) is left.
   test.each([

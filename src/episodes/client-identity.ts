@@ -5,7 +5,7 @@
  *     with `require_pinned_client` an unpinned client or version is refused (400);
  *   - a model request while the client never completed MCP `initialize` and
  *     `tools/list` is flagged: every client silently drops MCP tools on a wrong
- *     token (CLIENTS.md). `mcp_required: "refuse"` refuses it (400) from the
+ *     token (docs/clients.md). `mcp_required: "refuse"` refuses it (400) from the
  *     episode's second model request on — a client may send its first request
  *     (OpenCode's title) while its MCP handshake is still under way.
  */

@@ -89,7 +89,7 @@ export function createEpisode(init: EpisodeInit) {
     tool_calls_refused: 0,
     ...restored?.counters,
   };
-  /** What the MCP server saw: a CLI given a bad token silently runs without the tools (CLIENTS.md). */
+  /** What the MCP server saw: a CLI given a bad token silently runs without the tools (docs/clients.md). */
   const mcp = {
     initialized: false,
     tools_listed: false,

@@ -4,7 +4,7 @@
  * receipt. The job key (episode id + the model's call id) is the idempotency key:
  * submitting the same call twice must name the same job. The call id alone is
  * not enough: it is unique only within an episode, and an upstream may repeat
- * ids across episodes. See docs/executor-api.md and DESIGN.md §7.
+ * ids across episodes. See docs/executor-api.md and docs/design.md §7.
  */
 import { z } from "zod";
 

@@ -5,7 +5,7 @@
  *   finish({answer})   → receipt data {submitted: true, correct: answer names the colour}
  * Jobs are acknowledged after `ackDelayMs` and complete `receiptDelayMs` later;
  * every receipt carries its timing (`data.timing`) so tests can see the order
- * and spacing in which the MCP server submitted work. See DESIGN.md §7.
+ * and spacing in which the MCP server submitted work. See docs/design.md §7.
  */
 import { randomBytes } from "node:crypto";
 import { solidColourPng } from "../images/generate-png.ts";

@@ -4,7 +4,7 @@
  *
  * Why not @jsquash's default loaders: inside a `bun build --compile` binary they look
  * for the `.wasm` next to the JS glue (`/$bunfs/root/...`) and fail (see
- * /work/shared/MEASURED.md). Importing each `.wasm` as a file makes Bun embed it, and
+ * docs/measurements.md). Importing each `.wasm` as a file makes Bun embed it, and
  * compiling it ourselves and handing the module to each codec's init works both under
  * `bun run` and in a compiled binary started from an empty directory.
  *

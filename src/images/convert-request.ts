@@ -1,6 +1,6 @@
 /**
  * PNG → lossless WebP for every inline image in a hub request, at the upstream
- * boundary (DESIGN.md §3). The decoded pixels and dimensions are identical: VP8L is
+ * boundary (docs/design.md §3). The decoded pixels and dimensions are identical: VP8L is
  * lossless and `exact` keeps the RGB under fully transparent pixels.
  *
  * What is not converted, and why (counted in `stats.passedThrough`):

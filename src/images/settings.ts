@@ -1,7 +1,7 @@
 /**
  * Settings for PNG→WebP conversion and its per-episode cache.
  *
- * Encoder defaults come from measurement (bench/images.ts, /work/shared/MEASURED.md):
+ * Encoder defaults come from measurement (bench/images.ts, docs/measurements.md):
  * on camera-like noisy frames, lossless effort above cwebp's `-z 1` (method 1,
  * quality 20) buys ~1–5% of bytes for 3–4× the time, so `-z 1` is the default.
  * `exact` is fixed to true: without it libwebp may rewrite the RGB of fully

@@ -35,7 +35,7 @@ export function createKit(options: CreateKitOptions): CreatedKit {
   const warnings: string[] = [];
   if (options.client === "codex" && /^\/tmp(\/|$)/.test(dir)) {
     warnings.push(
-      `Codex misbehaves with CODEX_HOME under /tmp (CLIENTS.md); ${dir} is under /tmp — prefer e.g. /var/tmp`,
+      `Codex misbehaves with CODEX_HOME under /tmp (docs/clients.md); ${dir} is under /tmp — prefer e.g. /var/tmp`,
     );
   }
   return { ...writeKit(plan, dir, manifest, options.episode.id), plan, warnings };

@@ -1,5 +1,5 @@
 /**
- * Claude Code kit (CLIENTS.md, fixtures/CLIENT-OBSERVATIONS.md): print mode with
+ * Claude Code kit (docs/clients.md, docs/client-observations.md): print mode with
  * stream-json output, only the `ura` MCP server (`--strict-mcp-config`), its own
  * config dir, telemetry, updater and nonessential traffic off. The MCP token is a
  * `${URA_MCP_TOKEN}` reference that Claude Code expands in mcp.json.

@@ -1,5 +1,5 @@
 /**
- * Codex CLI kit (CLIENTS.md, fixtures/CLIENT-OBSERVATIONS.md): its own CODEX_HOME
+ * Codex CLI kit (docs/clients.md, docs/client-observations.md): its own CODEX_HOME
  * (outside /tmp) with config.toml naming the `ura` Responses provider and the `ura`
  * MCP server; both credentials are read from environment variables Codex is told
  * about (`env_key`, `bearer_token_env_var`). `exec` mode, update checks,

@@ -1,5 +1,5 @@
 /**
- * Gemini CLI kit (CLIENTS.md, fixtures/CLIENT-OBSERVATIONS.md): its own
+ * Gemini CLI kit (docs/clients.md, docs/client-observations.md): its own
  * GEMINI_CLI_HOME with settings.json (API-key auth, updates, usage statistics,
  * telemetry, loop detection and IDE off, the `ura` MCP server trusted), the
  * workspace trusted, and `-m` naming the episode's model exactly (without it the

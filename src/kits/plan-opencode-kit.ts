@@ -1,5 +1,5 @@
 /**
- * OpenCode kit (CLIENTS.md, fixtures/CLIENT-OBSERVATIONS.md): the `ura` provider on
+ * OpenCode kit (docs/clients.md, docs/client-observations.md): the `ura` provider on
  * the episode's Responses URL via @ai-sdk/openai, the `ura` remote MCP server, only
  * `ura_*` tools allowed, the call-id plugin, every OPENCODE_DISABLE_* switch that
  * keeps it offline, and a pre-seeded config dir so it skips its own npm install.

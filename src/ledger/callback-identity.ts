@@ -2,8 +2,8 @@
  * The strongest call identity an MCP callback offers, read from the raw request
  * before schema validation (the SDK strips unknown keys): Claude Code's
  * `_meta["claudecode/toolUseId"]`, Codex's `_meta.callId`, or the `_callID`
- * argument our OpenCode plugin adds. Gemini CLI offers none. See CLIENTS.md and
- * DESIGN.md §5. Two different ids on one callback are refused, not guessed.
+ * argument our OpenCode plugin adds. Gemini CLI offers none. See docs/clients.md and
+ * docs/design.md §5. Two different ids on one callback are refused, not guessed.
  */
 import { SidecarError } from "../lib/errors.ts";
 

@@ -5,7 +5,7 @@
  *
  * Waits (both bounded, both end in a clear refusal):
  * - Delivery: clients start a call before the sidecar has finished writing the
- *   response (CLIENTS.md). A callback whose only match is still `pending` waits
+ *   response (docs/clients.md). A callback whose only match is still `pending` waits
  *   up to `deliveryWaitMs` for the batch to be delivered or revoked.
  * - Batch order: a claimed call waits until every earlier call of its batch is
  *   acknowledged or finished. After `previousAckWaitMs`, earlier calls nobody
@@ -17,7 +17,7 @@
  * Journal: every event goes to `journal.append` (synchronous; the caller flushes)
  * before the state changes and before `admit` resolves or an `Admission` step
  * returns. If the journal throws, the ledger stops admitting anything.
- * See DESIGN.md §5, issues 3 and 10.
+ * See docs/design.md §5.
  */
 import { SidecarError } from "../lib/errors.ts";
 import type { LedgerBatchInput, LedgerEvent, LedgerEventBody } from "./events.ts";

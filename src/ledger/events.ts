@@ -2,8 +2,8 @@
  * The ledger journal: one event per state transition, one JSON line each. The
  * journal is what a restarted sidecar replays (`replayJournal`) and what the
  * records keep about tool calls, so it is append-only and self-describing.
- * `at` is milliseconds since the epoch from the injected clock. See DESIGN.md §5
- * and issue 10 ("Crash safety").
+ * `at` is milliseconds since the epoch from the injected clock. Replaying it must give the
+ * live state exactly, so a restart never runs uncertain work again (docs/design.md §5).
  */
 import { z } from "zod";
 

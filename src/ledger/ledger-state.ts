@@ -9,7 +9,7 @@
  * is the live state by construction, then marks it interrupted: admission closed
  * for good, claimed calls without an outcome reported as uncertain. Matching a
  * callback to a delivered call is its own module (`match-callback.ts`).
- * See DESIGN.md §5, issue 3 ("Delivered-call ledger") and issue 10 ("Crash safety").
+ * See docs/design.md §5.
  */
 import { SidecarError } from "../lib/errors.ts";
 import { canonicalArguments } from "./canonical-arguments.ts";

@@ -5,7 +5,7 @@
  * the first unclaimed call of the same tool and canonical arguments in delivery
  * order. A call whose delivery is still being written makes the callback wait;
  * everything else that does not match is a recorded refusal.
- * See DESIGN.md §5 and `ledger-state.ts` for the state machine itself.
+ * See docs/design.md §5 and `ledger-state.ts` for the state machine itself.
  */
 import { canonicalArguments } from "./canonical-arguments.ts";
 import type { RefusalCode } from "./events.ts";

@@ -7,7 +7,7 @@
  * Foreground tools answer with the receipt; background tools answer on
  * acknowledgement and their receipt is journaled when it arrives. A finish
  * receipt with `submitted: true` finishes the episode. Nothing refused ever
- * reaches the executor. See DESIGN.md §5–§7, CLIENTS.md.
+ * reaches the executor. See docs/design.md §5–§7, docs/clients.md.
  */
 import { withoutPrivateArguments } from "../clients/private-arguments.ts";
 import type { Episode } from "../episodes/episode.ts";

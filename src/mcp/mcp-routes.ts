@@ -3,7 +3,7 @@
  * (the SDK's web-standard transport), stateful sessions (Codex ends its session
  * with DELETE; the others just leave), guarded by the episode's own bearer token
  * (constant-time compare; one episode's token never opens another) and a
- * Host/Origin check against DNS rebinding. See DESIGN.md §6, CLIENTS.md.
+ * Host/Origin check against DNS rebinding. See docs/design.md §6, docs/clients.md.
  */
 import { randomUUID } from "node:crypto";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";

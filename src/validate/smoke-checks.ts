@@ -1,5 +1,5 @@
 /**
- * The smoke episode's acceptance checks (DESIGN.md "Acceptance"), from evidence
+ * The smoke episode's acceptance checks (docs/design.md, "The smoke episode"), from evidence
  * only: the episode's own records, its status, and what the scripted upstream
  * received. Shared by `ura-sidecar validate` and the end-to-end tests.
  *   observe (image + nonce) → record(nonce) twice in one batch → finish(colour) → text

@@ -1,5 +1,5 @@
 /**
- * Issue 8 end to end: the sliding_window context policy through each ingress of
+ * End to end: the sliding_window context policy through each ingress of
  * the compiled binary (dist/ura-sidecar; run `make build` first), against the
  * scripted upstream on a loopback port. Each protocol sends a long history built
  * from its recorded fixture's shapes — the recorded system prompt, tools and

@@ -54,7 +54,7 @@ describeInLoopbackNamespace(
       () =>
         withServedSidecar("gemini", async ({ upstream, sidecar }) => {
           const info = await sidecar.createEpisode({ client: "gemini" });
-          // Not a gemini-3-* name: those make the CLI drop images (CLIENTS.md).
+          // Not a gemini-3-* name: those make the CLI drop images (docs/clients.md).
           const run = await runClient("gemini", sidecar, info, {
             timeoutMs: cliTimeoutMs,
             model: "gemini-2.5-flash",

@@ -1,5 +1,5 @@
 /**
- * Bad input (issue 11): property-based fuzzing of each ingress in process
+ * Bad input: property-based fuzzing of each ingress in process
  * (`app.request()` over the real pipeline and the scripted upstream). Inputs are
  * recorded real client requests (fixtures/<protocol>/*) and a minimal first turn,
  * mutated: fields dropped or replaced, wrong types, unknown fields, huge strings,

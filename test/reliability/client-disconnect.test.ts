@@ -1,5 +1,5 @@
 /**
- * Client disconnect (issue 11): a client that goes away while its answer is
+ * Client disconnect: a client that goes away while its answer is
  * being delivered leaves the answer's tool calls revoked — ledger `revoked`,
  * exchange status `revoked` — and a callback for them is refused over MCP.
  *   - In process, for every ingress: the client reads the first SSE frame (none

@@ -1,5 +1,5 @@
 /**
- * The fault matrix (issue 11): every ingress × every upstream fault the scripted
+ * The fault matrix: every ingress × every upstream fault the scripted
  * upstream can inject, against the compiled binary (one process, a new episode
  * per case, a short retry policy so timeouts are fast). For each case: the
  * client gets its protocol's error envelope with the right status (5xx only

@@ -1,5 +1,5 @@
 /**
- * Security (issue 11), against the compiled binary with the scripted upstream:
+ * Security, against the compiled binary with the scripted upstream:
  * MCP without a token or with another episode's token; forged and replayed
  * callbacks; the control API without its password; an ingress with another
  * episode's key; oversized bodies (body_limit_bytes); episode ids carrying path
