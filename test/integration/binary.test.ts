@@ -48,6 +48,9 @@ describe("dist/ura-sidecar", () => {
 
   test("starts on embedded defaults (announced demo model), answers health, exits 0 on SIGTERM", async () => {
     const sidecar = await startSidecarProcess({ args: ["--default-episode"] });
+    // The default episode's lines follow the "listening on" banner the start-up waits for.
+    for (let waited = 0; !sidecar.output().includes("MCP bearer token") && waited < 5_000; waited += 20)
+      await Bun.sleep(20);
     expect(sidecar.output()).toContain("DEMO MODEL");
     expect(sidecar.output()).toContain("default episode ep_");
     const health = await fetch(`${sidecar.url}/health`);
