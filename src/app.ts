@@ -2,6 +2,7 @@
  * createApp(deps): every route of the sidecar, no globals — tests drive it with
  * app.request() and the binary serves it with Bun.serve.
  *   GET  /health, /health/live, /health/ready   (container probes)
+ *   GET  /metrics                       Prometheus metrics (control password)
  *   /control/*                          control API (control password)
  *   /e/{episode}/v1/responses           OpenAI Responses (OpenCode, Codex)
  *   /e/{episode}/gemini/v1beta/models/… Gemini GenerateContent (Gemini CLI)
@@ -16,6 +17,8 @@ import { notDrainingCheck, type ReadinessCheck } from "./health/readiness.ts";
 import type { IngressDeps } from "./ingress/ingress-deps.ts";
 import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
 import { SidecarError } from "./lib/errors.ts";
+import type { Metrics } from "./observe/metrics.ts";
+import { createMetricsRoute } from "./observe/metrics-route.ts";
 
 export type AppDeps = IngressDeps & {
   control: ControlDeps;
@@ -26,6 +29,8 @@ export type AppDeps = IngressDeps & {
   isShuttingDown: () => boolean;
   /** Readiness checks besides not draining (codecs warmed, data directory writable), from the composition root. */
   readiness?: readonly ReadinessCheck[];
+  /** Served at GET /metrics behind the control password; no route when absent. */
+  metrics?: Metrics;
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
   episodeRoutes: ((deps: IngressDeps) => Hono)[];
 };
@@ -75,6 +80,7 @@ export function createApp(deps: AppDeps): Hono {
       readiness: [notDrainingCheck(deps.isShuttingDown), ...(deps.readiness ?? [])],
     }),
   );
+  if (deps.metrics) app.route("/metrics", createMetricsRoute(deps.metrics, deps.control.controlPassword));
   app.route("/control", createControlRoutes(deps.control));
   for (const routes of deps.episodeRoutes) app.route("/e/:episode", routes(deps));
   app.notFound((c) =>

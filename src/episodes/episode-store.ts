@@ -11,6 +11,8 @@ import type { ImageCacheSettings } from "../images/settings.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
+import { observeRecords } from "../observe/observe-records.ts";
+import { noObserver, type Observer } from "../observe/observer.ts";
 import { createEpisodeRecords } from "../records/episode-records.ts";
 import { createEpisode, type Episode } from "./episode.ts";
 import type { EpisodeOptions } from "./episode-options.ts";
@@ -30,6 +32,8 @@ export type EpisodeStoreDeps = {
   baseUrl: () => string;
   /** Warnings about an episode's client (client-identity.ts). */
   logger?: Logger;
+  /** Sees every record write (metrics, traces); none when absent. */
+  observer?: Observer;
   /** The executor of each new episode (default: from `config.executor`). */
   createExecutor?: ExecutorFactory;
 };
@@ -61,11 +65,18 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     const mcpToken = deps.ids.token("ura_mcp");
     deps.registerSecret(ingressKey);
     deps.registerSecret(mcpToken);
-    const records = createEpisodeRecords({
-      dir: join(deps.dataDir, "episodes", id),
-      clock: deps.clock,
-      redact: deps.redact,
-    });
+    const observer = deps.observer ?? noObserver;
+    const records = observeRecords(
+      createEpisodeRecords({
+        dir: join(deps.dataDir, "episodes", id),
+        clock: deps.clock,
+        redact: deps.redact,
+        written: (file, bytes) => observer.observe({ kind: "records_written", episode: id, file, bytes }),
+      }),
+      id,
+      observer,
+      deps.clock,
+    );
     const episode = createEpisode({
       id,
       createdAt: new Date(deps.clock()).toISOString(),

@@ -29,6 +29,8 @@ export type RecordsOptions = {
   clock: () => number;
   /** Replaces secret values anywhere in a line before it is written. */
   redact: (line: string) => string;
+  /** Told the bytes of each append that reached the file (metrics count records bytes written). */
+  written?: (file: string, bytes: number) => void;
 };
 
 export function createEpisodeRecords(options: RecordsOptions) {
@@ -48,7 +50,8 @@ export function createEpisodeRecords(options: RecordsOptions) {
       fd = openSync(path(name), "a");
       descriptors.set(name, fd);
     }
-    writeSync(fd, `${lines.join("\n")}\n`);
+    const bytes = writeSync(fd, `${lines.join("\n")}\n`);
+    options.written?.(name, bytes);
   }
   function append(name: string, value: Record<string, unknown>): void {
     if (frozen) throw new Error(`records of ${options.dir} are frozen; refusing to append to ${name}`);

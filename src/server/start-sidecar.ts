@@ -22,6 +22,8 @@ import { createLogger } from "../lib/logger.ts";
 import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
 import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
+import { createMetrics } from "../observe/metrics.ts";
+import { combineObservers } from "../observe/observer.ts";
 import { createRedactor } from "../records/episode-records.ts";
 import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
 import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
@@ -92,7 +94,20 @@ export async function startSidecar(options: StartOptions) {
     `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server?.port ?? port}`;
 
   const defaultManifest = manifestSchema.parse(defaultManifestJson);
+  // Scrape-time figures read the store, which is built just below.
+  const episodeList = () => episodes.list();
+  const metrics = createMetrics({
+    version: options.version,
+    episodeStates: () => episodeList().map((e) => e.state),
+    openMcpSessions: () =>
+      episodeList().reduce((n, e) => n + e.mcp.sessions_opened - e.mcp.sessions_closed, 0),
+    uncertainCalls: () => episodeList().reduce((n, e) => n + e.ledger.summary().uncertain.length, 0),
+  });
+  const observer = combineObservers([metrics.observer], (error) =>
+    logger.warn("observer failed", { message: (error as Error).message }),
+  );
   const episodes = createEpisodeStore({
+    observer,
     config,
     dataDir: resolve(config.data_dir),
     defaultManifest,
@@ -207,6 +222,7 @@ export async function startSidecar(options: StartOptions) {
     demoUpstream: demo,
     bodyLimitBytes: config.body_limit_bytes,
     isShuttingDown: () => shuttingDown,
+    metrics,
     readiness: [codecsWarmedCheck(() => codecsWarmed), dataDirWritableCheck(resolve(config.data_dir))],
     episodeRoutes: episodeRouteGroups,
   });

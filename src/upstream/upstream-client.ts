@@ -17,6 +17,8 @@ export type UpstreamAttempt = {
   attempt: number;
   started_at: string;
   ms: number;
+  /** From sending the request to the response headers. */
+  first_byte_ms?: number;
   status?: number;
   error?: string;
   retry_in_ms?: number;
@@ -88,7 +90,12 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
   const clock = options.clock ?? Date.now;
   const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
 
-  async function attemptOnce(body: string, declared: ReadonlySet<string>, signal: AbortSignal) {
+  async function attemptOnce(
+    body: string,
+    declared: ReadonlySet<string>,
+    signal: AbortSignal,
+    onHeaders: () => void,
+  ) {
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: "text/event-stream",
@@ -98,6 +105,7 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
     let raw = "";
     try {
       const res = await doFetch(url, { method: "POST", headers, body, signal: attempt.signal });
+      onHeaders();
       // The whole exchange is buffered before anything is delivered, so the body is
       // read in one piece and its frames parsed synchronously afterwards.
       raw = await res.text();
@@ -131,7 +139,9 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
       let retryable = false;
       let retryAfter: string | null = null;
       try {
-        const result = await attemptOnce(body, declared, signal);
+        const result = await attemptOnce(body, declared, signal, () => {
+          record.first_byte_ms = clock() - started;
+        });
         record.ms = clock() - started;
         record.status = result.status;
         if (result.response) return { response: result.response, rawResponse: result.raw, attempts };

@@ -1,0 +1,329 @@
+/**
+ * Prometheus metrics, derived from observed record writes (observer.ts) and, at
+ * scrape time, from the episodes' state. prom-client renders the text exposition
+ * format: a small, long-maintained library that runs unchanged under Bun and in
+ * the compiled binary, so the format's escaping and histogram rules are not ours
+ * to get wrong. A registry per sidecar, never the library's global one.
+ * Labels are bounded sets (protocol, outcome, stage, tool from the manifest,
+ * refusal code, status class); episode and call ids belong to traces and records.
+ */
+import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { ObservedEvent, Observer } from "./observer.ts";
+import {
+  afterContextSchema,
+  auxiliarySchema,
+  clientRequestSchema,
+  exchangeStatusSchema,
+  ledgerLineSchema,
+  statusClass,
+  upstreamRequestSchema,
+  upstreamResponseSchema,
+} from "./record-shapes.ts";
+
+export type MetricsSources = {
+  version: string;
+  /** The state of every episode this process knows (scrape time). */
+  episodeStates: () => string[];
+  /** MCP sessions open right now, over all episodes. */
+  openMcpSessions: () => number;
+  /** Calls claimed before a restart whose outcome is unknown (they may or may not have run). */
+  uncertainCalls: () => number;
+};
+
+/** Seconds buckets for work from a millisecond (cached image) to minutes (a slow model). */
+const secondsBuckets = [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300];
+/** The GenAI semantic conventions' advised buckets for gen_ai.client.token.usage. */
+const tokenBuckets = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 1048576, 4194304];
+/** In-flight bookkeeping is bounded: a call never settled (client gone) must not grow memory forever. */
+const maxTracked = 10_000;
+
+type ExchangeTimes = { protocol: string; times: Partial<Record<string, number>> };
+type CallTimes = { tool: string; submittedAt?: number };
+
+export function createMetrics(sources: MetricsSources) {
+  const registry = new Registry();
+  const registers = [registry];
+  new Gauge({
+    name: "ura_build_info",
+    help: "Build of this sidecar (value is always 1).",
+    labelNames: ["version"],
+    registers,
+  }).set({ version: sources.version }, 1);
+  const exchanges = new Counter({
+    name: "ura_exchanges_total",
+    help: "Model exchanges finished, by client protocol and outcome (delivered, failed, revoked).",
+    labelNames: ["protocol", "outcome"],
+    registers,
+  });
+  const exchangeFailures = new Counter({
+    name: "ura_exchange_failures_total",
+    help: "Failed model exchanges by client protocol and error kind.",
+    labelNames: ["protocol", "kind"],
+    registers,
+  });
+  const stageSeconds = new Histogram({
+    name: "ura_exchange_stage_duration_seconds",
+    help: "Time spent in each exchange stage: context (translate + policy), images (PNG to WebP + request build), upstream (all attempts), deliver (render + write to the client).",
+    labelNames: ["stage"],
+    buckets: secondsBuckets,
+    registers,
+  });
+  const upstreamAttempts = new Counter({
+    name: "ura_upstream_attempts_total",
+    help: "Upstream Chat Completions attempts by HTTP status class (error: no HTTP answer).",
+    labelNames: ["status_class"],
+    registers,
+  });
+  const upstreamRetries = new Counter({
+    name: "ura_upstream_retries_total",
+    help: "Upstream attempts that were retries of an earlier attempt of the same exchange.",
+    registers,
+  });
+  const firstByte = new Histogram({
+    name: "ura_upstream_time_to_first_byte_seconds",
+    help: "From sending an upstream attempt to its response headers.",
+    buckets: secondsBuckets,
+    registers,
+  });
+  const operationSeconds = new Histogram({
+    name: "gen_ai_client_operation_duration_seconds",
+    help: "GenAI client operation duration (one upstream chat attempt).",
+    labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "error_type"],
+    buckets: secondsBuckets,
+    registers,
+  });
+  const tokenUsage = new Histogram({
+    name: "gen_ai_client_token_usage",
+    help: "Tokens per upstream answer as reported by the upstream, by type (input, output).",
+    labelNames: ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_token_type"],
+    buckets: tokenBuckets,
+    registers,
+  });
+  const toolCalls = new Counter({
+    name: "ura_tool_calls_total",
+    help: "Tool call transitions by manifest tool and outcome: delivered, admitted (claimed), refused, completed (receipt), failed, revoked, skipped, skipped (ura_tool_calls_uncertain counts those uncertain after a restart).",
+    labelNames: ["tool", "outcome"],
+    registers,
+  });
+  const refusals = new Counter({
+    name: "ura_tool_call_refusals_total",
+    help: "Callbacks refused by the ledger, by tool and refusal code.",
+    labelNames: ["tool", "code"],
+    registers,
+  });
+  const receiptSeconds = new Histogram({
+    name: "ura_executor_receipt_duration_seconds",
+    help: "From submitting an admitted call to the executor to its receipt.",
+    labelNames: ["tool"],
+    buckets: secondsBuckets,
+    registers,
+  });
+  const pngBytes = new Counter({
+    name: "ura_image_png_bytes_total",
+    help: "Bytes of client PNG images replaced by WebP on the way upstream.",
+    registers,
+  });
+  const webpBytes = new Counter({
+    name: "ura_image_webp_bytes_total",
+    help: "Bytes of the lossless WebP images sent upstream in their place.",
+    registers,
+  });
+  const imagesOmitted = new Counter({
+    name: "ura_context_images_omitted_total",
+    help: "Tool-result images the context policy replaced by an omission notice.",
+    registers,
+  });
+  const blocksRemoved = new Counter({
+    name: "ura_context_blocks_removed_total",
+    help: "Call/result blocks the context policy removed.",
+    registers,
+  });
+  const recordsBytes = new Counter({
+    name: "ura_records_written_bytes_total",
+    help: "Bytes appended to episode records, by file.",
+    labelNames: ["file"],
+    registers,
+  });
+  const recordsFailures = new Counter({
+    name: "ura_records_failures_total",
+    help: "Record writes that failed (the exchange or event they belong to failed with them), by file.",
+    labelNames: ["file"],
+    registers,
+  });
+  const localResponses = new Counter({
+    name: "ura_local_responses_total",
+    help: "Requests answered locally without an upstream call (countTokens, count_tokens …), by operation and HTTP status.",
+    labelNames: ["operation", "status"],
+    registers,
+  });
+  new Gauge({
+    name: "ura_episodes",
+    help: "Episodes known to this process, by state.",
+    labelNames: ["state"],
+    registers,
+    collect() {
+      this.reset();
+      for (const state of sources.episodeStates()) this.inc({ state });
+    },
+  });
+  new Gauge({
+    name: "ura_mcp_sessions",
+    help: "MCP sessions open now.",
+    registers,
+    collect() {
+      this.set(sources.openMcpSessions());
+    },
+  });
+
+  new Gauge({
+    name: "ura_tool_calls_uncertain",
+    help: "Tool calls claimed before a restart without a receipt: they may or may not have run.",
+    registers,
+    collect() {
+      this.set(sources.uncertainCalls());
+    },
+  });
+
+  const inFlight = new Map<string, ExchangeTimes>();
+  const calls = new Map<string, CallTimes>();
+  const batches = new Map<string, string[]>();
+  const remember = <V>(map: Map<string, V>, key: string, value: V) => {
+    if (map.size >= maxTracked) map.delete(map.keys().next().value as string);
+    map.set(key, value);
+  };
+  const between = (times: ExchangeTimes["times"], from: string, to: string, stage: string) => {
+    const start = times[from];
+    const end = times[to];
+    if (start !== undefined && end !== undefined) stageSeconds.observe({ stage }, (end - start) / 1000);
+  };
+
+  function onExchange(event: Extract<ObservedEvent, { kind: "exchange_stage" }>) {
+    const key = `${event.episode}/${event.exchange}`;
+    if (event.stage === "client_request") {
+      const parsed = clientRequestSchema.safeParse(event.data);
+      remember(inFlight, key, { protocol: parsed.data?.protocol ?? "unknown", times: {} });
+    }
+    const exchange = inFlight.get(key);
+    if (!exchange) return;
+    exchange.times[event.stage] = event.at;
+    if (event.stage === "after_context") {
+      const decision = afterContextSchema.safeParse(event.data).data?.decision;
+      if (decision) {
+        imagesOmitted.inc(decision.images_omitted.length);
+        blocksRemoved.inc(decision.blocks_removed.length);
+      }
+    } else if (event.stage === "upstream_request") {
+      const images = upstreamRequestSchema.safeParse(event.data).data?.images;
+      if (images) {
+        pngBytes.inc(images.bytesBefore);
+        webpBytes.inc(images.bytesAfter);
+      }
+    } else if (event.stage === "upstream_response") {
+      const response = upstreamResponseSchema.safeParse(event.data).data;
+      for (const attempt of response?.attempts ?? []) {
+        upstreamAttempts.inc({ status_class: statusClass(attempt.status) });
+        if (attempt.attempt > 1) upstreamRetries.inc();
+        if (attempt.first_byte_ms !== undefined) firstByte.observe(attempt.first_byte_ms / 1000);
+        const ok = attempt.status !== undefined && attempt.status < 400 && !attempt.error;
+        operationSeconds.observe(
+          {
+            gen_ai_operation_name: "chat",
+            gen_ai_provider_name: "openai",
+            error_type: ok ? "" : attempt.status ? String(attempt.status) : "error",
+          },
+          attempt.ms / 1000,
+        );
+      }
+      const usage = response?.validated?.usage;
+      if (usage) {
+        const labels = { gen_ai_operation_name: "chat", gen_ai_provider_name: "openai" };
+        tokenUsage.observe({ ...labels, gen_ai_token_type: "input" }, usage.inputTokens);
+        tokenUsage.observe({ ...labels, gen_ai_token_type: "output" }, usage.outputTokens);
+      }
+    } else if (event.stage === "status") {
+      inFlight.delete(key);
+      const status = exchangeStatusSchema.safeParse(event.data).data;
+      if (!status) return;
+      exchanges.inc({ protocol: exchange.protocol, outcome: status.status });
+      if (status.error) exchangeFailures.inc({ protocol: exchange.protocol, kind: status.error.kind });
+      const t = exchange.times;
+      between(t, "client_request", "after_context", "context");
+      between(t, "after_context", "upstream_request", "images");
+      between(t, "upstream_request", "upstream_response", "upstream");
+      if (status.status !== "failed") between(t, "upstream_response", "status", "deliver");
+    }
+  }
+
+  function onLedger(episode: string, at: number, raw: Record<string, unknown>) {
+    const line = ledgerLineSchema.safeParse(raw).data;
+    if (!line) return;
+    const call = line.callId ? calls.get(`${episode}/${line.callId}`) : undefined;
+    const count = (outcome: string, tool = call?.tool) => toolCalls.inc({ tool: tool ?? "unknown", outcome });
+    switch (line.type) {
+      case "registered":
+        for (const c of line.calls ?? []) remember(calls, `${episode}/${c.id}`, { tool: c.tool });
+        if (line.batchId)
+          remember(
+            batches,
+            `${episode}/${line.batchId}`,
+            (line.calls ?? []).map((c) => c.tool),
+          );
+        break;
+      case "delivered":
+      case "revoked":
+        for (const tool of batches.get(`${episode}/${line.batchId}`) ?? []) count(line.type, tool);
+        batches.delete(`${episode}/${line.batchId}`);
+        break;
+      case "claimed":
+        count("admitted");
+        break;
+      case "refused":
+        count("refused", line.tool);
+        refusals.inc({ tool: line.tool ?? "unknown", code: line.code ?? "unknown" });
+        break;
+      case "submitted":
+        if (call) call.submittedAt = at;
+        break;
+      case "receipt":
+        count("completed");
+        if (call?.submittedAt !== undefined)
+          receiptSeconds.observe({ tool: call.tool }, (at - call.submittedAt) / 1000);
+        calls.delete(`${episode}/${line.callId}`);
+        break;
+      case "failed":
+      case "skipped":
+        count(line.type);
+        calls.delete(`${episode}/${line.callId}`);
+        break;
+    }
+  }
+
+  const observer: Observer = {
+    observe(event) {
+      switch (event.kind) {
+        case "exchange_stage":
+          return onExchange(event);
+        case "ledger":
+          return onLedger(event.episode, event.at, event.event);
+        case "auxiliary": {
+          const aux = auxiliarySchema.safeParse(event.data).data;
+          if (aux) localResponses.inc({ operation: aux.operation ?? "unknown", status: String(aux.status) });
+          return;
+        }
+        case "records_written":
+          return recordsBytes.inc({ file: event.file }, event.bytes);
+        case "records_failure":
+          return recordsFailures.inc({ file: event.file });
+      }
+    },
+  };
+
+  return {
+    observer,
+    contentType: registry.contentType,
+    /** The text exposition of every metric. */
+    render: () => registry.metrics(),
+  };
+}
+
+export type Metrics = ReturnType<typeof createMetrics>;
