@@ -7,7 +7,7 @@
 import { expect } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import type { HubRequest } from "../../src/hub/schema.ts";
+import { type HubRequest, hubRequestSchema } from "../../src/hub/schema.ts";
 import { SidecarError } from "../../src/lib/errors.ts";
 import { buildChatRequest } from "../../src/upstream/build-chat-request.ts";
 
@@ -15,6 +15,8 @@ const goldenTarget = { model: "qwen3-vl-plus", imageInput: true, parallelToolCal
 
 /** A hub request as the upstream would receive it, for the target the goldens were made with. */
 export function toGoldenUpstream(hub: HubRequest) {
+  // The translation's output must be a hub request exactly: valid, and nothing extra.
+  expect(hubRequestSchema.parse(hub)).toEqual(hub);
   return buildChatRequest(hub, goldenTarget);
 }
 

@@ -16,7 +16,7 @@ import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
 import type { Episode } from "../../src/episodes/episode.ts";
 import type { EpisodeOptions } from "../../src/episodes/episode-options.ts";
 import { createEpisodeStore } from "../../src/episodes/episode-store.ts";
-import { createRandomIds } from "../../src/episodes/ids.ts";
+import { createRandomIds, type Ids } from "../../src/episodes/ids.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
 import { createLogger } from "../../src/lib/logger.ts";
 import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
@@ -43,6 +43,9 @@ export type InProcessOptions = {
   config?: ConfigInput;
   /** Answers upstream requests instead of the scripted upstream (e.g. a huge reply). */
   upstreamFetch?: (request: Request) => Response | Promise<Response>;
+  /** Identifiers and clock (a replay gives the ones that reproduce a recording). */
+  ids?: Ids;
+  clock?: () => number;
 };
 
 export async function createInProcessSidecar(options: InProcessOptions = {}) {
@@ -54,7 +57,8 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     upstream: { ...input.upstream, retry: { max_attempts: 1, ...input.upstream?.retry } },
   });
   const codecs = await testCodecs();
-  const ids = createRandomIds();
+  const ids = options.ids ?? createRandomIds();
+  const clock = options.clock ?? Date.now;
   const scripted: ScriptedUpstream = createScriptedUpstream({
     readPixel: createPixelReader(codecs),
     defaultModel: config.upstream.model,
@@ -71,7 +75,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     defaultManifest: manifestSchema.parse(defaultManifestJson),
     imageCache: config.images.cache,
     ids,
-    clock: Date.now,
+    clock,
     redact,
     registerSecret: (secret) => secrets.push(secret),
     baseUrl: () => `http://127.0.0.1:${port}`,
@@ -80,7 +84,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
   const app = createApp({
     episodes,
     logger,
-    clock: Date.now,
+    clock,
     ids,
     exchange: {
       upstream: createUpstreamClient({
