@@ -12,6 +12,7 @@ import { clientManifests } from "../../src/clients/client-manifests.ts";
 import { clientBinPath, installedVersion } from "../../src/clients/install-clients.ts";
 import { type CreatedKit, createKit } from "../../src/kits/create-kit.ts";
 import { launchCommand } from "../../src/kits/kit-plan.ts";
+import { runLaunch } from "../../src/kits/run-launch.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { smokePrompt } from "../../src/validate/validate-client.ts";
 import { type Line, records } from "./episode-evidence.ts";
@@ -81,23 +82,9 @@ export async function runClient(
   const dir = mkdtempSync(`/var/tmp/ura-e2e/${client}-`);
   const kit = createKit({ client, episode, dir, bin: clientBinPath(client), model: options.model });
   const launch = launchCommand(kit.plan, smokePrompt);
-  const started = Date.now();
-  const proc = Bun.spawn(launch.cmd, {
-    cwd: launch.cwd,
-    env: launch.env,
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const timer = setTimeout(() => proc.kill(), options.timeoutMs);
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  clearTimeout(timer);
+  const { stdout, stderr, code, ms } = await runLaunch(launch, options.timeoutMs);
   const context = `${client} exit ${code}\nstdout:\n${stdout.slice(-4000)}\nstderr:\n${stderr.slice(-4000)}\nsidecar:\n${sidecar.output().slice(-4000)}`;
-  return { kit, stdout, stderr, code, ms: Date.now() - started, context };
+  return { kit, stdout, stderr, code, ms, context };
 }
 
 export type FailingUpstreamRun = {
