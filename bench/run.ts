@@ -7,12 +7,15 @@ import { resolve } from "node:path";
 import { runContextBench } from "./context.ts";
 import { runGatewayBench } from "./gateway.ts";
 import { runImageBench } from "./images.ts";
+import { runWarmUpBench } from "./warm-up.ts";
 
 const results: Record<string, number> = {};
 console.log("## Gateway overhead, memory, cold start");
 Object.assign(results, await runGatewayBench(console.log));
 console.log("\n## Images");
 Object.assign(results, await runImageBench(console.log));
+console.log("\n## Codec warm-up");
+Object.assign(results, await runWarmUpBench(console.log));
 console.log("\n## Context filter");
 Object.assign(results, await runContextBench());
 const path = resolve(import.meta.dir, "results.json");
