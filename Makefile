@@ -3,7 +3,7 @@ BUN := node_modules/.bin/bun
 BIN := dist/ura-sidecar
 COMPILE := $(BUN) build --compile --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
-.PHONY: install build clients system-packages run test unit e2e check bench clean
+.PHONY: install build clients system-packages run test unit e2e check bench image clean
 
 install: node_modules/.install-stamp
 node_modules/.install-stamp: package.json package-lock.json
@@ -41,6 +41,10 @@ check: install
 
 bench: build
 	$(BUN) bench/run.ts
+
+# OCI image (buildah, FROM scratch) + dist/ura-sidecar-<version>.oci.tar; prints size and start-up-to-ready.
+image: build system-packages
+	bash deploy/image/build-image.sh $(BIN)
 
 clean:
 	rm -rf dist node_modules

@@ -21,6 +21,7 @@ import {
   writeBlob,
   writeStoredEpisode,
 } from "./shipping-kit.ts";
+import { sendSmokeMessage } from "./smoke-message.ts";
 
 const s3 = await startS3Server(["records", "other"]);
 afterAll(() => s3.close());
@@ -56,19 +57,7 @@ describe("records shipped to an S3-compatible bucket", () => {
     const dataDir = newDataDir();
     const first = await startShippingSidecar({ s3, bucket: "records", dataDir });
     const episode = await first.createEpisode({});
-    const res = await fetch(`${episode.urls.anthropic}/v1/messages`, {
-      method: "POST",
-      headers: {
-        "x-api-key": episode.ingress_key,
-        "anthropic-version": "2023-06-01",
-        "content-type": "application/json",
-      },
-      body: JSON.stringify({
-        model: "qwen3-vl-plus",
-        max_tokens: 200,
-        messages: [{ role: "user", content: "Hello" }],
-      }),
-    });
+    const res = await sendSmokeMessage(episode);
     expect(res.status).toBe(200);
     expect(await shippingOf(first, episode.id)).toBeNull(); // running: nothing shipped yet
     expect((await first.control(`/episodes/${episode.id}/cancel`, { method: "POST" })).status).toBe(200);
@@ -91,7 +80,7 @@ describe("records shipped to an S3-compatible bucket", () => {
     expect(s3.putCount("records", exchangesKey)).toBe(1);
     expect(s3.putCount("records", `lab/episodes/${episode.id}/frozen.json`)).toBe(1);
     expect(await second.stop("SIGTERM")).toBe(0);
-  });
+  }, 60_000);
 
   test("blobs shared by episodes, or already in the bucket, are uploaded once or not at all", async () => {
     const dataDir = newDataDir();
@@ -124,7 +113,7 @@ describe("records shipped to an S3-compatible bucket", () => {
     );
     expect(await s3.get("other", `lab/blobs/sha256/${b2}`)).toEqual(frame(2));
     expect(await sidecar.stop("SIGTERM")).toBe(0);
-  });
+  }, 60_000);
 
   test("kill -9 in the middle of an upload: the restart resumes, nothing confirmed is sent again", async () => {
     const dataDir = newDataDir();
@@ -164,7 +153,7 @@ describe("records shipped to an S3-compatible bucket", () => {
     const keys = after.filter((e) => e.event === "object").map((e) => e.key);
     expect(new Set(keys).size).toBe(keys.length); // each object confirmed once
     expect(await second.stop("SIGTERM")).toBe(0);
-  });
+  }, 60_000);
 
   test("a bucket that refuses: retried with back-off, visible, local records kept; ships once it accepts", async () => {
     const dataDir = newDataDir();
@@ -183,7 +172,7 @@ describe("records shipped to an S3-compatible bucket", () => {
     await waitForShipping(sidecar, "ep_refused", (s) => s.state === "shipped");
     await expectEpisodeInBucket("refusing", dataDir, "ep_refused");
     expect(await sidecar.stop("SIGTERM")).toBe(0);
-  });
+  }, 60_000);
 
   test("wrong credentials: the signature is refused, nothing lands, the secret never appears", async () => {
     const dataDir = newDataDir();
@@ -204,7 +193,7 @@ describe("records shipped to an S3-compatible bucket", () => {
     expect(await s3.list("records", "lab/episodes/ep_badcreds/")).toEqual([]);
     expect(await sidecar.stop("SIGTERM")).toBe(0);
     expect(sidecar.output()).not.toContain(wrongSecret);
-  });
+  }, 60_000);
 
   test("shipping configured without credentials: a configuration error at start-up", async () => {
     const dataDir = newDataDir();
@@ -215,5 +204,5 @@ describe("records shipped to an S3-compatible bucket", () => {
       env: { AWS_ACCESS_KEY_ID: "", AWS_SECRET_ACCESS_KEY: "" },
     });
     await expect(started).rejects.toThrow(/exit 2[\s\S]*no credentials/);
-  });
+  }, 60_000);
 });
