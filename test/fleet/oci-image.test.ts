@@ -48,17 +48,33 @@ afterAll(async () => {
   await run(["buildah", "rmi", "--force", image]);
 });
 
-/** The contained process of a `buildah run`: the descendant running the binary (by pid, never by name). */
-function containedPid(pid: number): number | undefined {
-  let current: number | undefined = pid;
-  for (let depth = 0; current !== undefined && depth < 5; depth++) {
-    if (readFileSync(`/proc/${current}/comm`, "utf8").trim() === "ura-sidecar") return current;
-    const children: string[] = readFileSync(`/proc/${current}/task/${current}/children`, "utf8")
-      .trim()
-      .split(/\s+/);
-    current = children[0] ? Number(children[0]) : undefined;
+/** The contained process of a `buildah run`: its descendant running the binary (found by parent pid, never by name). */
+function containedPid(root: number): number | undefined {
+  const parents = new Map<number, number>();
+  for (const entry of readdirSync("/proc")) {
+    if (!/^\d+$/.test(entry)) continue;
+    const stat = (() => {
+      try {
+        return readFileSync(`/proc/${entry}/stat`, "utf8");
+      } catch {
+        return undefined; // exited meanwhile
+      }
+    })();
+    // pid (comm) state ppid …: comm may hold spaces, so read after the last ")".
+    const ppid = stat ? Number(stat.slice(stat.lastIndexOf(")") + 2).split(" ")[1]) : Number.NaN;
+    if (Number.isFinite(ppid)) parents.set(Number(entry), ppid);
   }
-  return undefined;
+  const descendants = [root];
+  for (let i = 0; i < descendants.length; i++) {
+    for (const [pid, ppid] of parents) if (ppid === descendants[i]) descendants.push(pid);
+  }
+  return descendants.find((pid) => {
+    try {
+      return readFileSync(`/proc/${pid}/comm`, "utf8").trim() === "ura-sidecar";
+    } catch {
+      return false;
+    }
+  });
 }
 
 describe("OCI image", () => {
