@@ -28,8 +28,8 @@ import { createRedactor } from "../records/episode-records.ts";
 import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
 import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
 import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
+import { applyLocalRetention } from "../shipping/local-retention.ts";
 import { CredentialsError } from "../shipping/s3-credentials.ts";
-import { applyLocalRetention } from "../shipping/shipper.ts";
 import { createUpstreamClient } from "../upstream/upstream-client.ts";
 import { episodeRouteGroups } from "./episode-route-groups.ts";
 

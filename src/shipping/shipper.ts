@@ -8,8 +8,6 @@
  * status and retried with exponential back-off; local records are never touched
  * (except by the opt-in retention at start-up, for episodes shipped unchanged).
  */
-import { readdir, rm } from "node:fs/promises";
-import { basename, join } from "node:path";
 import type { S3Client } from "bun";
 import type { Logger } from "../lib/logger.ts";
 import { fingerprintOf, listRecordFiles, planEpisode } from "./episode-objects.ts";
@@ -205,33 +203,3 @@ export function createShipper(deps: ShipperDeps) {
 }
 
 export type Shipper = ReturnType<typeof createShipper>;
-
-/**
- * Opt-in local retention, run at start-up before the episodes are restored: the
- * records directory of an episode shipped more than `delete_local_after_ms` ago,
- * and unchanged since, is deleted. Returns the ids deleted.
- */
-export async function applyLocalRetention(options: {
-  dataDir: string;
-  journal: UploadJournal;
-  deleteAfterMs: number;
-  clock: () => number;
-  logger: Logger;
-}): Promise<string[]> {
-  const root = join(options.dataDir, "episodes");
-  const names = await readdir(root).catch(() => [] as string[]);
-  const deleted: string[] = [];
-  for (const id of names) {
-    const shipped = options.journal.shipped(id);
-    if (!shipped || options.clock() - Date.parse(shipped.at) < options.deleteAfterMs) continue;
-    const dir = join(root, id);
-    if (fingerprintOf(await listRecordFiles(dir)) !== shipped.fingerprint) continue;
-    await rm(dir, { recursive: true, force: true });
-    deleted.push(basename(dir));
-  }
-  if (deleted.length > 0)
-    options.logger.info("shipping: local records of shipped episodes deleted (retention)", {
-      episodes: deleted,
-    });
-  return deleted;
-}

@@ -8,7 +8,7 @@
  * the log, and never touch the local records. Needs `make build`.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
@@ -193,6 +193,39 @@ describe("records shipped to an S3-compatible bucket", () => {
     expect(await s3.list("records", "lab/episodes/ep_badcreds/")).toEqual([]);
     expect(await sidecar.stop("SIGTERM")).toBe(0);
     expect(sidecar.output()).not.toContain(wrongSecret);
+  }, 60_000);
+
+  test("local retention (opt-in): a shipped episode's directory is deleted at a later start, blobs and unshipped episodes stay", async () => {
+    const dataDir = newDataDir();
+    const blob = writeBlob(dataDir, frame(41));
+    writeStoredEpisode(dataDir, "ep_retained", [blob]);
+    const first = await startShippingSidecar({ s3, bucket: "records", dataDir });
+    await waitForShipping(first, "ep_retained", (s) => s.state === "shipped");
+    expect(await first.stop("SIGTERM")).toBe(0); // appends its stop marker to the restart file
+    // Off by default: a plain restart deletes nothing (and ships its new restart file).
+    const plain = await startShippingSidecar({ s3, bucket: "records", dataDir });
+    await waitForShipping(
+      plain,
+      "ep_retained",
+      (s) => s.state === "shipped" && (s.progress?.objects_uploaded ?? 0) > 0,
+    );
+    expect(await plain.stop("SIGTERM")).toBe(0);
+    expect(existsSync(join(dataDir, "episodes", "ep_retained"))).toBe(true);
+    writeStoredEpisode(dataDir, "ep_unshipped", [blob]);
+    const second = await startShippingSidecar({
+      s3,
+      bucket: "records",
+      dataDir,
+      shipping: { delete_local_after_ms: 1, poll_ms: 60_000 },
+    });
+    expect(existsSync(join(dataDir, "episodes", "ep_retained"))).toBe(false);
+    expect(existsSync(join(dataDir, "episodes", "ep_unshipped"))).toBe(true);
+    expect(existsSync(join(dataDir, "blobs", "sha256", blob))).toBe(true);
+    expect(second.output()).toContain("local records of shipped episodes deleted (retention)");
+    expect((await s3.list("records", "lab/episodes/ep_retained/")).map((o) => o.key)).toContain(
+      "lab/episodes/ep_retained/shipped.json",
+    );
+    expect(await second.stop("SIGTERM")).toBe(0);
   }, 60_000);
 
   test("shipping configured without credentials: a configuration error at start-up", async () => {
