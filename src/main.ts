@@ -12,6 +12,7 @@ import { clientConfigCommand } from "./cli/client-config-command.ts";
 import { helpText } from "./cli/help.ts";
 import { validateCommand } from "./cli/validate-command.ts";
 import { ConfigError, type ConfigFlags, loadConfig, readSecrets } from "./config/load-config.ts";
+import { DataDirLockedError } from "./records/data-dir-lock.ts";
 import { startSidecar } from "./server/start-sidecar.ts";
 
 const version = packageJson.version;
@@ -76,7 +77,7 @@ async function main(argv: string[]): Promise<number> {
     });
   } catch (error) {
     // Settings that can only be checked at start-up (e.g. shipping credentials) are configuration errors too.
-    if (error instanceof ConfigError) {
+    if (error instanceof ConfigError || error instanceof DataDirLockedError) {
       console.error(error.message);
       return 2;
     }

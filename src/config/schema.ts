@@ -74,6 +74,18 @@ export const configSchema = z
       .positive()
       .default(64 * 1024 * 1024),
     upstream: upstreamSchema.default(upstreamSchema.parse({})),
+    records: z
+      .object({
+        /**
+         * fdatasync record lines where a promise depends on them: a claim before its call
+         * reaches the executor, an exchange's records up to the upstream answer before the
+         * answer is delivered (group commit: concurrent episodes share one round). Off, the
+         * records survive kill -9 but not a power cut (README "Guarantees").
+         */
+        fsync: z.boolean().default(true),
+      })
+      .strict()
+      .default({ fsync: true }),
     images: z
       .object({
         webp: webpSettingsSchema.default(webpSettingsSchema.parse({})),

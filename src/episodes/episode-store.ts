@@ -14,6 +14,7 @@ import type { Manifest } from "../manifest/manifest-schema.ts";
 import { observeRecords } from "../observe/observe-records.ts";
 import { noObserver, type Observer } from "../observe/observer.ts";
 import { createEpisodeRecords } from "../records/episode-records.ts";
+import { createGroupCommit } from "../records/group-commit.ts";
 import { createEpisode, type Episode } from "./episode.ts";
 import type { EpisodeOptions } from "./episode-options.ts";
 import { episodeIdPattern, type Ids } from "./ids.ts";
@@ -56,6 +57,8 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
   let closing: string | undefined;
   const createExecutor =
     deps.createExecutor ?? createExecutorFactory(deps.config.executor, { clock: deps.clock });
+  // One scheduler for the process, so episodes writing at once share each round of fdatasync.
+  const groupCommit = deps.config.records.fsync ? createGroupCommit() : undefined;
 
   function create(options: EpisodeOptions): Episode {
     if (closing !== undefined) throw new SidecarError("unavailable", closing);
@@ -71,6 +74,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
         dir: join(deps.dataDir, "episodes", id),
         clock: deps.clock,
         redact: deps.redact,
+        groupCommit,
         written: (file, bytes) => observer.observe({ kind: "records_written", episode: id, file, bytes }),
       }),
       id,

@@ -102,7 +102,10 @@ export function createEpisode(init: EpisodeInit) {
   let result: unknown = restored?.result;
 
   const ledger = (init.createLedger ?? createEpisodeLedger)({
-    journal: { append: (event) => init.records.ledger(event as Record<string, unknown>) },
+    journal: {
+      append: (event) => init.records.ledger(event as Record<string, unknown>),
+      sync: () => init.records.sync(),
+    },
     clock: init.clock,
     deliveryWaitMs: init.delivery.wait_ms,
     previousAckWaitMs: init.delivery.previous_ack_wait_ms,
@@ -245,13 +248,23 @@ export function createEpisode(init: EpisodeInit) {
         client_identity: clientIdentity.describe(mcp),
         ledger: ledger.summary(),
         records_dir: init.records.dir,
+        /** The first records write that failed (full disk …): exchanges and callbacks fail while it lasts. */
+        records_failure: init.records.failure ?? null,
         ...(restored ? { restart: restored.report } : {}),
       };
     },
     /** Rewrites episode.json: the description plus what a restarted sidecar needs (credential digests, never the credentials). */
     persist(): void {
       if (init.records.frozen) return;
-      init.records.describe({ ...episode.describe(), restore: restoreInfo });
+      try {
+        init.records.describe({ ...episode.describe(), restore: restoreInfo });
+      } catch (error) {
+        // Never fatal (it runs from timers too): the failure is in records.failure and the status.
+        init.warn?.("episode.json could not be written", {
+          episode: init.id,
+          message: (error as Error).message,
+        });
+      }
     },
     /**
      * Persists within a quarter second, once for any number of calls: counters change

@@ -17,6 +17,7 @@ import type { JsonBody } from "../ingress/parse-json-body.ts";
 import { SidecarError, toSidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import type { Logger } from "../lib/logger.ts";
+import { RecordsWriteError } from "../records/append-file.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
 import { type UpstreamClient, UpstreamFailure } from "../upstream/upstream-client.ts";
 
@@ -83,9 +84,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   } catch (error) {
     // No record, no exchange: nothing goes upstream for a request we could not record.
     log.error("cannot record the client request; exchange refused", { message: (error as Error).message });
-    return spec.renderError(
-      new SidecarError("internal", `the sidecar could not record this request: ${(error as Error).message}`),
-    );
+    return spec.renderError(exchangeError(error));
   }
 
   let holdsTurn = false;
@@ -94,17 +93,22 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     holdsTurn = false;
     episode.counters.failed_exchanges += 1;
     if (isProviderFailure(error)) episode.fail("provider_error", error.message);
-    episode.records.exchange(exchangeId, "status", {
-      status: "failed",
-      error: {
-        kind: error.kind,
-        message: error.message,
-        param: error.param ?? null,
-        http_status: error.status,
-      },
-      episode_state: episode.state,
-      ...extra,
-    });
+    try {
+      episode.records.exchange(exchangeId, "status", {
+        status: "failed",
+        error: {
+          kind: error.kind,
+          message: error.message,
+          param: error.param ?? null,
+          http_status: error.status,
+        },
+        episode_state: episode.state,
+        ...extra,
+      });
+    } catch (recordsError) {
+      // The exchange fails anyway; the records failure is in the episode's status.
+      log.error("cannot record the exchange's failure", { message: (recordsError as Error).message });
+    }
     episode.persistSoon();
     log.warn("exchange failed", { kind: error.kind, status: error.status, message: error.message });
     return spec.renderError(error);
@@ -165,7 +169,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     );
   } catch (error) {
     // A context failure (protected content over target) is recorded with its decision.
-    return fail(toSidecarError(error), contextFailureRecord(error));
+    return fail(exchangeError(error), contextFailureRecord(error));
   }
 
   const linked = linkSignals([episode.abortSignal, deps.shutdownSignal, spec.clientSignal]);
@@ -180,12 +184,17 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       validated: response,
     });
   } catch (error) {
+    if (error instanceof RecordsWriteError) return fail(exchangeError(error));
     if (error instanceof UpstreamFailure) {
-      episode.records.exchange(exchangeId, "upstream_response", {
-        attempts: error.attempts,
-        raw: error.rawResponse ?? null,
-        error: error.message,
-      });
+      try {
+        episode.records.exchange(exchangeId, "upstream_response", {
+          attempts: error.attempts,
+          raw: error.rawResponse ?? null,
+          error: error.message,
+        });
+      } catch (recordsError) {
+        log.error("cannot record the upstream failure", { message: (recordsError as Error).message });
+      }
       return fail(error);
     }
     if (signal.aborted) {
@@ -226,7 +235,14 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       episode.ledger.register({ batchId, exchangeId, calls: robotCalls });
     }
   } catch (error) {
-    return fail(toSidecarError(error));
+    return fail(exchangeError(error));
+  }
+  try {
+    // What the model answered (and the calls registered) survive a power cut before any byte is delivered.
+    await episode.records.sync();
+  } catch (error) {
+    if (batchId) revokeQuietly(episode, batchId, "its records could not be made durable", log);
+    return fail(exchangeError(error));
   }
 
   return deliver(spec, exchangeId, rendered, batchId, log);
@@ -250,6 +266,15 @@ function deliver(
     if (settled) return;
     settled = true;
     episode.releaseTurn();
+    try {
+      settleRecords(outcome, reason);
+    } catch (error) {
+      // Never thrown into the response stream: the failure is logged and in the episode's status.
+      log.error("cannot record the delivery outcome", { outcome, message: (error as Error).message });
+    }
+    episode.persistSoon();
+  };
+  const settleRecords = (outcome: "delivered" | "revoked", reason?: string) => {
     if (outcome === "delivered") {
       if (batchId) episode.ledger.delivered(batchId);
       episode.counters.delivered_exchanges += 1;
@@ -273,7 +298,6 @@ function deliver(
       });
       log.warn("delivery failed; calls revoked", { reason, batch: batchId });
     }
-    episode.persistSoon();
   };
   const stream = new ReadableStream<Uint8Array>({
     pull(controller) {
@@ -297,4 +321,23 @@ function deliver(
     status: 200,
     headers: { "content-type": rendered.contentType, "cache-control": "no-cache" },
   });
+}
+
+/** A records write that failed (full disk …) fails the exchange as retryable; anything else as it is. */
+function exchangeError(error: unknown): SidecarError {
+  if (error instanceof RecordsWriteError) {
+    return new SidecarError(
+      "unavailable",
+      `the sidecar could not write this exchange's records (${error.code ?? "I/O error"}); nothing was delivered`,
+    );
+  }
+  return toSidecarError(error);
+}
+
+function revokeQuietly(episode: Episode, batchId: string, reason: string, log: Logger): void {
+  try {
+    episode.ledger.revoke(batchId, reason);
+  } catch (error) {
+    log.error("cannot revoke the batch", { batch: batchId, message: (error as Error).message });
+  }
 }

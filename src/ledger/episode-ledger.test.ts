@@ -220,7 +220,7 @@ describe("createEpisodeLedger", () => {
     ledger.delivered("b1");
     fail = true;
     const error = await rejection(ledger.admit(recordCallback()));
-    expect(error.message).toBe("the ledger journal failed; no further tool calls are admitted");
+    expect(error.message).toBe("the ledger journal failed (disk full); no further tool calls are admitted");
     expect(ledger.state().calls.get("c1")?.status).toBe("delivered");
     fail = false;
     expect(await rejection(ledger.admit(recordCallback()))).toBe(error);
@@ -257,5 +257,57 @@ describe("restoreEpisodeLedger", () => {
     for (const callback of [recordCallback(), recordCallback("n1", "c2"), recordCallback("n1", "c1")]) {
       expect((await rejection(restored.admit(callback))).message).toContain("the sidecar restarted");
     }
+  });
+});
+
+describe("durable claims", () => {
+  test("admit resolves only after the journal sync made the claim durable", async () => {
+    const journal: LedgerEvent[] = [];
+    let synced: () => void = () => {};
+    const syncedAt: number[] = [];
+    const ledger = createEpisodeLedger({
+      journal: {
+        append: (event) => journal.push(event),
+        sync: () =>
+          new Promise<void>((resolve) => {
+            synced = () => {
+              syncedAt.push(journal.length);
+              resolve();
+            };
+          }),
+      },
+      deliveryWaitMs: 200,
+      previousAckWaitMs: 200,
+    });
+    ledger.register({ batchId: "b1", exchangeId: "ex_1", calls: [record("c1")] });
+    ledger.delivered("b1");
+    let admitted = false;
+    const admission = ledger.admit(recordCallback("n1", "c1")).then((a) => {
+      admitted = true;
+      return a;
+    });
+    await tick();
+    expect(journal.map((e) => e.type)).toEqual(["registered", "delivered", "claimed"]);
+    expect(admitted).toBe(false);
+    synced();
+    expect((await admission).call.id).toBe("c1");
+    expect(syncedAt).toEqual([3]);
+  });
+
+  test("a failed sync fails the call unrun; the refusal says why", async () => {
+    const journal: LedgerEvent[] = [];
+    const ledger = createEpisodeLedger({
+      journal: {
+        append: (event) => journal.push(event),
+        sync: () => Promise.reject(new Error("EIO: i/o error, fdatasync")),
+      },
+      deliveryWaitMs: 200,
+      previousAckWaitMs: 200,
+    });
+    ledger.register({ batchId: "b1", exchangeId: "ex_1", calls: [record("c1")] });
+    ledger.delivered("b1");
+    const error = await rejection(ledger.admit(recordCallback("n1", "c1")));
+    expect(error.message).toMatch(/could not be made durable \(EIO.*never reached the executor/);
+    expect(journal.at(-1)).toMatchObject({ type: "failed", callId: "c1" });
   });
 });

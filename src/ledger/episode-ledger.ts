@@ -16,7 +16,9 @@
  *
  * Journal: every event goes to `journal.append` (synchronous; the caller flushes)
  * before the state changes and before `admit` resolves or an `Admission` step
- * returns. If the journal throws, the ledger stops admitting anything.
+ * returns, and `admit` resolves only after `journal.sync` made the claim durable.
+ * If the journal throws, the ledger stops admitting anything; if the sync fails,
+ * that call fails without reaching the executor.
  * See docs/design.md §5.
  */
 import { SidecarError } from "../lib/errors.ts";
@@ -43,6 +45,11 @@ import { type LedgerCallback, matchCallback, refuseCallback } from "./match-call
 
 export interface LedgerJournal {
   append(event: LedgerEvent): void;
+  /**
+   * Resolves once every appended event is on stable storage (fdatasync): a claim
+   * must survive a power cut before its call may reach the executor.
+   */
+  sync?(): Promise<void>;
 }
 
 export interface EpisodeLedgerOptions {
@@ -121,9 +128,11 @@ function openLedger(
     try {
       for (const event of next.events) options.journal.append({ ...event, at: clock() } as LedgerEvent);
     } catch (error) {
-      broken = new SidecarError("internal", "the ledger journal failed; no further tool calls are admitted", {
-        cause: error,
-      });
+      broken = new SidecarError(
+        "internal",
+        `the ledger journal failed (${(error as Error)?.message ?? String(error)}); no further tool calls are admitted`,
+        { cause: error },
+      );
       state = closeAdmission(state, "the ledger journal failed").state;
       notify();
       throw broken;
@@ -150,13 +159,19 @@ function openLedger(
     const call = await claim(callback);
     gated.add(call.id);
     const deadline = startDeadline(options.previousAckWaitMs);
+    let durable = false;
     try {
       for (let timedOut = false; ; ) {
         const current = state.calls.get(call.id);
         if (current?.status !== "claimed") {
           throw new SidecarError("episode_closed", current?.reason ?? `call ${call.id} can no longer run`);
         }
-        if (checkBatchOrder(state, call.id).kind === "ready") return admission(current);
+        if (checkBatchOrder(state, call.id).kind === "ready") {
+          if (durable) return admission(current);
+          await makeDurable(call.id);
+          durable = true;
+          continue; // the state may have moved (closed) while the journal synced
+        }
         if (timedOut) {
           commit(
             skipUnclaimedPredecessors(
@@ -166,7 +181,7 @@ function openLedger(
             ),
           );
           const gate = checkBatchOrder(state, call.id);
-          if (gate.kind === "ready") return admission(requireCall(call.id));
+          if (gate.kind === "ready") continue;
           const reason = `call ${JSON.stringify(call.id)} refused: the earlier call(s) ${gate.running.join(", ")} of its batch were not acknowledged by the executor within ${options.previousAckWaitMs} ms`;
           commit(recordExecution(state, call.id, { type: "failed", reason }));
           throw new SidecarError("unavailable", reason);
@@ -176,6 +191,22 @@ function openLedger(
     } finally {
       gated.delete(call.id);
       deadline.cancel();
+    }
+  }
+
+  /** The claim (and everything journaled before it) on stable storage, or the call fails unrun. */
+  async function makeDurable(callId: string): Promise<void> {
+    try {
+      await options.journal.sync?.();
+    } catch (error) {
+      const reason = `call ${JSON.stringify(callId)} refused: its claim could not be made durable (${(error as Error).message}); it never reached the executor`;
+      try {
+        if (state.calls.get(callId)?.status === "claimed")
+          commit(recordExecution(state, callId, { type: "failed", reason }));
+      } catch {
+        // The journal is failing as a whole: the ledger is broken and admits nothing more.
+      }
+      throw new SidecarError("unavailable", reason);
     }
   }
 
@@ -211,12 +242,6 @@ function openLedger(
       receipt: (result) => step({ type: "receipt", result }),
       failed: (reason) => step({ type: "failed", reason }),
     };
-  }
-
-  function requireCall(callId: string): LedgerCall {
-    const call = state.calls.get(callId);
-    if (call === undefined) throw new SidecarError("internal", `unknown ledger call ${callId}`);
-    return call;
   }
 
   function close(reason = "episode admission closed"): void {

@@ -137,7 +137,7 @@ describe("restoreEpisodes", () => {
     const first = restore().episodes[0];
     expect(first?.describe()).toMatchObject({
       state: "interrupted",
-      restart: { torn_tails: { "ledger.jsonl": { chars: 40 } } },
+      restart: { torn_tails: { "ledger.jsonl": { chars: 40, lines: 1 } } },
     });
     expect(first?.describe().ledger.uncertain).toEqual(["call_a"]);
 
@@ -149,6 +149,24 @@ describe("restoreEpisodes", () => {
         .filter((f) => f.startsWith("restart-"))
         .sort(),
     ).toEqual(["restart-001.jsonl", "restart-002.jsonl"]);
+  });
+
+  test("a torn line mid-ledger (a crash, then more lines): the whole lines before it are replayed, the rest reported", async () => {
+    const { store, restore } = setup();
+    const live = await episodeWithClaimedCall(store);
+    const path = join(live.records.dir, "ledger.jsonl");
+    appendFileSync(
+      path,
+      '{"type":"receipt","callId":"call_a","res\n{"type":"admission_closed","at":1,"reason":"x"}\n',
+    );
+    const restored = restore().episodes[0];
+    expect(restored?.describe()).toMatchObject({
+      state: "interrupted",
+      restart: { torn_tails: { "ledger.jsonl": { lines: 2 } }, unreadable: {} },
+    });
+    // The claim before the torn line is kept: the call is uncertain, not forgotten.
+    expect(restored?.describe().ledger.uncertain).toEqual(["call_a"]);
+    expect(restored?.describe().ledger.claimed).toEqual(["call_a"]);
   });
 
   test("frozen records stay frozen: finished stays finished; model work and writes go to the restart file", async () => {

@@ -67,8 +67,12 @@ export type RestartReport = {
   frozen_marker: unknown;
   /** Claimed calls without a receipt or failure: they may or may not have run. */
   uncertain: string[];
-  /** Files whose last line was torn (kill -9 mid-write): its length; the rest of the file was read. */
-  torn_tails: Record<string, { chars: number }>;
+  /**
+   * Files with a torn line (kill -9 or a power cut mid-write): every whole line before it
+   * was read; `chars` and `lines` are what was left unread from the torn line on (normally
+   * 1 line: the last).
+   */
+  torn_tails: Record<string, { chars: number; lines: number }>;
   /** Files that could not be read at all, and why. */
   unreadable: Record<string, string>;
   /** Ledger events replayed (the valid prefix). */
@@ -113,7 +117,8 @@ export function restoreEpisode(dir: string, deps: RestoreDeps): Episode {
   const read = (file: string): unknown[] => {
     try {
       const contents = readJsonLines(join(dir, file));
-      if (contents.tornTail !== undefined) torn[file] = { chars: contents.tornTail.length };
+      if (contents.tornTail !== undefined)
+        torn[file] = { chars: contents.tornTail.length, lines: contents.tornLines };
       return contents.entries;
     } catch (error) {
       unreadable[file] = (error as Error).message;

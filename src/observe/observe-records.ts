@@ -40,8 +40,14 @@ export function observeRecords(
     freeze(marker) {
       guarded("frozen.json", () => records.freeze(marker));
     },
+    sync() {
+      return guarded("fdatasync", () => records.sync());
+    },
     get frozen() {
       return records.frozen;
+    },
+    get failure() {
+      return records.failure;
     },
   };
 }

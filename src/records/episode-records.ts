@@ -12,9 +12,17 @@
  *                    the files above are never touched again (restart-records.ts)
  * Secrets never reach these files: callers record bodies, never credentials, and
  * every line passes through the redactor as a last guard.
+ *
+ * Writes go through append-file.ts (whole lines or an error, never a short write
+ * counted as written). A write that fails (full disk …) throws RecordsWriteError
+ * to the caller, which fails that exchange or callback; the first such failure is
+ * kept in `failure` for the episode's status. `sync` makes everything appended
+ * so far durable (fdatasync, group commit) when durability is on.
  */
-import { closeSync, mkdirSync, openSync, renameSync, writeFileSync, writeSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { type AppendFile, openAppendFile, RecordsWriteError } from "./append-file.ts";
+import type { GroupCommit } from "./group-commit.ts";
 
 export type ExchangeStage =
   | "client_request"
@@ -31,6 +39,8 @@ export type RecordsOptions = {
   redact: (line: string) => string;
   /** Told the bytes of each append that reached the file (metrics count records bytes written). */
   written?: (file: string, bytes: number) => void;
+  /** fdatasync scheduler (config records.fsync); undefined = lines survive kill -9, not a power cut. */
+  groupCommit?: GroupCommit;
 };
 
 export function createEpisodeRecords(options: RecordsOptions) {
@@ -39,36 +49,63 @@ export function createEpisodeRecords(options: RecordsOptions) {
   const path = (name: string) => join(options.dir, name);
   const now = () => new Date(options.clock()).toISOString();
 
-  // One descriptor per file, opened for append on first use: each line is one
-  // write(2) of the whole line, so a crash leaves a prefix of whole lines (or a
-  // torn last one, which readers detect), and nothing is reopened per line.
-  const descriptors = new Map<string, number>();
+  // One append-only file per kind, opened on first use: each line is written whole,
+  // so a crash leaves a prefix of whole lines (or a torn last one, which readers report).
+  const files = new Map<string, AppendFile>();
   let pendingExchangeLines: string[] = [];
+  let failure: string | undefined;
+  function noteFailure(error: unknown): never {
+    const wrapped = error instanceof RecordsWriteError ? error : new RecordsWriteError(options.dir, error);
+    failure ??= wrapped.message;
+    throw wrapped;
+  }
   function appendLines(name: string, lines: string[]): void {
-    let fd = descriptors.get(name);
-    if (fd === undefined) {
-      fd = openSync(path(name), "a");
-      descriptors.set(name, fd);
+    let file = files.get(name);
+    if (file === undefined) {
+      file = openAppendFile(path(name), { groupCommit: options.groupCommit });
+      files.set(name, file);
     }
-    const bytes = writeSync(fd, `${lines.join("\n")}\n`);
-    options.written?.(name, bytes);
+    try {
+      options.written?.(name, file.append(`${lines.join("\n")}\n`));
+    } catch (error) {
+      noteFailure(error);
+    }
   }
   function append(name: string, value: Record<string, unknown>): void {
     if (frozen) throw new Error(`records of ${options.dir} are frozen; refusing to append to ${name}`);
     appendLines(name, [options.redact(JSON.stringify({ at: now(), ...value }))]);
   }
+  /** Whole or not at all: a description or marker is never half a file. */
+  function replaceFile(name: string, text: string): void {
+    const tmp = path(`${name}.tmp`);
+    try {
+      writeFileSync(tmp, text);
+      renameSync(tmp, path(name));
+    } catch (error) {
+      rmSync(tmp, { force: true });
+      noteFailure(new RecordsWriteError(path(name), error));
+    }
+  }
   function closeAll(): void {
-    for (const fd of descriptors.values()) closeSync(fd);
-    descriptors.clear();
+    for (const file of files.values()) {
+      try {
+        file.syncNow();
+      } finally {
+        file.close();
+      }
+    }
+    files.clear();
   }
 
   return {
     dir: options.dir,
     /**
-     * Exchange stages are written at the exchange's two boundaries — just before
-     * the upstream request and at its final status — each boundary one write of
-     * the lines gathered so far: a crash during the upstream wait still leaves
-     * the client's request on disk, and a text exchange costs two writes, not six.
+     * Exchange stages are written at the exchange's boundaries — just before the
+     * upstream request, when the upstream answered (before anything is delivered)
+     * and at its final status — each boundary one write of the lines gathered so
+     * far: a crash during the upstream wait still leaves the client's request on
+     * disk, a crash during delivery still leaves the model's answer, and a text
+     * exchange costs three writes, not six.
      */
     exchange(
       exchangeId: string,
@@ -84,9 +121,10 @@ export function createEpisodeRecords(options: RecordsOptions) {
         line = `${line.slice(0, -1)},${JSON.stringify(key)}:${json}}`;
       }
       pendingExchangeLines.push(options.redact(line));
-      if (stage === "upstream_request" || stage === "status") {
-        appendLines("exchanges.jsonl", pendingExchangeLines);
+      if (stage === "upstream_request" || stage === "upstream_response" || stage === "status") {
+        const lines = pendingExchangeLines;
         pendingExchangeLines = [];
+        appendLines("exchanges.jsonl", lines);
       }
     },
     ledger(event: Record<string, unknown>): void {
@@ -95,24 +133,33 @@ export function createEpisodeRecords(options: RecordsOptions) {
     auxiliary(data: Record<string, unknown>): void {
       append("auxiliary.jsonl", data);
     },
+    /** Rewrites episode.json, compact: it is rewritten often and a manifest can be large. */
     describe(episode: unknown): void {
-      const tmp = path("episode.json.tmp");
-      writeFileSync(tmp, options.redact(JSON.stringify(episode, null, 2)));
-      renameSync(tmp, path("episode.json"));
+      replaceFile("episode.json", options.redact(JSON.stringify(episode)));
     },
     freeze(marker: Record<string, unknown>): void {
       if (frozen) return;
-      // Written whole or not at all: a marker must never be half a file.
-      writeFileSync(
-        path("frozen.json.tmp"),
-        options.redact(JSON.stringify({ at: now(), ...marker }, null, 2)),
-      );
-      renameSync(path("frozen.json.tmp"), path("frozen.json"));
       frozen = true;
-      closeAll();
+      try {
+        closeAll();
+      } finally {
+        replaceFile("frozen.json", options.redact(JSON.stringify({ at: now(), ...marker }, null, 2)));
+      }
+    },
+    /** Resolves once every line appended so far is on stable storage (when durability is on). */
+    async sync(): Promise<void> {
+      try {
+        await Promise.all([...files.values()].map((file) => file.sync()));
+      } catch (error) {
+        noteFailure(error);
+      }
     },
     get frozen() {
       return frozen;
+    },
+    /** The first write that failed (full disk …), for the episode's status. */
+    get failure() {
+      return failure;
     },
   };
 }

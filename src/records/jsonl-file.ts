@@ -1,22 +1,36 @@
 /**
- * Append-only JSON-lines files. Each line is written with one synchronous
- * append, so a crash leaves a readable prefix; a torn last line (kill -9 in the
- * middle of a write) is detected on read and reported, never fatal.
+ * Append-only JSON-lines files. Each line is written whole (append-file.ts: a
+ * short write is completed or cut back, never counted as written), so a crash
+ * leaves a readable prefix of whole lines. A torn line (kill -9 or a power cut
+ * in the middle of a write) is detected on read: every whole line before it is
+ * kept, and it and whatever follows are reported, never fatal.
  */
-import { appendFileSync, existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
+import { openAppendFile } from "./append-file.ts";
 
+/** Appends one line whole (open, write, close); throws RecordsWriteError leaving the file as it was. */
 export function appendJsonLine(path: string, value: unknown): void {
-  appendFileSync(path, `${JSON.stringify(value)}\n`);
+  const file = openAppendFile(path, { groupCommit: undefined });
+  try {
+    file.append(`${JSON.stringify(value)}\n`);
+  } finally {
+    file.close();
+  }
 }
 
 export type JsonlContents<T = unknown> = {
   entries: T[];
-  /** The unparseable last line, when the file ends in the middle of a write. */
+  /**
+   * The text from the first line that is not JSON to the end of the file: a line
+   * torn by a crash (normally the last one). Undefined when every line is whole.
+   */
   tornTail: string | undefined;
+  /** Lines in `tornTail` (1 when only the last line was torn); 0 without a torn tail. */
+  tornLines: number;
 };
 
 export function readJsonLines<T = unknown>(path: string): JsonlContents<T> {
-  if (!existsSync(path)) return { entries: [], tornTail: undefined };
+  if (!existsSync(path)) return { entries: [], tornTail: undefined, tornLines: 0 };
   const text = readFileSync(path, "utf8");
   const lines = text.split("\n");
   const last = lines.pop() ?? "";
@@ -26,10 +40,11 @@ export function readJsonLines<T = unknown>(path: string): JsonlContents<T> {
     try {
       entries.push(JSON.parse(line) as T);
     } catch {
-      // Only the final line may be torn; anything earlier means the file was edited or corrupted.
-      if (i === lines.length - 1 && last === "") return { entries, tornTail: line };
-      throw new Error(`${path}: line ${i + 1} is not JSON`);
+      const rest = [...lines.slice(i), ...(last === "" ? [] : [last])];
+      return { entries, tornTail: `${rest.join("\n")}${last === "" ? "\n" : ""}`, tornLines: rest.length };
     }
   }
-  return { entries, tornTail: last === "" ? undefined : last };
+  return last === ""
+    ? { entries, tornTail: undefined, tornLines: 0 }
+    : { entries, tornTail: last, tornLines: 1 };
 }

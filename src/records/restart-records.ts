@@ -12,6 +12,9 @@
  *   {type:"auxiliary", …}
  *   {type:"stopped", …marker}     the final marker of a later shutdown (instead of frozen.json)
  * Same shape as `createEpisodeRecords`, so the episode does not know the difference.
+ * A line that cannot be written (full disk) is kept out of the file and noted in
+ * `failure`, never thrown: the restored episode stays visible read-only whatever
+ * the disk does, and nothing it would record can run anything.
  */
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
@@ -47,12 +50,17 @@ export function openRestartRecords(options: RestartRecordsOptions): RestartRecor
   const sequence = (last ? Number(restartFilePattern.exec(last)?.[1]) : 0) + 1;
   const file = `restart-${String(sequence).padStart(3, "0")}.jsonl`;
   let stopped = false;
+  let failure: string | undefined;
   const now = () => new Date(options.clock()).toISOString();
 
   function append(type: string, value: Record<string, unknown>): void {
     if (stopped) throw new Error(`records of ${options.dir} are frozen; refusing to append to ${file}`);
     const line = options.redact(JSON.stringify({ at: now(), type, ...value }));
-    appendJsonLine(join(options.dir, file), JSON.parse(line));
+    try {
+      appendJsonLine(join(options.dir, file), JSON.parse(line));
+    } catch (error) {
+      failure ??= (error as Error).message;
+    }
   }
 
   return {
@@ -77,6 +85,11 @@ export function openRestartRecords(options: RestartRecordsOptions): RestartRecor
     },
     get frozen() {
       return stopped;
+    },
+    // Each line is its own open-write-close; a restored episode delivers nothing that needs fsync.
+    sync: async () => {},
+    get failure() {
+      return failure;
     },
   };
 }

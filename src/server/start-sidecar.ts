@@ -24,6 +24,7 @@ import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createMetrics } from "../observe/metrics.ts";
 import { combineObservers } from "../observe/observer.ts";
+import { lockDataDir } from "../records/data-dir-lock.ts";
 import { createRedactor } from "../records/episode-records.ts";
 import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
 import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
@@ -57,6 +58,8 @@ export async function startSidecar(options: StartOptions) {
   registerSecret(controlPassword);
   const redact = createRedactor(() => secrets);
   const logger = createLogger({ level: config.log_level, redact, write: options.logWrite });
+  // Before anything reads or writes the data directory: one sidecar per directory.
+  const dataDirLock = lockDataDir(resolve(config.data_dir));
 
   const codecs = await loadCodecs();
   // The listener opens only after this warm-up today; readiness still checks the flag so
@@ -206,6 +209,7 @@ export async function startSidecar(options: StartOptions) {
       });
     } else logger.info("shutdown complete", { drain_ms: drain.elapsedMs, episodes: all.length });
     const code = drain.complete && frozeAll ? 0 : 3;
+    dataDirLock.release();
     resolveClosed(code);
     return code;
   }

@@ -42,12 +42,17 @@ export type FunctionCall = { type: "function_call"; call_id: string; name: strin
 export function responsesTurn(
   episode: LaunchInfo,
   init: RequestInit = {},
-  stream = false,
+  options: { stream?: boolean; prompt?: string } = {},
 ): Promise<Response> {
   return fetch(`${episode.urls.responses}/responses`, {
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${episode.ingress_key}` },
-    body: JSON.stringify({ model: "m", input: [{ role: "user", content: "go" }], tools: turnTools, stream }),
+    body: JSON.stringify({
+      model: "m",
+      input: [{ role: "user", content: options.prompt ?? "go" }],
+      tools: turnTools,
+      stream: options.stream ?? false,
+    }),
     ...init,
   });
 }
@@ -91,4 +96,37 @@ export function exchangesOf(episode: LaunchInfo) {
   return readJsonLines<Record<string, unknown> & { stage: string }>(
     join(episode.records_dir, "exchanges.jsonl"),
   ).entries;
+}
+
+/**
+ * A client that sends a Responses request over a raw socket and stops reading as
+ * soon as the first response bytes arrive (node:net `pause`, so the kernel's
+ * buffers fill and the sidecar's delivery cannot finish). Resolves with the
+ * first bytes; `close` ends the socket.
+ */
+export async function stallAfterFirstBytes(
+  episode: LaunchInfo,
+  stream = false,
+): Promise<{ first: string; close: () => void }> {
+  const { connect } = await import("node:net");
+  const url = new URL(`${episode.urls.responses}/responses`);
+  const body = JSON.stringify({
+    model: "m",
+    input: [{ role: "user", content: "go" }],
+    tools: turnTools,
+    stream,
+  });
+  const socket = connect(Number(url.port), url.hostname);
+  const { promise, resolve, reject } = Promise.withResolvers<string>();
+  socket.once("data", (data) => {
+    socket.pause();
+    resolve(data.toString("latin1"));
+  });
+  socket.once("error", reject);
+  socket.write(
+    `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\n` +
+      `authorization: Bearer ${episode.ingress_key}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  const first = await promise;
+  return { first, close: () => socket.destroy() };
 }
