@@ -62,8 +62,10 @@ export async function startSidecarProcess(
     const decoder = new TextDecoder();
     for await (const chunk of stream) output += decoder.decode(chunk, { stream: true });
   };
-  void pump(proc.stdout as ReadableStream<Uint8Array>);
-  void pump(proc.stderr as ReadableStream<Uint8Array>);
+  const pumped = Promise.all([
+    pump(proc.stdout as ReadableStream<Uint8Array>),
+    pump(proc.stderr as ReadableStream<Uint8Array>),
+  ]);
   const deadline = Date.now() + 15_000;
   let url: string | undefined;
   while (!url) {
@@ -71,6 +73,8 @@ export async function startSidecarProcess(
     if (url) break;
     if (proc.exitCode !== null || Date.now() > deadline) {
       proc.kill();
+      // An exit can be seen before its last output was read: read to the end (bounded) first.
+      await Promise.race([pumped, Bun.sleep(2_000)]);
       throw new Error(`sidecar did not start (exit ${proc.exitCode}):\n${output}`);
     }
     await Bun.sleep(20);
