@@ -5,6 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { runContextBench } from "./context.ts";
+import { runDurabilityBench } from "./durability.ts";
 import { runGatewayBench } from "./gateway.ts";
 import { runImageBench } from "./images.ts";
 import { runWarmUpBench } from "./warm-up.ts";
@@ -18,6 +19,8 @@ console.log("\n## Codec warm-up");
 Object.assign(results, await runWarmUpBench(console.log));
 console.log("\n## Context filter");
 Object.assign(results, await runContextBench());
+console.log("\n## Durability (fdatasync of claims)");
+Object.assign(results, await runDurabilityBench(console.log));
 const path = resolve(import.meta.dir, "results.json");
 writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
 console.log(`\nwrote ${path}`);
