@@ -24,7 +24,9 @@ function perClaimUs(ms: number, n: number): number {
   return (ms * 1000) / n;
 }
 
-export async function runDurabilityBench(log: (line: string) => void = () => {}): Promise<Record<string, number>> {
+export async function runDurabilityBench(
+  log: (line: string) => void = () => {},
+): Promise<Record<string, number>> {
   const root = resolve(import.meta.dir, ".durability");
   mkdirSync(root, { recursive: true });
   const dir = mkdtempSync(join(root, "run-"));
@@ -81,7 +83,9 @@ export async function runDurabilityBench(log: (line: string) => void = () => {})
     log(
       `| group commit, ${episodes} episodes at once | ${groupUs.toFixed(1)} | ${(groupUs / baselineUs).toFixed(1)} (${(groupUs / fsyncUs).toFixed(2)} × fsync each) |`,
     );
-    log(`(${shared.syncs} fdatasync calls for ${rounds * episodes} group-committed claims; machine shared, figures noisy)`);
+    log(
+      `(${shared.syncs} fdatasync calls for ${rounds * episodes} group-committed claims; machine shared, figures noisy)`,
+    );
     return figures;
   } finally {
     rmSync(dir, { recursive: true, force: true });
