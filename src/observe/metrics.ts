@@ -28,6 +28,17 @@ export type MetricsSources = {
   openMcpSessions: () => number;
   /** Calls claimed before a restart whose outcome is unknown (they may or may not have run). */
   uncertainCalls: () => number;
+  /** Record shipping, when configured: each ended episode's shipping state and the counts since start-up. */
+  shipping?: {
+    states: () => string[];
+    totals: () => {
+      attempts_failed: number;
+      episodes_shipped: number;
+      objects_uploaded: number;
+      bytes_uploaded: number;
+      blobs_already_present: number;
+    };
+  };
 };
 
 /** Seconds buckets for work from a millisecond (cached image) to minutes (a slow model). */
@@ -184,6 +195,8 @@ export function createMetrics(sources: MetricsSources) {
     },
   });
 
+  if (sources.shipping) registerShippingMetrics(sources.shipping, registers);
+
   const inFlight = new Map<string, ExchangeTimes>();
   const calls = new Map<string, CallTimes>();
   const batches = new Map<string, string[]>();
@@ -327,3 +340,49 @@ export function createMetrics(sources: MetricsSources) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** Shipping figures read at scrape time; counters follow the shipper's own counts. */
+function registerShippingMetrics(shipping: NonNullable<MetricsSources["shipping"]>, registers: Registry[]) {
+  new Gauge({
+    name: "ura_shipping_episodes",
+    help: "Ended episodes by record-shipping state (waiting, uploading, retrying, shipped).",
+    labelNames: ["state"],
+    registers,
+    collect() {
+      this.reset();
+      for (const state of shipping.states()) this.inc({ state });
+    },
+  });
+  const counters: [keyof ReturnType<typeof shipping.totals>, string, string][] = [
+    [
+      "attempts_failed",
+      "ura_shipping_failed_attempts_total",
+      "Shipping attempts that failed (retried with back-off).",
+    ],
+    [
+      "episodes_shipped",
+      "ura_shipping_episodes_shipped_total",
+      "Episode shipments completed (shipped.json written).",
+    ],
+    ["objects_uploaded", "ura_shipping_objects_uploaded_total", "Objects uploaded to the bucket."],
+    ["bytes_uploaded", "ura_shipping_uploaded_bytes_total", "Bytes uploaded to the bucket."],
+    [
+      "blobs_already_present",
+      "ura_shipping_blobs_deduplicated_total",
+      "Blobs found in the bucket already, not uploaded.",
+    ],
+  ];
+  for (const [key, name, help] of counters) {
+    let seen = 0;
+    new Counter({
+      name,
+      help,
+      registers,
+      collect() {
+        const now = shipping.totals()[key];
+        this.inc(now - seen);
+        seen = now;
+      },
+    });
+  }
+}

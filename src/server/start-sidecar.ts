@@ -31,6 +31,7 @@ import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
 import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
 import { applyLocalRetention } from "../shipping/local-retention.ts";
 import { CredentialsError } from "../shipping/s3-credentials.ts";
+import { noShippingTotals } from "../shipping/shipper.ts";
 import { createUpstreamClient } from "../upstream/upstream-client.ts";
 import { episodeRouteGroups } from "./episode-route-groups.ts";
 
@@ -99,12 +100,22 @@ export async function startSidecar(options: StartOptions) {
   const defaultManifest = manifestSchema.parse(defaultManifestJson);
   // Scrape-time figures read the store, which is built just below.
   const episodeList = () => episodes.list();
+  // Built below, after the episode store it reads; /metrics is scraped only once serving.
+  let shipping: Shipping | undefined;
   const metrics = createMetrics({
     version: options.version,
     episodeStates: () => episodeList().map((e) => e.state),
     openMcpSessions: () =>
       episodeList().reduce((n, e) => n + e.mcp.sessions_opened - e.mcp.sessions_closed, 0),
     uncertainCalls: () => episodeList().reduce((n, e) => n + e.ledger.summary().uncertain.length, 0),
+    ...(config.shipping
+      ? {
+          shipping: {
+            states: () => shipping?.shipper.states() ?? [],
+            totals: () => shipping?.shipper.totals() ?? noShippingTotals,
+          },
+        }
+      : {}),
   });
   const observer = combineObservers([metrics.observer], (error) =>
     logger.warn("observer failed", { message: (error as Error).message }),
@@ -123,7 +134,6 @@ export async function startSidecar(options: StartOptions) {
     logger,
   });
 
-  let shipping: Shipping | undefined;
   if (config.shipping) {
     try {
       shipping = createShipping({

@@ -40,6 +40,23 @@ export type ShipperDeps = {
   clock: () => number;
 };
 
+/** Counts since start-up, for /metrics. */
+export type ShippingTotals = {
+  attempts_failed: number;
+  episodes_shipped: number;
+  objects_uploaded: number;
+  bytes_uploaded: number;
+  blobs_already_present: number;
+};
+
+export const noShippingTotals: ShippingTotals = {
+  attempts_failed: 0,
+  episodes_shipped: 0,
+  objects_uploaded: 0,
+  bytes_uploaded: 0,
+  blobs_already_present: 0,
+};
+
 export function backoffMs(retry: ShippingConfig["retry"], failures: number): number {
   return Math.min(retry.max_backoff_ms, retry.initial_backoff_ms * 2 ** Math.max(0, failures - 1));
 }
@@ -47,6 +64,7 @@ export function backoffMs(retry: ShippingConfig["retry"], failures: number): num
 export function createShipper(deps: ShipperDeps) {
   const { config, journal, logger, clock } = deps;
   const tracked = new Map<string, Tracked>();
+  const totals: ShippingTotals = { ...noShippingTotals };
   let timer: ReturnType<typeof setTimeout> | undefined;
   let stopped = false;
   let current: Promise<void> | undefined;
@@ -87,6 +105,11 @@ export function createShipper(deps: ShipperDeps) {
       blobs_already_present: 0,
     };
     entry.progress = progress;
+    const counted = () => {
+      totals.objects_uploaded += progress.objects_uploaded;
+      totals.bytes_uploaded += progress.bytes_uploaded;
+      totals.blobs_already_present += progress.blobs_already_present;
+    };
     try {
       const plan = await planEpisode({
         dataDir: deps.dataDir,
@@ -122,8 +145,12 @@ export function createShipper(deps: ShipperDeps) {
         shipped_at: fact.at,
       });
       entry.failures = 0;
+      totals.episodes_shipped += 1;
+      counted();
       logger.info("shipping: episode shipped", { episode: episode.id, ...progress });
     } catch (error) {
+      counted();
+      totals.attempts_failed += 1;
       entry.failures += 1;
       const wait = backoffMs(config.retry, entry.failures);
       entry.nextAttemptMs = clock() + wait;
@@ -189,6 +216,9 @@ export function createShipper(deps: ShipperDeps) {
     },
     /** Resolves when the pass under way (if any) ends. */
     idle: () => current ?? Promise.resolve(),
+    /** The shipping state of every ended episode seen, and the counts since start-up (for /metrics). */
+    states: () => [...tracked.values()].map((entry) => entry.state),
+    totals: (): ShippingTotals => ({ ...totals }),
     /** The episode's shipping status; null while it is running or was never seen ended. */
     status(id: string): ShippingStatus | null {
       const entry = tracked.get(id);

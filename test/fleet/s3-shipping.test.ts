@@ -13,6 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import { startS3Server } from "../support/s3-server.ts";
+import { controlPassword, type SidecarProcess } from "../support/sidecar-process.ts";
 import {
   sha256,
   shippingOf,
@@ -50,6 +51,20 @@ async function expectEpisodeInBucket(bucket: string, dataDir: string, id: string
     });
   }
   return manifest as { episode: string; state: string; objects: { key: string; kind: string }[] };
+}
+
+/** The sidecar's /metrics as series → value (series with their labels, as exposed). */
+async function metricValues(sidecar: SidecarProcess): Promise<Map<string, number>> {
+  const res = await fetch(`${sidecar.url}/metrics`, {
+    headers: { authorization: `Bearer ${controlPassword}` },
+  });
+  expect(res.status).toBe(200);
+  const values = new Map<string, number>();
+  for (const line of (await res.text()).split("\n")) {
+    const match = /^(ura_shipping_\S+) (\S+)$/.exec(line);
+    if (match) values.set(match[1] as string, Number(match[2]));
+  }
+  return values;
 }
 
 describe("records shipped to an S3-compatible bucket", () => {
@@ -168,9 +183,18 @@ describe("records shipped to an S3-compatible bucket", () => {
     expect(failing.last_error).toContain("NoSuchBucket");
     expect(sidecar.output()).toContain("shipping: attempt failed; local records kept, retrying");
     expect(readFileSync(join(dir, "exchanges.jsonl"))).toEqual(localBefore);
+    const failingMetrics = await metricValues(sidecar);
+    expect(failingMetrics.get('ura_shipping_episodes{state="retrying"}')).toBe(1);
+    expect(failingMetrics.get("ura_shipping_failed_attempts_total")).toBeGreaterThanOrEqual(2);
+    expect(failingMetrics.get("ura_shipping_episodes_shipped_total")).toBe(0);
     await s3.createBucket("refusing");
     await waitForShipping(sidecar, "ep_refused", (s) => s.state === "shipped");
     await expectEpisodeInBucket("refusing", dataDir, "ep_refused");
+    const shippedMetrics = await metricValues(sidecar);
+    expect(shippedMetrics.get('ura_shipping_episodes{state="shipped"}')).toBe(1);
+    expect(shippedMetrics.get("ura_shipping_episodes_shipped_total")).toBe(1);
+    // The episode's records files and its blob, plus shipped.json (counted apart).
+    expect(shippedMetrics.get("ura_shipping_objects_uploaded_total")).toBe(readdirSync(dir).length + 1);
     expect(await sidecar.stop("SIGTERM")).toBe(0);
   }, 60_000);
 
