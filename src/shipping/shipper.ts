@@ -221,11 +221,10 @@ export function createShipper(deps: ShipperDeps) {
     totals: (): ShippingTotals => ({ ...totals }),
     /** The episode's shipping status; null while it is running or was never seen ended. */
     status(id: string): ShippingStatus | null {
-      const entry = tracked.get(id);
-      if (!entry) {
-        const shipped = journal.shipped(id);
-        return shipped ? { ...track(id), state: "shipped" } : null;
-      }
+      // Shipped by an earlier process, not looked at by this one yet: the journal says so.
+      const entry =
+        tracked.get(id) ?? (journal.shipped(id) ? { ...track(id), state: "shipped" as const } : undefined);
+      if (!entry) return null;
       const { nextAttemptMs: _n, failures: _f, ...status } = entry;
       return status;
     },
