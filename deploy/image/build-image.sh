@@ -52,36 +52,45 @@ ctr=""
 rm -f "$archive"
 buildah push --quiet "$image" "oci-archive:$archive:$image"
 
-# Start-up to ready: the image's own user and its own /data volume (which must be writable by that user).
-data="$(mktemp -d)"
+# Milliseconds from starting "$@" (which serves on $port) to GET /health/ready = 200; then SIGTERM.
+time_to_ready() {
+  local log="$1"; shift
+  local started pid contained ms="" deadline=$(( $(date +%s) + 60 ))
+  started=$(date +%s%N)
+  "$@" >"$log" 2>&1 &
+  pid=$!
+  while [ "$(date +%s)" -lt "$deadline" ]; do
+    if curl -fsS -o /dev/null "http://127.0.0.1:$port/health/ready" 2>/dev/null; then
+      ms=$(( ($(date +%s%N) - started) / 1000000 )); break
+    fi
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.02
+  done
+  # buildah run (chroot isolation) does not pass SIGTERM on: signal the contained process itself, as a runtime would.
+  contained="$pid"
+  for _ in 1 2 3 4; do
+    [ "$(cat "/proc/$contained/comm" 2>/dev/null)" = "ura-sidecar" ] && break
+    contained="$(pgrep -P "$contained" | head -1)"; [ -n "$contained" ] || break
+  done
+  [ -n "$contained" ] && kill -TERM "$contained" 2>/dev/null
+  wait "$pid" || true
+  [ -n "$ms" ] || { echo "not ready after 60 s:" >&2; cat "$log" >&2; }
+  echo "$ms"
+}
+
+# Start-up to ready: the image's own user and its own /data volume (which must be writable by that user),
+# against the bare binary started the same way on this machine just before (the same load).
+logs="$(mktemp -d)"
 port=$((20000 + RANDOM % 20000))
+bare_ms="$(time_to_ready "$logs/bare.log" env URA_LISTEN="127.0.0.1:$port" URA_DATA_DIR="$logs/data" "$binary" serve)"
 run="$(buildah from --quiet "$image")"
-started=$(date +%s%N)
-buildah run --env URA_LISTEN="127.0.0.1:$port" "$run" -- /ura-sidecar serve >"$data.log" 2>&1 &
-pid=$!
-ready_ms=""
-deadline=$(( $(date +%s) + 60 ))
-while [ "$(date +%s)" -lt "$deadline" ]; do
-  if curl -fsS -o /dev/null "http://127.0.0.1:$port/health/ready" 2>/dev/null; then
-    ready_ms=$(( ($(date +%s%N) - started) / 1000000 )); break
-  fi
-  kill -0 "$pid" 2>/dev/null || break
-  sleep 0.02
-done
-[ -n "$ready_ms" ] || { echo "the image did not become ready:"; cat "$data.log"; }
-# buildah run (chroot isolation) does not pass SIGTERM on: signal the contained process itself, as a runtime would.
-contained="$pid"
-for _ in 1 2 3 4; do
-  [ "$(cat "/proc/$contained/comm" 2>/dev/null)" = "ura-sidecar" ] && break
-  contained="$(pgrep -P "$contained" | head -1)"; [ -n "$contained" ] || break
-done
-[ -n "$contained" ] && kill -TERM "$contained" 2>/dev/null
-wait "$pid" || true
+ready_ms="$(time_to_ready "$logs/image.log" buildah run --env URA_LISTEN="127.0.0.1:$port" "$run" -- /ura-sidecar serve)"
 buildah rm "$run" >/dev/null
-rm -rf "$data" "$data.log"
+rm -rf "$logs"
 
 echo "image        $image (revision $revision)"
 echo "archive      $archive ($(du -h "$archive" | cut -f1))"
 echo "image size   $(buildah images --format '{{.Size}}' "$image" | head -1)"
-echo "ready after  ${ready_ms:-not ready} ms (process start to GET /health/ready = 200, under whatever load this machine has)"
+ratio="$( [ -n "$ready_ms" ] && [ -n "$bare_ms" ] && [ "$bare_ms" -gt 0 ] && awk "BEGIN{printf \"%.2f\", $ready_ms/$bare_ms}" )"
+echo "ready after  ${ready_ms:-not ready} ms (buildah run to GET /health/ready = 200; the bare binary: ${bare_ms:-not ready} ms, ratio ${ratio:-?}; load average $(cut -d' ' -f1 /proc/loadavg))"
 [ -n "$ready_ms" ]
