@@ -140,6 +140,12 @@ describe("records shipped to an S3-compatible bucket", () => {
     const shipping = { concurrency: 1, part_size_bytes: 5 * 1024 * 1024 };
     const first = await startShippingSidecar({ s3, bucket: "records", dataDir, shipping });
     await hold.held;
+    // An upload that hangs blocks no model exchange.
+    const live = await first.createEpisode({});
+    const started = Date.now();
+    expect((await sendSmokeMessage(live)).status).toBe(200);
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(await shippingOf(first, "ep_resume")).toMatchObject({ state: "uploading" });
     first.proc.kill("SIGKILL");
     await first.proc.exited;
     hold.drop();
