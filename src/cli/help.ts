@@ -12,6 +12,9 @@ Usage:
                                     run the real CLI on the smoke episode against an in-process
                                     sidecar and scripted upstream; writes validation.json,
                                     exits non-zero on any failed check
+    add --upstream [--model NAME]   the same episode against the configured endpoint
+                                    (URA_UPSTREAM_URL, URA_UPSTREAM_API_KEY): proves the model too;
+                                    its deviations from the script fail, said plainly
   ura-sidecar --version | --help
 
 Serve flags (flags win over environment, which wins over the config file):

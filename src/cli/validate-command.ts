@@ -1,17 +1,25 @@
 /**
- * `ura-sidecar validate --client <name> | --all [--binary PATH] --out DIR`:
- * argument handling, the network namespace, then run-validation.ts.
+ * `ura-sidecar validate --client <name> | --all [--binary PATH] --out DIR [--upstream [--model M]]`:
+ * argument handling, the network namespace, then run-validation.ts. With
+ * `--upstream` the smoke episode runs against the configured endpoint
+ * (URA_UPSTREAM_URL, URA_UPSTREAM_API_KEY from the environment): that endpoint is
+ * usually not on this machine, so no loopback-only namespace is made for it.
  */
 import { parseArgs } from "node:util";
 import { type ClientName, clientNameSchema, clientNames } from "../clients/client-manifests.ts";
 import { type ClientBinary, givenBinary, installedClient } from "../validate/installed-clients.ts";
-import { planNamespace, reexecInNamespace } from "../validate/network-namespace.ts";
-import { runValidation } from "../validate/run-validation.ts";
+import { insideNamespaceEnv, planNamespace, reexecInNamespace } from "../validate/network-namespace.ts";
+import { type RealUpstream, runValidation } from "../validate/run-validation.ts";
 
 const usage = `usage: ura-sidecar validate (--client <${clientNames.join("|")}> [--binary PATH] | --all) --out DIR
-       [--clients-dir DIR] [--timeout SECONDS] [--wrong-mcp-token]`;
+       [--clients-dir DIR] [--timeout SECONDS] [--wrong-mcp-token]
+       [--upstream [--model NAME]]   against URA_UPSTREAM_URL (key: URA_UPSTREAM_API_KEY) instead of the scripted upstream`;
 
-export async function validateCommand(args: string[], version: string): Promise<number> {
+export async function validateCommand(
+  args: string[],
+  version: string,
+  env: Record<string, string | undefined> = process.env,
+): Promise<number> {
   let values: {
     client?: string;
     all?: boolean;
@@ -20,6 +28,8 @@ export async function validateCommand(args: string[], version: string): Promise<
     "clients-dir"?: string;
     timeout?: string;
     "wrong-mcp-token"?: boolean;
+    upstream?: boolean;
+    model?: string;
   };
   try {
     values = parseArgs({
@@ -32,6 +42,8 @@ export async function validateCommand(args: string[], version: string): Promise<
         "clients-dir": { type: "string" },
         timeout: { type: "string" },
         "wrong-mcp-token": { type: "boolean" },
+        upstream: { type: "boolean" },
+        model: { type: "string" },
       },
       strict: true,
     }).values;
@@ -51,6 +63,18 @@ export async function validateCommand(args: string[], version: string): Promise<
   if (!Number.isFinite(timeoutMs) || timeoutMs <= 0)
     return fail(`--timeout ${values.timeout}: expected seconds`);
   const clientsDir = values["clients-dir"] ?? ".clients";
+  if (values.model !== undefined && !values.upstream)
+    return fail("--model goes with --upstream (the scripted upstream plays one model)");
+  let upstream: RealUpstream | undefined;
+  if (values.upstream) {
+    const url = env.URA_UPSTREAM_URL;
+    if (!url)
+      return fail("--upstream needs URA_UPSTREAM_URL (the Chat Completions API root) in the environment");
+    if (!URL.canParse(url)) return fail("URA_UPSTREAM_URL is not a URL");
+    upstream = { url, apiKey: env.URA_UPSTREAM_API_KEY || undefined, model: values.model ?? env.URA_MODEL };
+    if (!upstream.apiKey)
+      console.log("validate: note: URA_UPSTREAM_API_KEY is not set; requests go without a key");
+  }
 
   const binaries: ClientBinary[] = [];
   if (values.client !== undefined) {
@@ -75,7 +99,13 @@ export async function validateCommand(args: string[], version: string): Promise<
       return fail(`no pinned client is installed in ${clientsDir} (make e2e installs them)`);
   }
 
-  const namespace = planNamespace();
+  const namespace =
+    upstream && env[insideNamespaceEnv] !== "1"
+      ? ({
+          kind: "unavailable",
+          reason: "--upstream reaches an endpoint outside any loopback-only namespace",
+        } as const)
+      : planNamespace(env);
   if (namespace.kind === "reexec") {
     console.log(
       `validate: re-running inside a loopback-only network namespace (${namespace.unshare.join(" ")})`,
@@ -94,6 +124,7 @@ export async function validateCommand(args: string[], version: string): Promise<
     network: namespace.kind === "inside" ? "namespace" : "loopback",
     timeoutMs,
     wrongMcpToken: values["wrong-mcp-token"],
+    ...(upstream ? { upstream } : {}),
     progress: (line) => console.log(line),
   });
 }

@@ -1,8 +1,10 @@
 /**
- * `ura-sidecar validate`: starts the sidecar in-process (scripted upstream playing
- * Qwen, inert executor, loopback port, records under `<out>/data`, logs in
- * `<out>/sidecar.log`), validates each client in turn (validate-client.ts) and
- * writes `<out>/validation.json` with every client's result. Resolves to the
+ * `ura-sidecar validate`: starts the sidecar in-process (inert executor, loopback
+ * port, records under `<out>/data`, logs in `<out>/sidecar.log`), validates each
+ * client in turn (validate-client.ts) and writes `<out>/validation.json` with every
+ * client's result. The upstream is the embedded scripted one (proves the CLI and
+ * the sidecar), or with `upstream` the configured real endpoint (proves the model
+ * too: its own deviations from the script fail the validation). Resolves to the
  * exit code: 0 only when every check of every client passed.
  */
 import { randomBytes } from "node:crypto";
@@ -20,7 +22,19 @@ export type RunValidationOptions = {
   network: "namespace" | "loopback";
   timeoutMs: number;
   wrongMcpToken?: boolean;
+  /** Run against this endpoint instead of the scripted upstream. */
+  upstream?: RealUpstream;
   progress: (line: string) => void;
+};
+
+export type RealUpstream = { url: string; apiKey: string | undefined; model: string | undefined };
+
+/** What a validation ran against, named in every validation.json. */
+export type ValidationTarget = {
+  sidecar_version: string;
+  upstream: "scripted" | "configured";
+  upstream_host: string | null;
+  model: string;
 };
 
 export async function runValidation(options: RunValidationOptions): Promise<number> {
@@ -28,20 +42,35 @@ export async function runValidation(options: RunValidationOptions): Promise<numb
   mkdirSync(outDir, { recursive: true });
   const logFile = join(outDir, "sidecar.log");
   writeFileSync(logFile, "");
-  // Nothing from the caller's environment: always the embedded scripted upstream.
+  // Nothing else from the caller's environment: the scripted upstream, or exactly the given one.
+  const real = options.upstream;
   const config = loadConfig(
-    { listen: "127.0.0.1:0", "data-dir": join(outDir, "data"), "log-level": "info" },
+    {
+      listen: "127.0.0.1:0",
+      "data-dir": join(outDir, "data"),
+      "log-level": "info",
+      ...(real ? { "upstream-url": real.url, ...(real.model ? { model: real.model } : {}) } : {}),
+    },
     {},
   );
+  const target: ValidationTarget = {
+    sidecar_version: options.version,
+    upstream: real ? "configured" : "scripted",
+    upstream_host: real ? new URL(real.url).host : null,
+    model: config.upstream.model,
+  };
   const sidecar = await startSidecar({
     config,
-    secrets: { upstreamApiKey: undefined, controlPassword: randomBytes(18).toString("base64url") },
+    secrets: { upstreamApiKey: real?.apiKey, controlPassword: randomBytes(18).toString("base64url") },
     version: options.version,
     out: (line) => appendFileSync(logFile, `${line}\n`),
     logWrite: (line) => appendFileSync(logFile, `${line}\n`),
   });
+  const against = real
+    ? `the configured upstream ${target.upstream_host} (model ${target.model})`
+    : "the scripted upstream";
   options.progress(
-    `validate: sidecar ${options.version} in-process on ${sidecar.baseUrl()} with the scripted upstream and the inert executor (${options.network === "namespace" ? "loopback-only network namespace" : "plain loopback"}); output in ${outDir}`,
+    `validate: sidecar ${options.version} in-process on ${sidecar.baseUrl()} with ${against} and the inert executor (${options.network === "namespace" ? "loopback-only network namespace" : "plain loopback"}); output in ${outDir}`,
   );
   const results: ClientValidation[] = [];
   try {
@@ -55,12 +84,14 @@ export async function runValidation(options: RunValidationOptions): Promise<numb
             outDir,
             timeoutMs: options.timeoutMs,
             wrongMcpToken: options.wrongMcpToken,
+            target,
             progress: options.progress,
           }),
         );
       } catch (error) {
         options.progress(`  FAIL ${binary.client}: ${(error as Error).message}`);
         results.push({
+          ...target,
           client: binary.client,
           package: "",
           version: binary.version ?? null,
@@ -72,6 +103,7 @@ export async function runValidation(options: RunValidationOptions): Promise<numb
           exit_code: null,
           duration_ms: 0,
           passed: false,
+          model_deviations: [],
           checks: [
             {
               name: "validation ran",
@@ -89,7 +121,7 @@ export async function runValidation(options: RunValidationOptions): Promise<numb
   const passed = results.length > 0 && results.every((r) => r.passed);
   writeFileSync(
     join(outDir, "validation.json"),
-    `${JSON.stringify({ passed, sidecar_version: options.version, network: options.network, sidecar_log: logFile, clients: results }, null, 2)}\n`,
+    `${JSON.stringify({ passed, ...target, network: options.network, sidecar_log: logFile, clients: results }, null, 2)}\n`,
   );
   for (const r of results) {
     const failed = r.checks.filter((c) => !c.pass);

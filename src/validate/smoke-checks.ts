@@ -1,11 +1,13 @@
 /**
  * The smoke episode's acceptance checks (docs/design.md, "The smoke episode"), from evidence
- * only: the episode's own records, its status, and what the scripted upstream
- * received. Shared by `ura-sidecar validate` and the end-to-end tests.
+ * only: the episode's own records (the upstream wire requests and responses, the
+ * ledger, the receipts) and its status — the same whether the upstream is the
+ * scripted one or a real endpoint that cannot be asked what it saw.
  *   observe (image + nonce) → record(nonce) twice in one batch → finish(colour) → text
  */
 import { join } from "node:path";
 import { readJsonLines } from "../records/jsonl-file.ts";
+import { imagesSent, isLosslessWebp, type UpstreamExchange } from "./upstream-evidence.ts";
 
 export type SmokeCheck = { name: string; pass: boolean; evidence: string };
 
@@ -17,23 +19,12 @@ type LedgerLine = {
   result?: unknown;
 };
 type ExchangeLine = { exchange: string; stage: string; status?: string };
-type UpstreamRequest = { body: unknown };
 type EpisodeStatus = { state: string; failure: unknown; result: unknown };
-
-function hasWebpInUserMessage(body: unknown): boolean {
-  const messages = (body as { messages?: { role: string; content: unknown }[] })?.messages ?? [];
-  return messages.some(
-    (m) =>
-      m.role === "user" &&
-      Array.isArray(m.content) &&
-      JSON.stringify(m.content).includes("data:image/webp;base64,"),
-  );
-}
 
 export function checkSmokeEpisode(input: {
   recordsDir: string;
   status: EpisodeStatus;
-  upstreamRequests: UpstreamRequest[];
+  upstream: UpstreamExchange[];
 }): SmokeCheck[] {
   const ledger = readJsonLines<LedgerLine>(join(input.recordsDir, "ledger.jsonl"));
   const exchanges = readJsonLines<ExchangeLine>(join(input.recordsDir, "exchanges.jsonl"));
@@ -57,16 +48,21 @@ export function checkSmokeEpisode(input: {
   const statuses = new Map(
     exchanges.entries.filter((e) => e.stage === "status").map((e) => [e.exchange, e.status]),
   );
-  const webpRequests = input.upstreamRequests.filter((r) => hasWebpInUserMessage(r.body)).length;
-  const pngSent = input.upstreamRequests.some((r) =>
-    JSON.stringify(r.body).includes("data:image/png;base64,"),
-  );
+  const sent = input.upstream.map((r) => imagesSent(r.body, input.recordsDir));
+  const webpRequests = sent.filter((images) =>
+    images.some(
+      (i) => i.role === "user" && i.mediaType === "image/webp" && i.bytes && isLosslessWebp(i.bytes),
+    ),
+  ).length;
+  const otherImages = sent
+    .flat()
+    .filter((i) => i.mediaType !== "image/webp" || !i.bytes || !isLosslessWebp(i.bytes));
 
   return [
     {
       name: "image reached upstream as lossless WebP",
-      pass: webpRequests > 0 && !pngSent,
-      evidence: `${webpRequests} upstream request(s) carry a WebP data URL in a user message; PNG sent upstream: ${pngSent}`,
+      pass: webpRequests > 0 && otherImages.length === 0,
+      evidence: `${webpRequests} of ${input.upstream.length} recorded upstream request(s) carry a lossless (VP8L) WebP in a user message; other images sent: ${JSON.stringify(otherImages.map((i) => i.mediaType))}`,
     },
     {
       name: "two distinct claimed call ids for the two identical records, in one batch",

@@ -14,14 +14,17 @@ import { createKit } from "../kits/create-kit.ts";
 import { launchInfoSchema } from "../kits/launch-info.ts";
 import type { Sidecar } from "../server/start-sidecar.ts";
 import type { ClientBinary } from "./installed-clients.ts";
+import { modelDeviations } from "./model-deviations.ts";
+import type { ValidationTarget } from "./run-validation.ts";
 import { checkSmokeEpisode } from "./smoke-checks.ts";
+import { readUpstreamExchanges } from "./upstream-evidence.ts";
 
 export const smokePrompt =
   "Use the ura robot tools: observe the scene, record the observation nonce twice, then finish with the colour you saw.";
 
 export type ValidationCheck = { name: string; pass: boolean; evidence: string; evidence_paths: string[] };
 
-export type ClientValidation = {
+export type ClientValidation = ValidationTarget & {
   client: ClientName;
   package: string;
   version: string | null;
@@ -34,6 +37,8 @@ export type ClientValidation = {
   duration_ms: number;
   passed: boolean;
   checks: ValidationCheck[];
+  /** Where the model left the smoke script, in plain words (empty when it followed it). */
+  model_deviations: string[];
 };
 
 export type ValidateClientOptions = {
@@ -43,6 +48,7 @@ export type ValidateClientOptions = {
   timeoutMs: number;
   /** Self-test: the kit gets a wrong MCP token, so validation must fail. */
   wrongMcpToken?: boolean;
+  target: ValidationTarget;
   progress: (line: string) => void;
 };
 
@@ -63,7 +69,7 @@ type Status = {
 
 /** Evidence files behind each smoke check (by check name prefix). */
 function smokeEvidence(name: string, records: string, upstreamFile: string, statusFile: string): string[] {
-  if (name.startsWith("image")) return [upstreamFile];
+  if (name.startsWith("image")) return [join(records, "exchanges.jsonl"), upstreamFile];
   if (name.startsWith("episode finished")) return [statusFile, join(records, "episode.json")];
   if (name.startsWith("complete records"))
     return [join(records, "ledger.jsonl"), join(records, "exchanges.jsonl")];
@@ -88,7 +94,6 @@ export async function validateClient(options: ValidateClientOptions): Promise<Cl
     `  episode ${episode.id}; kit written to ${kit.dir}${options.wrongMcpToken ? " (with a WRONG MCP token, on purpose)" : ""}`,
   );
 
-  const before = sidecar.scripted?.received.length ?? 0;
   const stdoutFile = join(dir, "client-stdout.txt");
   const stderrFile = join(dir, "client-stderr.txt");
   const stdoutFd = openSync(stdoutFile, "w", 0o600);
@@ -120,12 +125,13 @@ export async function validateClient(options: ValidateClientOptions): Promise<Cl
   const status = JSON.parse(JSON.stringify(episode.describe())) as Status;
   const statusFile = join(dir, "episode-status.json");
   writeFileSync(statusFile, `${JSON.stringify(status, null, 2)}\n`);
-  const upstreamRequests = (sidecar.scripted?.received ?? []).slice(before);
-  const upstreamFile = join(dir, "upstream-requests.json");
-  writeFileSync(upstreamFile, `${JSON.stringify(upstreamRequests, null, 2)}\n`);
   const records = status.records_dir;
+  // What the upstream received and answered, as the sidecar recorded it on the wire.
+  const upstream = readUpstreamExchanges(records);
+  const upstreamFile = join(dir, "upstream-requests.json");
+  writeFileSync(upstreamFile, `${JSON.stringify(upstream, null, 2)}\n`);
 
-  const smoke = checkSmokeEpisode({ recordsDir: records, status, upstreamRequests }).map((c) => ({
+  const smoke = checkSmokeEpisode({ recordsDir: records, status, upstream }).map((c) => ({
     ...c,
     evidence_paths: smokeEvidence(c.name, records, upstreamFile, statusFile),
   }));
@@ -160,6 +166,7 @@ export async function validateClient(options: ValidateClientOptions): Promise<Cl
     },
   ];
   const result: ClientValidation = {
+    ...options.target,
     client,
     package: manifest.package,
     version: identity.model_client?.version ?? binary.version ?? null,
@@ -172,9 +179,11 @@ export async function validateClient(options: ValidateClientOptions): Promise<Cl
     duration_ms: durationMs,
     passed: checks.every((c) => c.pass),
     checks,
+    model_deviations: modelDeviations(records, upstream),
   };
   writeFileSync(join(dir, "validation.json"), `${JSON.stringify(result, null, 2)}\n`);
   for (const c of checks)
     progress(`  ${c.pass ? "PASS" : "FAIL"} ${c.name}${c.pass ? "" : `: ${c.evidence}`}`);
+  for (const d of result.model_deviations) progress(`  model deviation: ${d}`);
   return result;
 }

@@ -32,8 +32,8 @@ export type ValidateRun = {
   summary: { passed: boolean; clients: ClientValidation[] } | undefined;
 };
 
-/** Runs `ura-sidecar validate <args> --out <fresh dir>` with a bare environment. */
-export async function runValidate(args: string[]): Promise<ValidateRun> {
+/** Runs `ura-sidecar validate <args> --out <fresh dir>` with a bare environment (plus `env`). */
+export async function runValidate(args: string[], env: Record<string, string> = {}): Promise<ValidateRun> {
   mkdirSync("/var/tmp/ura-e2e", { recursive: true });
   const out = mkdtempSync("/var/tmp/ura-e2e/validate-");
   const inside = process.env[insideNamespaceEnv];
@@ -44,6 +44,7 @@ export async function runValidate(args: string[]): Promise<ValidateRun> {
       HOME: process.env.HOME ?? "/tmp",
       // Already in the tests' loopback-only namespace: validate need not make another.
       ...(inside === "1" ? { [insideNamespaceEnv]: inside } : {}),
+      ...env,
     },
     stdin: "ignore",
     stdout: "pipe",
