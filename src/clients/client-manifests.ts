@@ -31,6 +31,14 @@ export const clientManifestSchema = z.object({
   tool_name_scheme: z
     .string()
     .regex(/^[a-z_]*\{server\}[a-z_]*\{tool\}$/, "a prefix around {server}, then {tool} at the end"),
+  /**
+   * What the client does with the images of a failed MCP tool result (measured
+   * with the pinned version): `kept` (sent to the model under the failed call),
+   * `dropped` (only the failure text reaches the model, so the sidecar answers
+   * such results in a form the client keeps), `in_error_text` (written, base64
+   * included, into an error string, which the ingress lifts back into images).
+   */
+  failed_result_images: z.enum(["kept", "dropped", "in_error_text"]),
 });
 export type ClientManifest = z.infer<typeof clientManifestSchema>;
 

@@ -1,7 +1,8 @@
 /**
  * The embedded inert executor, one per episode, so the binary runs alone:
  *   observe()          → a freshly generated solid-colour PNG (a palette colour) + "nonce: <n>"
- *   record({nonce})    → ok only for the nonce of the latest observation
+ *   record({nonce})    → ok only for the nonce of the latest observation; refused
+ *                        otherwise, with the latest frame (a failure that shows why)
  *   finish({answer})   → receipt data {submitted: true, correct: answer names the colour}
  * Jobs are acknowledged after `ackDelayMs` and complete `receiptDelayMs` later;
  * every receipt carries its timing (`data.timing`) so tests can see the order
@@ -44,7 +45,7 @@ export function createInertExecutor(options: InertExecutorOptions = {}): InertEx
   const newNonce = options.newNonce ?? (() => randomBytes(6).toString("hex"));
   const ackDelay = options.ackDelayMs ?? 0;
   const receiptDelay = options.receiptDelayMs ?? 0;
-  let observation: { colour: PaletteColour; nonce: string; n: number } | undefined;
+  let observation: { colour: PaletteColour; nonce: string; n: number; png: string } | undefined;
   let observations = 0;
   const log: InertJobLog[] = [];
   const byCall = new Map<string, string>();
@@ -55,13 +56,13 @@ export function createInertExecutor(options: InertExecutorOptions = {}): InertEx
       case "observe": {
         observations += 1;
         const colour = paletteColours[Math.floor(random() * paletteColours.length)] ?? "red";
-        observation = { colour, nonce: newNonce(), n: observations };
-        const png = solidColourPng(64, 48, inertPalette[colour]);
+        const png = Buffer.from(solidColourPng(64, 48, inertPalette[colour])).toString("base64");
+        observation = { colour, nonce: newNonce(), n: observations, png };
         return {
           ok: true,
           content: [
             { type: "text", text: `Observation ${observation.n}. nonce: ${observation.nonce}` },
-            { type: "image", data: Buffer.from(png).toString("base64"), mimeType: "image/png" },
+            { type: "image", data: png, mimeType: "image/png" },
           ],
           data: { observation: observation.n, nonce: observation.nonce, colour },
         };
@@ -73,9 +74,15 @@ export function createInertExecutor(options: InertExecutorOptions = {}): InertEx
             observation === undefined
               ? "nothing has been observed yet"
               : "it is not the nonce of the latest observation";
+          // Like a real robot's failure, it shows the frame that explains it (the latest observation).
           return {
             ok: false,
-            content: [{ type: "text", text: `record refused: nonce ${JSON.stringify(nonce)} — ${why}` }],
+            content: [
+              { type: "text", text: `record refused: nonce ${JSON.stringify(nonce)} — ${why}` },
+              ...(observation
+                ? [{ type: "image" as const, data: observation.png, mimeType: "image/png" }]
+                : []),
+            ],
             data: { recorded: false },
           };
         }

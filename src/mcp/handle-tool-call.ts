@@ -9,6 +9,8 @@
  * receipt with `submitted: true` finishes the episode. Nothing refused ever
  * reaches the executor. See docs/design.md §5–§7, docs/clients.md.
  */
+
+import { detectClient } from "../clients/detect-client.ts";
 import { withoutPrivateArguments } from "../clients/private-arguments.ts";
 import type { Episode } from "../episodes/episode.ts";
 import type { Receipt, ToolContent } from "../executor/executor.ts";
@@ -16,6 +18,7 @@ import { readCallbackIdentity } from "../ledger/callback-identity.ts";
 import type { Admission } from "../ledger/episode-ledger.ts";
 import { toSidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
+import { failedResult, type ToolCallResult } from "./failed-result-form.ts";
 import type { ArgumentsCheck } from "./tool-validators.ts";
 
 /** `tools/call` params as the client sent them. */
@@ -24,7 +27,7 @@ export type ToolCallParams = {
   arguments?: Record<string, unknown>;
   _meta?: Record<string, unknown>;
 };
-export type ToolCallResult = { content: ToolContent[]; isError?: boolean };
+export type { ToolCallResult };
 
 export type ToolCallContext = {
   episode: Episode;
@@ -142,7 +145,8 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
     receipt.content.length > 0
       ? receipt.content
       : [{ type: "text" as const, text: receipt.ok ? "done" : "failed" }];
-  return receipt.ok ? { content } : { isError: true, content };
+  if (receipt.ok) return { content };
+  return failedResult(episode.client ?? detectClient(episode.mcp.user_agent, "mcp")?.client, content);
 }
 
 /** The receipt as the journal keeps it: image bytes replaced by their size. */

@@ -10,11 +10,11 @@
 import { afterAll, beforeAll, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { clientNames } from "../../src/kits/client-manifests.ts";
+import { clientNames } from "../../src/clients/client-manifests.ts";
+import { installClients } from "../../src/clients/install-clients.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { binaryPath } from "../support/sidecar-process.ts";
 import { runValidate } from "../support/validate-run.ts";
-import { installClients } from "./install-clients.ts";
 
 const timeoutMs = 600_000;
 const serveScript = resolve(import.meta.dir, "../../src/scripted-upstream/serve-scripted-upstream.ts");

@@ -44,9 +44,10 @@ export function assertPrerequisites(client: ClientName): void {
 export async function withServedSidecar(
   client: ClientName,
   body: (served: { upstream: Upstream; sidecar: SidecarProcess }) => Promise<void>,
+  upstreamOptions: Parameters<typeof serveScriptedUpstream>[1] = {},
 ): Promise<void> {
   assertPrerequisites(client);
-  const upstream = await serveScriptedUpstream();
+  const upstream = await serveScriptedUpstream(0, upstreamOptions);
   const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
   try {
     await body({ upstream, sidecar });

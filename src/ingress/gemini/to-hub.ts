@@ -33,6 +33,7 @@ import type {
   HubToolMessage,
 } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
+import { liftErrorImages } from "./lift-error-images.ts";
 import { parseGenerateContentRequest } from "./parse-request.ts";
 import type { Content, FunctionDeclaration, GenerateContentRequest, Part } from "./schema.ts";
 import { toJsonSchema } from "./to-json-schema.ts";
@@ -188,11 +189,15 @@ function convertUserContent(content: Content, i: number, pending: PendingCall[],
         const images = (response.parts ?? []).map((p, k) =>
           imageOf(p.inlineData, `${param}.functionResponse.parts[${k}].inlineData`),
         );
+        const error = response.response.error;
+        const lifted = typeof error === "string" ? liftErrorImages(error) : undefined;
+        if (lifted?.note) notes.add(`${param}.functionResponse.response.error: ${lifted.note}`);
+        const text = responseText(lifted ? { ...response.response, error: lifted.text } : response.response);
         current = {
           role: "tool",
           toolCallId: id,
           name: response.name,
-          content: [{ type: "text", text: responseText(response.response) }, ...images],
+          content: [{ type: "text", text }, ...(lifted?.images ?? []), ...images],
           ...("error" in response.response ? { isError: true } : {}),
         };
         toolMessages.push(current);
