@@ -53,6 +53,8 @@ export type ExchangeSpec = {
   clientSignal: AbortSignal;
   /** Set when the ingress already knows the request must fail (e.g. unknown Gemini model). */
   refuse?: SidecarError;
+  /** Told once whether the rendered answer was fully delivered or revoked (e.g. to store it). */
+  onSettled?: (outcome: "delivered" | "revoked") => void;
 };
 
 const encoder = new TextEncoder();
@@ -266,13 +268,17 @@ function deliver(
     if (settled) return;
     settled = true;
     episode.releaseTurn();
+    let recorded = true;
     try {
       settleRecords(outcome, reason);
     } catch (error) {
       // Never thrown into the response stream: the failure is logged and in the episode's status.
+      recorded = false;
       log.error("cannot record the delivery outcome", { outcome, message: (error as Error).message });
     }
     episode.persistSoon();
+    // A delivery whose record failed is not built upon (e.g. not continued as a stored response).
+    spec.onSettled?.(recorded ? outcome : "revoked");
   };
   const settleRecords = (outcome: "delivered" | "revoked", reason?: string) => {
     if (outcome === "delivered") {

@@ -48,11 +48,13 @@ export class SidecarError extends Error {
   readonly param: string | undefined;
   /** The failure ends the episode's model work (it goes to provider_error), e.g. an unsupported operation. */
   readonly episodeFatal: boolean;
+  /** A protocol's own error code, where it defines one (e.g. Responses `previous_response_not_found`). */
+  readonly code: string | undefined;
 
   constructor(
     kind: ErrorKind,
     message: string,
-    options: { param?: string; cause?: unknown; episodeFatal?: boolean } = {},
+    options: { param?: string; cause?: unknown; episodeFatal?: boolean; code?: string } = {},
   ) {
     const kept =
       message.length > maxMessageChars
@@ -63,6 +65,7 @@ export class SidecarError extends Error {
     this.kind = kind;
     this.param = options.param;
     this.episodeFatal = options.episodeFatal ?? false;
+    this.code = options.code;
   }
 
   get status(): number {

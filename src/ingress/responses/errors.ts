@@ -71,7 +71,7 @@ export function toOpenAiError(error: SidecarError): OpenAiErrorBody {
       message: text(error.message),
       type: errorType(error.kind),
       param: error.param === undefined ? null : text(error.param),
-      code: error.kind,
+      code: error.code ?? error.kind,
     },
   };
 }

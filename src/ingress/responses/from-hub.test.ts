@@ -80,7 +80,7 @@ describe("response object", () => {
       max_output_tokens: null,
       safety_identifier: null,
       prompt_cache_key: null,
-      store: false,
+      store: true,
       background: false,
     });
   });

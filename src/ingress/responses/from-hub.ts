@@ -47,7 +47,7 @@ export type ResponseObject = {
   status: ResponseStatus;
   incomplete_details: { reason: string } | null;
   model: string;
-  previous_response_id: null;
+  previous_response_id: string | null;
   instructions: string | null;
   output: OutputItem[];
   error: null;
@@ -66,7 +66,7 @@ export type ResponseObject = {
   usage: ResponsesUsage | null;
   max_output_tokens: number | null;
   max_tool_calls: null;
-  store: false;
+  store: boolean;
   background: false;
   service_tier: string;
   metadata: Record<string, unknown>;
@@ -159,7 +159,7 @@ export function toPendingResponse(response: HubResponse, ctx: RenderContext): Re
     status: "in_progress",
     incomplete_details: null,
     model: response.model,
-    previous_response_id: null,
+    previous_response_id: request.previous_response_id ?? null,
     instructions: request.instructions ?? null,
     output: [],
     error: null,
@@ -178,7 +178,7 @@ export function toPendingResponse(response: HubResponse, ctx: RenderContext): Re
     usage: null,
     max_output_tokens: request.max_output_tokens ?? null,
     max_tool_calls: null,
-    store: false,
+    store: request.store !== false,
     background: false,
     service_tier: "default",
     metadata: request.metadata ?? {},

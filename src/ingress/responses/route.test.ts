@@ -171,12 +171,16 @@ describe("POST /v1/responses", () => {
     expect(lines(episode, "exchanges")).toEqual([]);
   });
 
-  test("previous_response_id → final 400 naming the field; nothing upstream, the episode keeps running", async () => {
+  test("an unknown previous_response_id → 404 previous_response_not_found naming the field; nothing upstream", async () => {
     const { episode, scripted, post } = await setup();
     const res = await post({ ...codexTurn(true), previous_response_id: "resp_1" });
-    expect(res.status).toBe(400);
+    expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({
-      error: { type: "invalid_request_error", param: "previous_response_id", code: "invalid_request" },
+      error: {
+        type: "invalid_request_error",
+        param: "previous_response_id",
+        code: "previous_response_not_found",
+      },
     });
     expect(scripted.received).toHaveLength(0);
     expect(episode.state).toBe("running");

@@ -1,6 +1,8 @@
 /**
  * OpenAI Responses route for OpenCode and Codex CLI, mounted under /e/{episode}:
- *   POST /v1/responses   one model exchange, JSON or SSE (`stream: true`)
+ *   POST /v1/responses   one model exchange, JSON or SSE (`stream: true`); a
+ *                        `previous_response_id` or `item_reference` is resolved
+ *                        from this episode's delivered responses (stored-responses.ts)
  * The key comes as `Authorization: Bearer`. Everything else is the shared
  * exchange pipeline; this file only wires parse → translate → render.
  */
@@ -13,10 +15,11 @@ import { authenticateIngress } from "../authenticate-ingress.ts";
 import type { IngressDeps } from "../ingress-deps.ts";
 import { parseJsonBody } from "../parse-json-body.ts";
 import { renderResponsesError } from "./errors.ts";
-import { type RenderContext, toResponseObject } from "./from-hub.ts";
+import { type RenderContext, toOutputItems, toResponseObject } from "./from-hub.ts";
 import { parseResponsesRequest } from "./parse-request.ts";
 import { readTools } from "./read-tools.ts";
-import type { ResponsesRequest } from "./schema.ts";
+import type { InputItem, ResponsesRequest } from "./schema.ts";
+import { resolveStoredInput, responseStoreOf } from "./stored-responses.ts";
 import { renderStream } from "./stream.ts";
 import { toHub } from "./to-hub.ts";
 
@@ -34,6 +37,9 @@ export function createResponsesRoutes(deps: IngressDeps): Hono {
     const createdAt = seconds();
     const body = parseJsonBody(await c.req.text());
     let request: ResponsesRequest | undefined;
+    const store = responseStoreOf(episode);
+    let effectiveInput: InputItem[] = [];
+    let settleStored: ((outcome: "delivered" | "revoked") => void) | undefined;
     return episode.track(
       runExchange(deps.exchange, {
         protocol: "responses",
@@ -43,7 +49,10 @@ export function createResponsesRoutes(deps: IngressDeps): Hono {
         translate: () => {
           if (!body.parsed) throw new SidecarError("invalid_request", body.reason, { param: "body" });
           request = parseResponsesRequest(body.value);
-          return toHub(request);
+          const input = resolveStoredInput(request, store);
+          effectiveInput =
+            typeof input === "string" ? [{ type: "message", role: "user", content: input }] : input;
+          return toHub({ ...request, input, previous_response_id: undefined });
         },
         render: (response) => {
           if (!request) throw new SidecarError("internal", "render before translate");
@@ -56,10 +65,13 @@ export function createResponsesRoutes(deps: IngressDeps): Hono {
             offeredTools: tools.offered,
             names: tools.names,
           };
+          store.put(ctx.responseId, effectiveInput, toOutputItems(response, ctx), request.store !== false);
+          settleStored = (outcome) => store.settle(ctx.responseId, outcome);
           return request.stream
             ? { contentType: "text/event-stream; charset=utf-8", chunks: renderStream(response, ctx) }
             : { contentType: "application/json", chunks: [JSON.stringify(toResponseObject(response, ctx))] };
         },
+        onSettled: (outcome) => settleStored?.(outcome),
         renderError: renderResponsesError,
         clientSignal: c.req.raw.signal,
       }),

@@ -42,6 +42,8 @@ export const functionCallOutputItemSchema = z.object({
 });
 /** Reasoning carries nothing upstream: Qwen runs non-thinking. */
 export const reasoningItemSchema = z.object({ type: z.literal("reasoning") });
+/** An item of a response this episode stored, by its id (stored-responses.ts resolves it). */
+export const itemReferenceSchema = z.object({ type: z.literal("item_reference"), id: z.string().min(1) });
 
 /** An item without `type` is a message (EasyInputMessage: OpenCode sends them so). */
 export const inputItemSchema = z.preprocess(
@@ -52,6 +54,7 @@ export const inputItemSchema = z.preprocess(
     functionCallItemSchema,
     functionCallOutputItemSchema,
     reasoningItemSchema,
+    itemReferenceSchema,
   ]),
 );
 export type InputItem = z.infer<typeof inputItemSchema>;

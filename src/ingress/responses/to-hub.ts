@@ -5,9 +5,11 @@
  *   `function_call_output` (text, or parts with `input_image`) → a tool message whose
  *   images the upstream builder shows Qwen in the next user message.
  * - `reasoning` items carry nothing upstream (Qwen runs non-thinking): dropped, recorded.
- * - Options we cannot honour and that change meaning (`previous_response_id`,
- *   `background:true`, a `tool_choice` forcing a tool we do not offer, …) → 400
- *   naming the field. Options that only tune OpenAI's service are recorded in `ignored`.
+ * - `previous_response_id` and `item_reference` items are resolved before this
+ *   (stored-responses.ts); the request given here carries its whole conversation.
+ * - Options we cannot honour and that change meaning (`background:true`, a
+ *   `tool_choice` forcing a tool we do not offer, …) → 400 naming the field.
+ *   Options that only tune OpenAI's service are recorded in `ignored`.
  */
 import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
@@ -118,6 +120,9 @@ function toMessages(request: ResponsesRequest, ignored: Set<string>): HubMessage
       case "reasoning":
         reasoningItems += 1;
         break;
+      case "item_reference":
+        // The route resolves references against the episode's stored responses before translating.
+        throw invalidField(`${param}.id`, `item_reference ${JSON.stringify(item.id)} was not resolved`);
       default: {
         const never: never = item;
         throw new Error(`unhandled input item ${JSON.stringify(never)}`);
@@ -155,10 +160,7 @@ function toToolChoice(
 /** Fields that change meaning and that a stateless proxy to Qwen cannot honour. */
 function refuseUnsupported(request: ResponsesRequest): void {
   if (request.previous_response_id) {
-    throw invalidField(
-      "previous_response_id",
-      "responses are not stored (stateless proxy); send the whole conversation in input",
-    );
+    throw invalidField("previous_response_id", "must be resolved against the stored responses first");
   }
   if (request.conversation !== undefined && request.conversation !== null) {
     throw invalidField(
@@ -192,7 +194,6 @@ function recordIgnored(request: ResponsesRequest, ignored: Set<string>): void {
   for (const [field, why] of notes) {
     if (request[field] !== undefined && request[field] !== null) ignored.add(`${field} (${why})`);
   }
-  if (request.store) ignored.add("store: true (responses are never stored)");
   if (request.truncation === "auto") ignored.add(`truncation: "auto" (the episode's context policy decides)`);
   if (request.text?.verbosity) ignored.add(`text.verbosity (no such Qwen setting)`);
 }
