@@ -13,6 +13,12 @@ export const hubImagePartSchema = z.object({
   type: z.literal("image"),
   mediaType: z.string(),
   data: z.string(),
+  /**
+   * Where the client sent it, in its own field path (`input[3].output[1].image_url`,
+   * `contents[5].parts[1].inlineData`, `messages[2].content[0].source`): errors
+   * raised after translation name this, not the hub location the user never saw.
+   */
+  source: z.string().optional(),
 });
 export const hubPartSchema = z.discriminatedUnion("type", [hubTextPartSchema, hubImagePartSchema]);
 export type HubTextPart = z.infer<typeof hubTextPartSchema>;

@@ -9,11 +9,12 @@
  *   low bytes. It is passed through unchanged as PNG rather than silently degraded.
  * - `animated_png`: an APNG decodes to its first frame only; passed through unchanged.
  * Corrupt PNG data (or invalid base64, or non-PNG bytes labelled image/png) is a
- * SidecarError("invalid_request") naming the hub location, e.g. messages[3].content[1].
+ * SidecarError("invalid_request") naming the client's own field (the part's `source`,
+ * e.g. input[3].output[1].image_url), else the hub location (messages[3].content[1]).
  *
  * The input request is never modified (the CLI's original is recorded as sent).
  */
-import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import type { HubImagePart, HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Codecs, RgbaImage } from "./codecs.ts";
 import { inspectPng } from "./inspect-png.ts";
@@ -93,7 +94,7 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
       stats.cacheHits++;
       stats.bytesBefore += base64ByteLength(part.data);
       stats.bytesAfter += base64ByteLength(cached);
-      return { type: "image", mediaType: "image/webp", data: cached };
+      return { type: "image", mediaType: "image/webp", data: cached, ...sourceOf(part) };
     }
 
     let bytes: Uint8Array;
@@ -134,14 +135,14 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     stats.converted++;
     stats.bytesBefore += bytes.length;
     stats.bytesAfter += webp.length;
-    return { type: "image", mediaType: "image/webp", data };
+    return { type: "image", mediaType: "image/webp", data, ...sourceOf(part) };
   }
 
   function convertMessage(message: HubMessage, index: number, stats: ImageStats): HubMessage {
     if (message.role !== "user" && message.role !== "tool") return message;
     if (!message.content.some((part) => part.type === "image")) return message;
     const content = message.content.map((part, j) =>
-      convertPart(part, `messages[${index}].content[${j}]`, stats),
+      convertPart(part, (part.type === "image" && part.source) || `messages[${index}].content[${j}]`, stats),
     );
     return { ...message, content };
   }
@@ -153,4 +154,9 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
       return { request: { ...request, messages }, stats };
     },
   };
+}
+
+/** The client's field path travels with the converted image (later errors name it too). */
+function sourceOf(part: HubImagePart): { source?: string } {
+  return part.source ? { source: part.source } : {};
 }

@@ -41,11 +41,13 @@ function assertImagesAllowed(messages: HubMessage[], target: ChatTarget): void {
   messages.forEach((message, i) => {
     if (message.role !== "user" && message.role !== "tool") return;
     const j = message.content.findIndex((p) => p.type === "image");
-    if (j >= 0) {
+    const image = message.content[j];
+    if (image?.type === "image") {
+      const param = image.source ?? `messages[${i}].content[${j}]`;
       throw new SidecarError(
         "invalid_request",
-        `messages[${i}].content[${j}]: model ${target.model} does not take image input (upstream.image_input is false); the image was not dropped`,
-        { param: `messages[${i}].content[${j}]` },
+        `${param}: model ${target.model} does not take image input (upstream.image_input is false); the image was not dropped`,
+        { param },
       );
     }
   });

@@ -61,7 +61,8 @@ function parseResponse(error: string): { head: string; parsed: unknown } | undef
   return undefined;
 }
 
-export function liftErrorImages(error: string): LiftedError {
+/** `source`: the client's field path of the error string, named by errors about its images. */
+export function liftErrorImages(error: string, source?: string): LiftedError {
   const found = parseResponse(error);
   if (found) {
     const blocks: ImageBlock[] = [];
@@ -69,7 +70,12 @@ export function liftErrorImages(error: string): LiftedError {
     if (blocks.length > 0) {
       return {
         text: `${found.head}${JSON.stringify(rest)}`,
-        images: blocks.map((b) => ({ type: "image", mediaType: b.mimeType, data: b.data })),
+        images: blocks.map((b, i) => ({
+          type: "image",
+          mediaType: b.mimeType,
+          data: b.data,
+          ...(source ? { source: `${source} (image ${i + 1} in the text)` } : {}),
+        })),
         note: `${blocks.length} image(s) lifted out of Gemini CLI's failed-tool error text into image parts`,
       };
     }

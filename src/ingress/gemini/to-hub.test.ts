@@ -227,14 +227,14 @@ describe("contents", () => {
         name: "a",
         content: [
           { type: "text", text: "r" },
-          { type: "image", mediaType: "image/png", data: "AAAA" },
+          { type: "image", mediaType: "image/png", data: "AAAA", source: "contents[2].parts[1].inlineData" },
         ],
       },
       {
         role: "user",
         content: [
           { type: "text", text: "look" },
-          { type: "image", mediaType: "image/png", data: "AAAA" },
+          { type: "image", mediaType: "image/png", data: "AAAA", source: "contents[2].parts[3].inlineData" },
         ],
       },
     ]);

@@ -82,7 +82,7 @@ function imageOf(blob: { mimeType: string; data: string }, param: string): HubPa
       `${param}.mimeType`,
       `only images are supported, not ${JSON.stringify(blob.mimeType)}`,
     );
-  return { type: "image", mediaType: blob.mimeType, data: blob.data };
+  return { type: "image", mediaType: blob.mimeType, data: blob.data, source: param };
 }
 
 /** Gemini CLI wraps a tool's text as `{output: "…"}`; anything else is sent as its JSON. */
@@ -190,7 +190,10 @@ function convertUserContent(content: Content, i: number, pending: PendingCall[],
           imageOf(p.inlineData, `${param}.functionResponse.parts[${k}].inlineData`),
         );
         const error = response.response.error;
-        const lifted = typeof error === "string" ? liftErrorImages(error) : undefined;
+        const lifted =
+          typeof error === "string"
+            ? liftErrorImages(error, `${param}.functionResponse.response.error`)
+            : undefined;
         if (lifted?.note) notes.add(`${param}.functionResponse.response.error: ${lifted.note}`);
         const text = responseText(lifted ? { ...response.response, error: lifted.text } : response.response);
         current = {

@@ -199,7 +199,7 @@ describe("messagesToHub", () => {
     expect(hub.messages[0]).toEqual({
       role: "user",
       content: [
-        { type: "image", mediaType: "image/png", data: "AAAA" },
+        { type: "image", mediaType: "image/png", data: "AAAA", source: "messages[0].content[0].source" },
         { type: "text", text: "what?" },
       ],
     });

@@ -37,7 +37,12 @@ function toImagePart(block: ImageBlock, path: string): HubPart {
       "url image sources are not supported (the sidecar fetches nothing); send the image as a base64 source",
     );
   }
-  return { type: "image", mediaType: block.source.media_type, data: block.source.data };
+  return {
+    type: "image",
+    mediaType: block.source.media_type,
+    data: block.source.data,
+    source: `${path}.source`,
+  };
 }
 
 function toTextPart(block: TextBlock): HubTextPart {

@@ -152,7 +152,9 @@ describe("input items", () => {
     });
     expect(hub.messages[0]).toEqual({
       role: "user",
-      content: [{ type: "image", mediaType: "image/webp", data: "UklGRg==" }],
+      content: [
+        { type: "image", mediaType: "image/webp", data: "UklGRg==", source: "input[0].content[0].image_url" },
+      ],
     });
   });
 

@@ -47,7 +47,7 @@ function toHubParts(content: string | ContentPart[], param: string, ignored: Set
         }
         if (part.detail && part.detail !== "auto")
           ignored.add(`input_image.detail "${part.detail}" (Qwen has no detail setting)`);
-        return { type: "image", mediaType: match[1], data: match[2] };
+        return { type: "image", mediaType: match[1], data: match[2], source: `${at}.image_url` };
       }
       default: {
         const never: never = part;
