@@ -442,10 +442,12 @@ describe.each([responsesIngress, geminiIngress, messagesIngress])(
 
       // --- context runs before images: the estimate measured the client's PNGs, and only kept images were converted
       translatedTools.forEach((message, i) => {
+        // `source` (the client's field path, named by errors) rides along.
         expect(message.content[imageIndex(message)]).toEqual({
           type: "image",
           mediaType: "image/png",
           data: images[i] as string,
+          source: expect.any(String),
         });
       });
       const webp = gotCarriers.map((carrier) => {
