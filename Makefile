@@ -30,7 +30,7 @@ test: build clients system-packages check
 
 # The unit tests beside the code (and the fixture checks): no binary, no CLIs, seconds.
 unit: install
-	$(BUN) test ./src ./fixtures
+	$(BUN) test --timeout 60000 ./src ./fixtures
 
 e2e: build clients
 	./$(BIN) validate --all --out dist/validate

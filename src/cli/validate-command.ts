@@ -7,7 +7,7 @@
  */
 import { parseArgs } from "node:util";
 import { type ClientName, clientNameSchema, clientNames } from "../clients/client-manifests.ts";
-import { type ClientBinary, givenBinary, installedClient } from "../validate/installed-clients.ts";
+import { type ClientBinary, givenBinary, installedClient } from "../clients/installed-clients.ts";
 import { insideNamespaceEnv, planNamespace, reexecInNamespace } from "../validate/network-namespace.ts";
 import { type RealUpstream, runValidation } from "../validate/run-validation.ts";
 

@@ -4,8 +4,8 @@
 // Usage: bun src/clients/install-clients.ts [opencode gemini claude codex]
 import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { installedClient } from "../validate/installed-clients.ts";
 import { type ClientName, clientManifests, clientNameSchema, clientNames } from "./client-manifests.ts";
+import { installedClient } from "./installed-clients.ts";
 
 const repoRoot = resolve(import.meta.dir, "../..");
 export const clientsRoot = join(repoRoot, ".clients");

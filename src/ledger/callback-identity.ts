@@ -1,10 +1,10 @@
 /**
  * The strongest call identity an MCP callback offers, read from the raw request
- * before schema validation (the SDK strips unknown keys): Claude Code's
- * `_meta["claudecode/toolUseId"]`, Codex's `_meta.callId`, or the `_callID`
- * argument our OpenCode plugin adds. Gemini CLI offers none. See docs/clients.md and
- * docs/design.md §5. Two different ids on one callback are refused, not guessed.
+ * before schema validation, at the places the clients put it
+ * (src/clients/call-identity.ts). See docs/design.md §5. Two different ids on one
+ * callback are refused, not guessed.
  */
+import { callIdLocations } from "../clients/call-identity.ts";
 import { SidecarError } from "../lib/errors.ts";
 
 export interface CallIdentity {
@@ -15,11 +15,9 @@ export interface CallIdentity {
 export function readCallbackIdentity(request: { meta?: unknown; args?: unknown }): CallIdentity | undefined {
   const meta = asRecord(request.meta);
   const args = asRecord(request.args);
-  const offered = [
-    { where: '_meta["claudecode/toolUseId"]', value: meta?.["claudecode/toolUseId"] },
-    { where: "_meta.callId", value: meta?.callId },
-    { where: "arguments._callID", value: args?._callID },
-  ].filter((item) => item.value !== undefined);
+  const offered = callIdLocations
+    .map((location) => ({ where: location.where, value: location.read(meta, args) }))
+    .filter((item) => item.value !== undefined);
   for (const item of offered) {
     if (typeof item.value !== "string" || item.value === "") {
       throw new SidecarError("invalid_request", `${item.where} must be a non-empty string`, {

@@ -10,9 +10,9 @@
 import { randomBytes } from "node:crypto";
 import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import type { ClientBinary } from "../clients/installed-clients.ts";
 import { loadConfig } from "../config/load-config.ts";
 import { startSidecar } from "../server/start-sidecar.ts";
-import type { ClientBinary } from "./installed-clients.ts";
 import { type ClientValidation, validateClient } from "./validate-client.ts";
 
 export type RunValidationOptions = {

@@ -4,7 +4,7 @@
  */
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type ClientName, clientManifests } from "../clients/client-manifests.ts";
+import { type ClientName, clientManifests } from "./client-manifests.ts";
 
 export type ClientBinary = {
   client: ClientName;
