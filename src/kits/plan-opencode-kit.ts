@@ -6,6 +6,7 @@
  * Credentials are `{env:…}` references resolved by OpenCode at start-up.
  */
 import { join } from "node:path";
+import { modelToolName } from "../clients/tool-names.ts";
 import { callIdPluginSource } from "./call-id-plugin-source.ts";
 import { clientModelName, commonKitParts, jsonFile, type KitInput, type KitPlan } from "./kit-plan.ts";
 
@@ -63,7 +64,8 @@ export function planOpencodeKit(input: KitInput): KitPlan {
           oauth: false,
         },
       },
-      permission: { "*": "deny", "ura_*": "allow" },
+      // Only the robot tools: OpenCode's permission patterns match model-visible names.
+      permission: { "*": "deny", [modelToolName(manifest.tool_name_scheme, "ura", "*")]: "allow" },
       plugin: [`file://${pluginFile}`],
     }),
   ];
