@@ -233,8 +233,9 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
         : [];
     });
     if (robotCalls.length > 0) {
-      batchId = `${exchangeId}`;
-      episode.ledger.register({ batchId, exchangeId, calls: robotCalls });
+      // The calls of one answer are one batch, named by its exchange.
+      batchId = exchangeId;
+      episode.ledger.register({ batchId, calls: robotCalls });
     }
   } catch (error) {
     return fail(exchangeError(error));

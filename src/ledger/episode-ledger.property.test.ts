@@ -45,7 +45,6 @@ describe("episode ledger under concurrency", () => {
           batches.forEach((_, b) => {
             ledger.register({
               batchId: `b${b}`,
-              exchangeId: `x${b}`,
               calls: calls
                 .filter((c) => c.batch === b)
                 .map((c) => ({ id: c.id, modelName: "mcp__ura__record", tool: "record", args: c.args })),

@@ -43,7 +43,7 @@ async function rejection(promise: Promise<unknown>): Promise<SidecarError> {
 describe("createEpisodeLedger", () => {
   test("journals every transition with the injected clock, before admit resolves", async () => {
     const { ledger, journal } = setup();
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    ledger.register({ batchId: "b1", calls: [record("c1")] });
     ledger.delivered("b1");
     const admission = await ledger.admit(recordCallback());
     expect(journal.at(-1)).toEqual({ type: "claimed", at: 1_002, callId: "c1", by: "name_args" });
@@ -63,7 +63,7 @@ describe("createEpisodeLedger", () => {
 
   test("a callback waiting for delivery is admitted when the delivery completes", async () => {
     const { ledger } = setup();
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    ledger.register({ batchId: "b1", calls: [record("c1")] });
     let settled = false;
     const pending = ledger.admit(recordCallback("n1", "c1")).finally(() => {
       settled = true;
@@ -76,7 +76,7 @@ describe("createEpisodeLedger", () => {
 
   test("a callback waiting for delivery is refused when the batch is revoked", async () => {
     const { ledger, journal } = setup();
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    ledger.register({ batchId: "b1", calls: [record("c1")] });
     const pending = ledger.admit(recordCallback());
     await tick();
     ledger.revoke("b1", "client disconnected");
@@ -87,7 +87,7 @@ describe("createEpisodeLedger", () => {
 
   test("the delivery wait is bounded", async () => {
     const { ledger, journal } = setup({ deliveryWaitMs: 20 });
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    ledger.register({ batchId: "b1", calls: [record("c1")] });
     const started = performance.now();
     const error = await rejection(ledger.admit(recordCallback("n1", "c1")));
     expect(performance.now() - started).toBeGreaterThanOrEqual(15);
@@ -98,7 +98,7 @@ describe("createEpisodeLedger", () => {
 
   test("two identical concurrent callbacks run both calls in batch order; a third is refused", async () => {
     const { ledger } = setup();
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    ledger.register({ batchId: "b1", calls: [record("c1"), record("c2")] });
     const first = ledger.admit(recordCallback());
     const second = ledger.admit(recordCallback());
     ledger.delivered("b1");
@@ -113,7 +113,7 @@ describe("createEpisodeLedger", () => {
 
   test("call 2 is admitted only after call 1 is acknowledged, even if its callback comes first", async () => {
     const { ledger, journal } = setup();
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1", "a"), record("c2", "b")] });
+    ledger.register({ batchId: "b1", calls: [record("c1", "a"), record("c2", "b")] });
     ledger.delivered("b1");
     const order: string[] = [];
     const second = ledger.admit(recordCallback("b", "c2")).then((admission) => {
@@ -136,7 +136,7 @@ describe("createEpisodeLedger", () => {
 
   test("a call goes ahead after the bound when an earlier call was never claimed, which is then skipped", async () => {
     const { ledger, journal } = setup({ previousAckWaitMs: 20 });
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1", "a"), record("c2", "b")] });
+    ledger.register({ batchId: "b1", calls: [record("c1", "a"), record("c2", "b")] });
     ledger.delivered("b1");
     const second = await ledger.admit(recordCallback("b", "c2"));
     expect(second.call.id).toBe("c2");
@@ -147,7 +147,7 @@ describe("createEpisodeLedger", () => {
 
   test("a call is refused after the bound when an earlier call is running unacknowledged", async () => {
     const { ledger } = setup({ previousAckWaitMs: 20 });
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1", "a"), record("c2", "b")] });
+    ledger.register({ batchId: "b1", calls: [record("c1", "a"), record("c2", "b")] });
     ledger.delivered("b1");
     (await ledger.admit(recordCallback("a"))).submitted();
     const error = await rejection(ledger.admit(recordCallback("b")));
@@ -160,8 +160,8 @@ describe("createEpisodeLedger", () => {
 
   test("close refuses waiting and later callbacks and fails calls that have not started", async () => {
     const { ledger } = setup();
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1", "a"), record("c2", "b")] });
-    ledger.register({ batchId: "b2", exchangeId: "x2", calls: [record("c3", "c")] });
+    ledger.register({ batchId: "b1", calls: [record("c1", "a"), record("c2", "b")] });
+    ledger.register({ batchId: "b2", calls: [record("c3", "c")] });
     ledger.delivered("b1");
     const gated = ledger.admit(recordCallback("b"));
     const waiting = ledger.admit(recordCallback("c"));
@@ -174,16 +174,13 @@ describe("createEpisodeLedger", () => {
     expect(refused.kind).toBe("episode_closed");
     expect(refused.message).toBe("tool call refused: episode admission is closed (episode cancelled)");
     expect((await rejection(ledger.admit(recordCallback("a")))).kind).toBe("episode_closed");
-    expect(() => ledger.register({ batchId: "b3", exchangeId: "x3", calls: [record("c4")] })).toThrow(
-      "closed",
-    );
+    expect(() => ledger.register({ batchId: "b3", calls: [record("c4")] })).toThrow("closed");
   });
 
   test("drain waits for admitted calls and reports those that did not finish", async () => {
     const { ledger } = setup();
     ledger.register({
       batchId: "b1",
-      exchangeId: "x1",
       calls: [record("c1"), { ...record("c2"), tool: "observe" }],
     });
     ledger.delivered("b1");
@@ -199,7 +196,7 @@ describe("createEpisodeLedger", () => {
     expect(await drained).toEqual({ unfinished: [] });
 
     const other = setup().ledger;
-    other.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    other.register({ batchId: "b1", calls: [record("c1")] });
     other.delivered("b1");
     (await other.admit(recordCallback())).submitted();
     expect(await other.drain({ timeoutMs: 20 })).toEqual({ unfinished: ["c1"] });
@@ -216,7 +213,7 @@ describe("createEpisodeLedger", () => {
       deliveryWaitMs: 50,
       previousAckWaitMs: 50,
     });
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    ledger.register({ batchId: "b1", calls: [record("c1"), record("c2")] });
     ledger.delivered("b1");
     fail = true;
     const error = await rejection(ledger.admit(recordCallback()));
@@ -231,7 +228,7 @@ describe("createEpisodeLedger", () => {
 describe("restoreEpisodeLedger", () => {
   test("after a restart nothing from before can run, and unfinished calls are uncertain", async () => {
     const { ledger, journal } = setup();
-    ledger.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2"), record("c3")] });
+    ledger.register({ batchId: "b1", calls: [record("c1"), record("c2"), record("c3")] });
     ledger.delivered("b1");
     const a = await ledger.admit(recordCallback());
     a.submitted();

@@ -23,10 +23,13 @@ export const ledgerCallInputSchema = z.object({
 });
 export type LedgerCallInput = z.infer<typeof ledgerCallInputSchema>;
 
-/** The tool calls of one validated model response, registered just before it is sent. */
+/**
+ * The tool calls of one validated model response, registered just before it is sent.
+ * A batch is named by the exchange that delivers it (`ex_NNNN`). Journals written
+ * before also carried that id a second time as `exchangeId`; parsing drops it.
+ */
 export const ledgerBatchSchema = z.object({
   batchId: id,
-  exchangeId: id,
   calls: z.array(ledgerCallInputSchema),
 });
 export type LedgerBatchInput = z.infer<typeof ledgerBatchSchema>;

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { SidecarError } from "../lib/errors.ts";
+import { ledgerEventSchema } from "./events.ts";
 import {
   checkBatchOrder,
   registerBatch,
@@ -20,10 +21,8 @@ function admittedId(outcome: ReturnType<typeof matchCallback>["outcome"]): strin
 describe("registerBatch", () => {
   test("registers pending calls and journals them", () => {
     const l = run();
-    const { events } = l.register({ batchId: "b1", exchangeId: "x1", calls: [observe("c1"), record("c2")] });
-    expect(events).toEqual([
-      { type: "registered", batchId: "b1", exchangeId: "x1", calls: [observe("c1"), record("c2")] },
-    ]);
+    const { events } = l.register({ batchId: "b1", calls: [observe("c1"), record("c2")] });
+    expect(events).toEqual([{ type: "registered", batchId: "b1", calls: [observe("c1"), record("c2")] }]);
     expect(l.state.calls.get("c2")).toMatchObject({
       status: "pending",
       index: 1,
@@ -33,7 +32,7 @@ describe("registerBatch", () => {
 
   test("a duplicate id within the batch or the episode registers nothing", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [observe("c1")] });
+    l.register({ batchId: "b1", calls: [observe("c1")] });
     const before = l.state;
     for (const calls of [
       [record("c2"), record("c2")],
@@ -41,7 +40,7 @@ describe("registerBatch", () => {
     ]) {
       let thrown: unknown;
       try {
-        registerBatch(before, { batchId: "b2", exchangeId: "x2", calls });
+        registerBatch(before, { batchId: "b2", calls });
       } catch (error) {
         thrown = error;
       }
@@ -55,7 +54,7 @@ describe("registerBatch", () => {
   test("nothing is registered once admission is closed", () => {
     const l = run();
     l.close("cancelled");
-    expect(() => l.register({ batchId: "b1", exchangeId: "x1", calls: [observe("c1")] })).toThrow(
+    expect(() => l.register({ batchId: "b1", calls: [observe("c1")] })).toThrow(
       "episode admission is closed (cancelled)",
     );
   });
@@ -64,7 +63,7 @@ describe("registerBatch", () => {
 describe("delivery", () => {
   test("a callback for a pending call waits; after delivery it is admitted", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.register({ batchId: "b1", calls: [record("c1")] });
     expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({ kind: "wait", batchId: "b1" });
     expect(l.match(byId("record", { nonce: "n1" }, "c1"))).toEqual({ kind: "wait", batchId: "b1" });
     l.deliver("b1");
@@ -73,7 +72,7 @@ describe("delivery", () => {
 
   test("a revoked call is refused, with and without identity", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.register({ batchId: "b1", calls: [record("c1")] });
     l.revoke("b1");
     expect(l.match(byId("record", { nonce: "n1" }, "c1"))).toEqual({
       kind: "refused",
@@ -85,8 +84,8 @@ describe("delivery", () => {
 
   test("delivered and revoked are final and idempotent", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
-    l.register({ batchId: "b2", exchangeId: "x2", calls: [record("c2")] });
+    l.register({ batchId: "b1", calls: [record("c1")] });
+    l.register({ batchId: "b2", calls: [record("c2")] });
     l.deliver("b1");
     expect(l.deliver("b1").events).toEqual([]);
     expect(() => l.revoke("b1")).toThrow("already delivered");
@@ -98,9 +97,9 @@ describe("delivery", () => {
 
   test("a delivered candidate is preferred over waiting for a pending one", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.register({ batchId: "b1", calls: [record("c1")] });
     l.deliver("b1");
-    l.register({ batchId: "b2", exchangeId: "x2", calls: [record("c2")] });
+    l.register({ batchId: "b2", calls: [record("c2")] });
     expect(admittedId(l.match(byArgs("record", { nonce: "n1" })))).toBe("c1");
     expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({ kind: "wait", batchId: "b2" });
   });
@@ -109,7 +108,7 @@ describe("delivery", () => {
 describe("batch order and execution", () => {
   function batchOfThree() {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2"), record("c3")] });
+    l.register({ batchId: "b1", calls: [record("c1"), record("c2"), record("c3")] });
     l.deliver("b1");
     return l;
   }
@@ -166,7 +165,7 @@ describe("batch order and execution", () => {
 describe("replayJournal", () => {
   test("rebuilds the state, closes admission, reports claimed calls without outcome as uncertain", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [observe("o1"), record("c1"), record("c2")] });
+    l.register({ batchId: "b1", calls: [observe("o1"), record("c1"), record("c2")] });
     l.deliver("b1");
     l.match(byArgs("observe", {}));
     l.execute("o1", { type: "submitted" });
@@ -187,14 +186,24 @@ describe("replayJournal", () => {
         code: "admission_closed",
       });
     }
-    expect(() => registerBatch(replayed, { batchId: "b9", exchangeId: "x9", calls: [] })).toThrow(
-      "restarted",
-    );
+    expect(() => registerBatch(replayed, { batchId: "b9", calls: [] })).toThrow("restarted");
+  });
+
+  test("a journal written when batches also carried exchangeId replays the same", () => {
+    const old = [
+      '{"type":"registered","at":1,"batchId":"ex_0001","exchangeId":"ex_0001","calls":[{"id":"c1","modelName":"mcp__ura__record","tool":"record","args":{"nonce":"n1"}}]}',
+      '{"type":"delivered","at":2,"batchId":"ex_0001"}',
+    ].map((line) => ledgerEventSchema.parse(JSON.parse(line)));
+    const l = run();
+    l.register({ batchId: "ex_0001", calls: [record("c1")] });
+    l.deliver("ex_0001");
+    expect(old[0]).not.toHaveProperty("exchangeId");
+    expect(summarizeLedger(replayJournal(old))).toEqual(summarizeLedger(replayJournal(l.journal)));
   });
 
   test("every prefix of a journal replays", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    l.register({ batchId: "b1", calls: [record("c1"), record("c2")] });
     l.deliver("b1");
     l.match(byArgs("record", { nonce: "n1" }));
     l.execute("c1", { type: "submitted" });

@@ -56,7 +56,6 @@ const releasingStatuses: readonly CallStatus[] = [
 export interface LedgerCall {
   readonly id: string;
   readonly batchId: string;
-  readonly exchangeId: string;
   /** Position within the batch. */
   readonly index: number;
   readonly modelName: string;
@@ -74,7 +73,6 @@ export interface LedgerCall {
 
 export interface LedgerBatch {
   readonly batchId: string;
-  readonly exchangeId: string;
   readonly status: "pending" | "delivered" | "revoked";
   readonly callIds: readonly string[];
 }
@@ -174,7 +172,6 @@ export function registerBatch(state: LedgerState, batch: LedgerBatchInput): Tran
     {
       type: "registered",
       batchId: batch.batchId,
-      exchangeId: batch.exchangeId,
       calls: batch.calls.map(({ id, modelName, tool, args }) => ({ id, modelName, tool, args })),
     },
   ]);
@@ -332,7 +329,6 @@ export function applyLedgerEvent(state: LedgerState, event: LedgerEventBody): Le
         calls.set(call.id, {
           ...call,
           batchId: event.batchId,
-          exchangeId: event.exchangeId,
           index,
           canonicalArgs: canonicalArguments(call.args),
           status: "pending",
@@ -340,7 +336,6 @@ export function applyLedgerEvent(state: LedgerState, event: LedgerEventBody): Le
       });
       const batch: LedgerBatch = {
         batchId: event.batchId,
-        exchangeId: event.exchangeId,
         status: "pending",
         callIds: event.calls.map((call) => call.id),
       };

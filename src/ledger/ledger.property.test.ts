@@ -133,7 +133,7 @@ function simulate(ops: Op[]) {
         let threw = false;
         attempt(() => {
           try {
-            return registerBatch(state, { batchId, exchangeId: `x${batchId}`, calls });
+            return registerBatch(state, { batchId, calls });
           } catch (error) {
             threw = true;
             throw error;
@@ -319,7 +319,7 @@ describe("ledger properties", () => {
           tool: "record",
           args: { nonce: "n", i: 0 },
         }));
-        let state = registerBatch(createLedgerState(), { batchId: "b", exchangeId: "x", calls }).state;
+        let state = registerBatch(createLedgerState(), { batchId: "b", calls }).state;
         state = markDelivered(state, "b").state;
         const outcomes: string[] = [];
         for (let k = 0; k < callbacks; k++) {

@@ -13,7 +13,7 @@ function admittedId(outcome: ReturnType<typeof matchCallback>["outcome"]): strin
 describe("matching", () => {
   test("two identical calls in one batch are both admitted; a third identical callback is refused", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    l.register({ batchId: "b1", calls: [record("c1"), record("c2")] });
     l.deliver("b1");
     expect(admittedId(l.match(byArgs("record", { nonce: "n1" })))).toBe("c1");
     expect(admittedId(l.match(byArgs("record", { nonce: "n1", wait_for_previous: true })))).toBe("c2");
@@ -30,12 +30,10 @@ describe("matching", () => {
     const l = run();
     l.register({
       batchId: "b1",
-      exchangeId: "x1",
       calls: [{ id: "m1", modelName: "ura_move", tool: "move", args: { x: 1, y: 2 } }, record("c1")],
     });
     l.register({
       batchId: "b2",
-      exchangeId: "x2",
       calls: [{ id: "m2", modelName: "ura_move", tool: "move", args: { y: 2, x: 1 } }],
     });
     l.deliver("b1");
@@ -46,7 +44,7 @@ describe("matching", () => {
 
   test("identity matches exactly that call, never another one by name + arguments", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), record("c2")] });
+    l.register({ batchId: "b1", calls: [record("c1"), record("c2")] });
     l.deliver("b1");
     expect(admittedId(l.match(byId("record", { nonce: "n1", _callID: "c2" }, "c2")))).toBe("c2");
     expect(l.match(byId("record", { nonce: "n1" }, "c2"))).toMatchObject({
@@ -65,7 +63,7 @@ describe("matching", () => {
 
   test("identity with different arguments or tool is refused", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1"), observe("o1")] });
+    l.register({ batchId: "b1", calls: [record("c1"), observe("o1")] });
     l.deliver("b1");
     expect(l.match(byId("record", { nonce: "other" }, "c1"))).toEqual({
       kind: "refused",
@@ -82,7 +80,7 @@ describe("matching", () => {
 
   test("a callback that matches nothing is refused and journaled", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.register({ batchId: "b1", calls: [record("c1")] });
     l.deliver("b1");
     expect(l.match(byArgs("record", { nonce: "forged" }))).toMatchObject({
       kind: "refused",
@@ -97,7 +95,7 @@ describe("matching", () => {
 
   test("after admission closes every callback is refused", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.register({ batchId: "b1", calls: [record("c1")] });
     l.deliver("b1");
     l.close("episode cancelled");
     expect(l.match(byArgs("record", { nonce: "n1" }))).toEqual({
@@ -112,7 +110,7 @@ describe("matching", () => {
 describe("refuseCallback", () => {
   test("journals a refusal decided elsewhere, with the identity and canonical arguments, and claims nothing", () => {
     const l = run();
-    l.register({ batchId: "b1", exchangeId: "x1", calls: [record("c1")] });
+    l.register({ batchId: "b1", calls: [record("c1")] });
     l.deliver("b1");
     l.refuse(byId("record", { nonce: "n1" }, "c1"), "the delivery wait ran out");
     l.refuse(byArgs("record", { nonce: 1n }), "unserialisable");

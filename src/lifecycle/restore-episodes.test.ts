@@ -58,7 +58,6 @@ async function episodeWithClaimedCall(store: ReturnType<typeof setup>["store"]) 
   const episode = store.create({ max_turns: 0 });
   episode.ledger.register({
     batchId: "ex_0001",
-    exchangeId: "ex_0001",
     calls: [
       { id: "call_a", modelName: "mcp__ura__record", tool: "record", args: { nonce: "n1" } },
       { id: "call_b", modelName: "mcp__ura__record", tool: "record", args: { nonce: "n2" } },

@@ -97,7 +97,6 @@ export function deliverBatch(
   const batchId = `test_batch_${batchSeq}`;
   episode.ledger.register({
     batchId,
-    exchangeId: batchId,
     calls: calls.map((c) => ({
       id: c.id,
       modelName: c.modelName ?? `mcp__ura__${c.tool}`,
