@@ -276,7 +276,7 @@ describe("durable claims", () => {
       deliveryWaitMs: 200,
       previousAckWaitMs: 200,
     });
-    ledger.register({ batchId: "b1", exchangeId: "ex_1", calls: [record("c1")] });
+    ledger.register({ batchId: "b1", calls: [record("c1")] });
     ledger.delivered("b1");
     let admitted = false;
     const admission = ledger.admit(recordCallback("n1", "c1")).then((a) => {
@@ -301,7 +301,7 @@ describe("durable claims", () => {
       deliveryWaitMs: 200,
       previousAckWaitMs: 200,
     });
-    ledger.register({ batchId: "b1", exchangeId: "ex_1", calls: [record("c1")] });
+    ledger.register({ batchId: "b1", calls: [record("c1")] });
     ledger.delivered("b1");
     const error = await rejection(ledger.admit(recordCallback("n1", "c1")));
     expect(error.message).toMatch(/could not be made durable \(EIO.*never reached the executor/);
