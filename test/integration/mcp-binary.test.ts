@@ -45,9 +45,9 @@ const tools = ["observe", "record", "finish"].map((name) => ({
 type Block = Record<string, unknown> & { type: string };
 type ToolUse = { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
 
-/** One model exchange through the Messages ingress (what Claude Code would send). */
-async function exchange(episode: LaunchInfo, messages: unknown[]): Promise<Block[]> {
-  const res = await fetch(`${episode.urls.anthropic}/v1/messages`, {
+/** A Messages request as Claude Code would send it. */
+function postMessages(episode: LaunchInfo, messages: unknown[]): Promise<Response> {
+  return fetch(`${episode.urls.anthropic}/v1/messages`, {
     method: "POST",
     headers: {
       "content-type": "application/json",
@@ -56,6 +56,11 @@ async function exchange(episode: LaunchInfo, messages: unknown[]): Promise<Block
     },
     body: JSON.stringify({ model: "qwen3-vl-plus", max_tokens: 1024, messages, tools }),
   });
+}
+
+/** One model exchange through the Messages ingress. */
+async function exchange(episode: LaunchInfo, messages: unknown[]): Promise<Block[]> {
+  const res = await postMessages(episode, messages);
   expect(res.status).toBe(200);
   return ((await res.json()) as { content: Block[] }).content;
 }
@@ -244,15 +249,7 @@ describe("ura MCP server in the compiled binary", () => {
     const messages = [{ role: "user", content: "hello" }];
     const first = await exchange(episode, messages);
     expect(first.length).toBeGreaterThan(0);
-    const res = await fetch(`${episode.urls.anthropic}/v1/messages`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-api-key": episode.ingress_key,
-        "anthropic-version": "2023-06-01",
-      },
-      body: JSON.stringify({ model: "qwen3-vl-plus", max_tokens: 1024, messages, tools }),
-    });
+    const res = await postMessages(episode, messages);
     expect(res.status).toBe(400);
     expect(await res.text()).toContain("max_turns");
     const status = await sidecar.episode(episode.id);
@@ -280,20 +277,7 @@ describe("ura MCP server in the compiled binary", () => {
     });
     expect(late.isError).toBe(true);
     expect(text(late)).toContain("refused");
-    const res = await fetch(`${episode.urls.anthropic}/v1/messages`, {
-      method: "POST",
-      headers: {
-        "content-type": "application/json",
-        "x-api-key": episode.ingress_key,
-        "anthropic-version": "2023-06-01",
-      },
-      body: JSON.stringify({
-        model: "qwen3-vl-plus",
-        max_tokens: 1024,
-        messages: [{ role: "user", content: "again" }],
-        tools,
-      }),
-    });
+    const res = await postMessages(episode, [{ role: "user", content: "again" }]);
     expect(res.status).toBe(400);
     expect(journal(episode).some((e) => e.type === "submitted")).toBe(false);
     await client.close();
