@@ -66,7 +66,9 @@ export function createEpisodeRecords(options: RecordsOptions) {
       files.set(name, file);
     }
     try {
-      options.written?.(name, file.append(`${lines.join("\n")}\n`));
+      // Appended first, then reported: an optional call would skip the append with its argument.
+      const bytes = file.append(`${lines.join("\n")}\n`);
+      options.written?.(name, bytes);
     } catch (error) {
       noteFailure(error);
     }
