@@ -37,6 +37,11 @@ export type ExchangeDeps = {
   logger: Logger;
   /** Aborted when the sidecar shuts down: cancels upstream requests and retry waits. */
   shutdownSignal: AbortSignal;
+  /**
+   * Removes every configured secret from what is sent to the client (an upstream may
+   * echo its bearer in an error message or an answer), as from logs and records.
+   */
+  redact: (text: string) => string;
 };
 
 export type ExchangeSpec = {
@@ -86,7 +91,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   } catch (error) {
     // No record, no exchange: nothing goes upstream for a request we could not record.
     log.error("cannot record the client request; exchange refused", { message: (error as Error).message });
-    return spec.renderError(exchangeError(error));
+    return spec.renderError(redactError(exchangeError(error), deps.redact));
   }
 
   let holdsTurn = false;
@@ -113,7 +118,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     }
     episode.persistSoon();
     log.warn("exchange failed", { kind: error.kind, status: error.status, message: error.message });
-    return spec.renderError(error);
+    return spec.renderError(redactError(error, deps.redact));
   };
 
   const closed = episode.closedReason();
@@ -218,7 +223,8 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   let rendered: Rendered;
   let batchId: string | undefined;
   try {
-    rendered = spec.render(response, hub);
+    const raw = spec.render(response, hub);
+    rendered = { ...raw, chunks: raw.chunks.map(deps.redact) };
     const robotCalls = response.toolCalls.flatMap((call) => {
       const tool = episode.toolFor(call.name);
       return tool
@@ -347,4 +353,16 @@ function revokeQuietly(episode: Episode, batchId: string, reason: string, log: L
   } catch (error) {
     log.error("cannot revoke the batch", { batch: batchId, message: (error as Error).message });
   }
+}
+
+/** The same error with every configured secret removed from what the client reads. */
+function redactError(error: SidecarError, redact: (text: string) => string): SidecarError {
+  const message = redact(error.message);
+  const param = error.param === undefined ? undefined : redact(error.param);
+  if (message === error.message && param === error.param) return error;
+  return new SidecarError(error.kind, message, {
+    ...(param === undefined ? {} : { param }),
+    cause: error,
+    episodeFatal: error.episodeFatal,
+  });
 }

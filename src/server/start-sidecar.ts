@@ -12,6 +12,7 @@ import { createApp } from "../app.ts";
 import type { Secrets } from "../config/load-config.ts";
 import { ConfigError, parseListen } from "../config/load-config.ts";
 import type { Config } from "../config/schema.ts";
+import { secretWeakness } from "../config/secret-strength.ts";
 import { createEpisodeStore, episodeUrls } from "../episodes/episode-store.ts";
 import { createRandomIds, type Ids } from "../episodes/ids.ts";
 import { codecsWarmedCheck, dataDirWritableCheck } from "../health/readiness.ts";
@@ -52,6 +53,11 @@ export async function startSidecar(options: StartOptions) {
   const { config, out } = options;
   const clock = options.clock ?? Date.now;
   const ids = options.ids ?? createRandomIds();
+  const weak = [
+    secretWeakness("URA_UPSTREAM_API_KEY", options.secrets.upstreamApiKey),
+    secretWeakness("URA_CONTROL_PASSWORD", options.secrets.controlPassword),
+  ].filter((problem) => problem !== undefined);
+  if (weak.length > 0) throw new ConfigError(weak);
   const secrets: string[] = [];
   const registerSecret = (s: string) => secrets.push(s);
   if (options.secrets.upstreamApiKey) registerSecret(options.secrets.upstreamApiKey);
@@ -185,6 +191,7 @@ export async function startSidecar(options: StartOptions) {
       maxOutputTokens: config.upstream.max_output_tokens,
       logger,
       shutdownSignal: shutdownController.signal,
+      redact,
     },
   };
 

@@ -103,6 +103,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
       maxOutputTokens: config.upstream.max_output_tokens,
       logger,
       shutdownSignal: shutdown.signal,
+      redact,
     },
     control: { episodes, controlPassword: inProcessControlPassword, shutdown: () => {} },
     version: "test",
