@@ -230,6 +230,8 @@ export function createEpisode(init: EpisodeInit) {
       return work;
     },
     inFlight,
+    /** Deliveries still being written, each with its revocation (shutdown revokes what never settled). */
+    deliveries: new Set<(reason: string) => void>(),
     abort: (reason: Error) => abort.abort(reason),
     describe() {
       return {

@@ -271,9 +271,16 @@ function deliver(
   const { episode } = spec;
   let next = 0;
   let settled = false;
+  // Shutdown waits for this delivery to settle, and revokes it if it never does (drain-episodes.ts).
+  const { promise: settledPromise, resolve: resolveSettled } = Promise.withResolvers<void>();
+  const revokeOnShutdown = (reason: string) => settle("revoked", reason);
+  episode.deliveries.add(revokeOnShutdown);
+  void episode.track(settledPromise);
   const settle = (outcome: "delivered" | "revoked", reason?: string) => {
     if (settled) return;
     settled = true;
+    episode.deliveries.delete(revokeOnShutdown);
+    resolveSettled();
     episode.releaseTurn();
     let recorded = true;
     try {
@@ -312,12 +319,17 @@ function deliver(
       log.warn("delivery failed; calls revoked", { reason, batch: batchId });
     }
   };
+  const closedByClient = "client closed the connection";
+  // A client that left while the answer was being prepared (upstream done, records synced) gets nothing.
+  if (spec.clientSignal.aborted) settle("revoked", closedByClient);
   const stream = new ReadableStream<Uint8Array>({
     pull(controller) {
       const chunk = rendered.chunks[next];
       if (chunk === undefined) {
         controller.close();
-        settle("delivered");
+        // "Delivered" = the last byte was handed to the server for the socket (docs/design.md);
+        // a peer close noticed by then is a failed delivery.
+        settle(spec.clientSignal.aborted ? "revoked" : "delivered", closedByClient);
         return;
       }
       next += 1;
@@ -327,9 +339,7 @@ function deliver(
       settle("revoked", reason instanceof Error ? reason.message : String(reason ?? "client went away"));
     },
   });
-  spec.clientSignal.addEventListener("abort", () => settle("revoked", "client closed the connection"), {
-    once: true,
-  });
+  spec.clientSignal.addEventListener("abort", () => settle("revoked", closedByClient), { once: true });
   return new Response(stream, {
     status: 200,
     headers: { "content-type": rendered.contentType, "cache-control": "no-cache" },

@@ -81,6 +81,9 @@ export function freezeEpisodes(
 ): Map<string, Record<string, unknown>> {
   const markers = new Map<string, Record<string, unknown>>();
   for (const episode of episodes) {
+    // A delivery still being written when the drain ended can no longer be confirmed: its calls are revoked.
+    for (const revoke of [...episode.deliveries])
+      revoke("the sidecar shut down before the delivery completed");
     const unfinished = drain.unfinishedCalls.get(episode.id) ?? [];
     const pending = drain.pendingHandlers.get(episode.id) ?? 0;
     const complete = unfinished.length === 0 && pending === 0;

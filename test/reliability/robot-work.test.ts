@@ -6,13 +6,18 @@
  * might make them. Needs `make build` (dist/ura-sidecar).
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import { type CannedUpstream, serveCannedUpstream } from "../support/canned-upstream.ts";
 import {
   callBack,
   deliveredCalls,
+  exchangesOf,
+  leaveAfter,
   ledgerOf,
   mcpClient,
   responsesTurn,
+  stallAfterFirstBytes,
   startHardenedSidecar,
   textOf,
 } from "../support/hardening-kit.ts";
@@ -154,5 +159,64 @@ describe("max_turns under concurrency", () => {
     expect(ran).toBe(2);
     expect(upstream.received.length).toBeLessThanOrEqual(2);
     expect((await sidecar.episode(episode.id)).counters.delivered_exchanges).toBe(2);
+  });
+});
+
+describe("delivery and the client that leaves", () => {
+  let sidecar: SidecarProcess;
+  beforeAll(async () => {
+    sidecar = await startHardenedSidecar(upstream);
+  });
+  afterAll(async () => {
+    await sidecar.stop();
+  });
+
+  test("a client that closes before any byte of the answer arrived never gets its calls run", async () => {
+    let trials = 0;
+    for (let i = 0; i < 12; i++) {
+      upstream.reset();
+      const episode = await sidecar.createEpisode();
+      upstream.reply({
+        kind: "slow",
+        ms: 20,
+        reply: { kind: "calls", calls: [{ id: `call_leave_${i}`, name: "ura_observe", arguments: "{}" }] },
+      });
+      // Closing around the moment the upstream answers: before, during or after the sidecar's records work.
+      const received = await leaveAfter(episode, 15 + (i % 6) * 3);
+      await Bun.sleep(100);
+      if (received > 0) continue;
+      trials += 1;
+      const client = await mcpClient(episode);
+      const result = await callBack(client, "observe", {}, `call_leave_${i}`);
+      await client.close();
+      expect(result.isError).toBe(true);
+      expect(ledgerOf(episode).filter((e) => e.type === "delivered")).toEqual([]);
+    }
+    expect(trials).toBeGreaterThan(0);
+  });
+});
+
+describe("shutdown during a delivery", () => {
+  test("SIGTERM while the client still reads a large answer: drain overrun (exit 3, complete:false), batch revoked, status recorded", async () => {
+    const sidecar = await startHardenedSidecar(upstream, { shutdown: { drain_deadline_ms: 1500 } });
+    const episode = await sidecar.createEpisode();
+    upstream.reset();
+    upstream.calls({
+      id: "call_big",
+      name: "ura_record",
+      arguments: JSON.stringify({ nonce: "q".repeat(16 * 1024 * 1024) }),
+    });
+    const client = await stallAfterFirstBytes(episode);
+    expect(client.first).toStartWith("HTTP/1.1 200");
+    const code = await sidecar.stop("SIGTERM");
+    client.close();
+    expect(code).toBe(3);
+    const frozen = JSON.parse(readFileSync(join(episode.records_dir, "frozen.json"), "utf8"));
+    expect(frozen).toMatchObject({ complete: false });
+    const ledger = ledgerOf(episode).map((e) => e.type);
+    expect(ledger).toContain("registered");
+    expect(ledger).toContain("revoked");
+    expect(exchangesOf(episode).find((l) => l.stage === "status")).toMatchObject({ status: "revoked" });
+    expect(sidecar.output()).not.toMatch(/SidecarError|uncaught/i);
   });
 });

@@ -130,3 +130,28 @@ export async function stallAfterFirstBytes(
   const first = await promise;
   return { first, close: () => socket.destroy() };
 }
+
+/**
+ * A client that sends a Responses request over a raw socket and closes it after
+ * `closeAfterMs`, having read nothing: resolves with the bytes it had received
+ * by then (0 when the answer had not arrived).
+ */
+export async function leaveAfter(episode: LaunchInfo, closeAfterMs: number): Promise<number> {
+  const { connect } = await import("node:net");
+  const url = new URL(`${episode.urls.responses}/responses`);
+  const body = JSON.stringify({ model: "m", input: [{ role: "user", content: "go" }], tools: turnTools });
+  const socket = connect(Number(url.port), url.hostname);
+  let received = 0;
+  socket.on("data", (data) => {
+    received += data.length;
+  });
+  socket.on("error", () => {});
+  socket.write(
+    `POST ${url.pathname} HTTP/1.1\r\nhost: ${url.host}\r\ncontent-type: application/json\r\n` +
+      `authorization: Bearer ${episode.ingress_key}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+  await Bun.sleep(closeAfterMs);
+  const got = received;
+  socket.destroy();
+  return got;
+}
