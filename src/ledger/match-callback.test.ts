@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { closeAdmission, summarizeLedger } from "./ledger-state.ts";
+import { checkBatchOrder, closeAdmission, summarizeLedger } from "./ledger-state.ts";
 import { byArgs, byId, observe, record, runLedger } from "./ledger-test-kit.ts";
 import type { matchCallback } from "./match-callback.ts";
 
@@ -26,7 +26,7 @@ describe("matching", () => {
     expect(summarizeLedger(l.state)).toMatchObject({ claimed: ["c1", "c2"], refusedCallbacks: 1 });
   });
 
-  test("name + arguments match in delivery order, whatever the key order", () => {
+  test("name + arguments match the newest batch first (in delivery order within it), whatever the key order", () => {
     const l = run();
     l.register({
       batchId: "b1",
@@ -38,8 +38,8 @@ describe("matching", () => {
     });
     l.deliver("b1");
     l.deliver("b2");
-    expect(admittedId(l.match(byArgs("move", { y: 2, x: 1 })))).toBe("m1");
-    expect(admittedId(l.match(byArgs("move", { x: 1, y: 2 })))).toBe("m2");
+    expect(admittedId(l.match(byArgs("move", { y: 2, x: 1 })))).toBe("m2");
+    expect(admittedId(l.match(byArgs("move", { x: 1, y: 2 })))).toBe("m1");
   });
 
   test("identity matches exactly that call, never another one by name + arguments", () => {
@@ -134,4 +134,18 @@ describe("refuseCallback", () => {
     expect(summarizeLedger(l.state)).toMatchObject({ claimed: [], refusedCallbacks: 2 });
     expect(l.state.calls.get("c1")?.status).toBe("delivered");
   });
+});
+
+test("an unrun call of an older batch never jumps the newest batch's order (id-less client)", () => {
+  const l = run();
+  l.register({ batchId: "b1", calls: [record("orphan")] });
+  l.deliver("b1");
+  l.register({
+    batchId: "b2",
+    calls: [observe("obs"), record("rec")],
+  });
+  l.deliver("b2");
+  // record(n) arrives with observe: it is batch 2's record, which waits for observe.
+  expect(admittedId(l.match(byArgs("record", { nonce: "n1" })))).toBe("rec");
+  expect(checkBatchOrder(l.state, "rec").kind).toBe("blocked");
 });

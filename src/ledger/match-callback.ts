@@ -2,8 +2,9 @@
  * Callback matching over the ledger state (pure): which delivered call, if any, an
  * MCP tool callback may run. The strongest identity the client offers wins — a
  * call id (`_meta` or the private `_callID` argument) names one call; without it,
- * the first unclaimed call of the same tool and canonical arguments in delivery
- * order. A call whose delivery is still being written makes the callback wait;
+ * the first unclaimed call of the same tool and canonical arguments in the newest
+ * batch that has one (an older batch's unrun call never jumps the newest answer's
+ * batch order). A call whose delivery is still being written makes the callback wait;
  * everything else that does not match is a recorded refusal.
  * See docs/design.md §5 and `ledger-state.ts` for the state machine itself.
  */
@@ -95,18 +96,27 @@ function decideMatch(state: LedgerState, callback: LedgerCallback): MatchOutcome
   }
   if (callback.identity !== undefined) return decideById(state, callback.tool, args, callback.identity.value);
 
-  let pendingBatch: string | undefined;
+  // Newest batch first: a matching call of an older batch the client never ran (an orphan)
+  // must not be claimed ahead of the newest answer's call, whose batch order it would skip.
+  // Within a batch, delivery order; an older batch's call is taken only when no newer batch
+  // has an open or pending match.
   let claimed = 0;
   let unavailable = 0;
-  for (const call of callsInDeliveryOrder(state)) {
-    if (call.tool !== callback.tool || call.canonicalArgs !== args) continue;
-    if (call.status === "delivered") return { kind: "admitted", call };
-    if (call.status === "pending") pendingBatch ??= call.batchId;
-    else if (runningStatuses.includes(call.status) || call.status === "completed" || call.status === "failed")
-      claimed++;
-    else unavailable++;
+  for (const batchId of [...state.batchOrder].reverse()) {
+    const batch = state.batches.get(batchId);
+    const matches = (batch?.callIds ?? [])
+      .map((id) => requireCall(state, id))
+      .filter((call) => call.tool === callback.tool && call.canonicalArgs === args);
+    if (matches.length === 0) continue;
+    const open = matches.find((call) => call.status === "delivered");
+    if (open !== undefined) return { kind: "admitted", call: open };
+    if (matches.some((call) => call.status === "pending")) return { kind: "wait", batchId };
+    const taken = matches.filter(
+      (call) => runningStatuses.includes(call.status) || call.status === "completed" || call.status === "failed",
+    ).length;
+    claimed += taken;
+    unavailable += matches.length - taken;
   }
-  if (pendingBatch !== undefined) return { kind: "wait", batchId: pendingBatch };
   const also =
     claimed + unavailable === 0
       ? ""

@@ -220,3 +220,36 @@ describe("shutdown during a delivery", () => {
     expect(sidecar.output()).not.toMatch(/SidecarError|uncaught/i);
   });
 });
+
+describe("batch order for clients that send no call id", () => {
+  let sidecar: SidecarProcess;
+  beforeAll(async () => {
+    sidecar = await startHardenedSidecar(upstream, {
+      executor: { kind: "inert", ack_delay_ms: 150, receipt_delay_ms: 0 },
+    });
+  });
+  afterAll(async () => {
+    await sidecar.stop();
+  });
+
+  test("an earlier batch's unrun record(n) does not let the newest batch's record(n) jump its observe", async () => {
+    upstream.reset();
+    const episode = await sidecar.createEpisode();
+    upstream.calls({ id: "call_orphan", name: "ura_record", arguments: '{"nonce":"n"}' });
+    await deliveredCalls(await responsesTurn(episode)); // the client never runs it
+    upstream.calls(
+      { id: "call_obs", name: "ura_observe", arguments: "{}" },
+      { id: "call_rec", name: "ura_record", arguments: '{"nonce":"n"}' },
+    );
+    await deliveredCalls(await responsesTurn(episode));
+    const client = await mcpClient(episode);
+    // Gemini-style: both calls of the batch at once, no call id.
+    await Promise.all([callBack(client, "observe", {}), callBack(client, "record", { nonce: "n" })]);
+    await client.close();
+    const journal = ledgerOf(episode);
+    const claimed = journal.filter((e) => e.type === "claimed").map((e) => e.callId);
+    expect(claimed.sort()).toEqual(["call_obs", "call_rec"]);
+    const submitted = journal.filter((e) => e.type === "submitted").map((e) => e.callId);
+    expect(submitted).toEqual(["call_obs", "call_rec"]);
+  });
+});
