@@ -112,7 +112,8 @@ function decideMatch(state: LedgerState, callback: LedgerCallback): MatchOutcome
     if (open !== undefined) return { kind: "admitted", call: open };
     if (matches.some((call) => call.status === "pending")) return { kind: "wait", batchId };
     const taken = matches.filter(
-      (call) => runningStatuses.includes(call.status) || call.status === "completed" || call.status === "failed",
+      (call) =>
+        runningStatuses.includes(call.status) || call.status === "completed" || call.status === "failed",
     ).length;
     claimed += taken;
     unavailable += matches.length - taken;
