@@ -118,6 +118,10 @@ describe("client kits", () => {
     expect(gemini.plan.args).toContain("qwen3-vl-plus"); // -m names the episode's model exactly
     const settings = JSON.parse(readFileSync(join(gemini.dir, "home/.gemini/settings.json"), "utf8"));
     expect(settings.mcpServers.ura.headers.Authorization).toBe(`Bearer ${mcpTokenReference}`);
+    // Chat compression asks the alias Gemini CLI picks for a model it does not know: the episode's model.
+    expect(settings.modelConfigs.customAliases["chat-compression-default"]).toEqual({
+      modelConfig: { model: "qwen3-vl-plus" },
+    });
 
     const codex = createKit({ client: "codex", episode, dir: join(root, "cx2") });
     const toml = readFileSync(join(codex.dir, "codex-home/config.toml"), "utf8");

@@ -16,6 +16,26 @@ import {
   mcpTokenReference,
 } from "./kit-plan.ts";
 
+/**
+ * Gemini CLI compresses a long chat by asking a model alias of its own
+ * (`chat-compression-default` for a model it does not know: gemini-3-pro-preview),
+ * which the sidecar refuses as an unknown model, ending the episode in
+ * provider_error. Every compression alias is pointed at the episode's model, so
+ * the summary request is an ordinary exchange through the same route.
+ */
+const compressionAliasNames = [
+  "chat-compression-default",
+  "chat-compression-3-pro",
+  "chat-compression-3-flash",
+  "chat-compression-3.1-flash-lite",
+  "chat-compression-2.5-pro",
+  "chat-compression-2.5-flash",
+  "chat-compression-2.5-flash-lite",
+];
+function compressionAliases(model: string): Record<string, { modelConfig: { model: string } }> {
+  return Object.fromEntries(compressionAliasNames.map((alias) => [alias, { modelConfig: { model } }]));
+}
+
 export function planGeminiKit(input: KitInput): KitPlan {
   const { dir, episode } = input;
   const common = commonKitParts(dir);
@@ -30,6 +50,7 @@ export function planGeminiKit(input: KitInput): KitPlan {
         privacy: { usageStatisticsEnabled: false },
         telemetry: { enabled: false },
         model: { disableLoopDetection: true },
+        modelConfigs: { customAliases: compressionAliases(model) },
         ide: { enabled: false },
         mcpServers: {
           ura: {

@@ -186,6 +186,20 @@ describe("POST /v1/responses", () => {
     expect(episode.state).toBe("running");
   });
 
+  test("/responses/compact → a final 400 at once, recorded as an auxiliary response; nothing upstream", async () => {
+    const { app, episode, scripted } = await setup();
+    const res = await postJson(app, `/e/${episode.id}/v1/responses/compact`, codexTurn(false), {
+      authorization: `Bearer ${episode.ingressKey}`,
+    });
+    expect(res.status).toBe(400);
+    expect(await res.json()).toMatchObject({
+      error: { type: "invalid_request_error", code: "unsupported_endpoint" },
+    });
+    expect(scripted.received).toHaveLength(0);
+    expect(episode.state).toBe("running");
+    expect(records(episode.records.dir, "auxiliary")).toMatchObject([{ operation: "compact", status: 400 }]);
+  });
+
   test("a body that is not JSON → 400", async () => {
     const { post } = await setup();
     const res = await post("{nope");

@@ -1,5 +1,6 @@
 /**
  * OpenAI Responses route for OpenCode and Codex CLI, mounted under /e/{episode}:
+ *   POST /v1/responses/compact   a final 400 (remote compaction is not offered)
  *   POST /v1/responses   one model exchange, JSON or SSE (`stream: true`); a
  *                        `previous_response_id` or `item_reference` is resolved
  *                        from this episode's delivered responses (stored-responses.ts)
@@ -23,9 +24,41 @@ import { resolveStoredInput, responseStoreOf } from "./stored-responses.ts";
 import { renderStream } from "./stream.ts";
 import { toHub } from "./to-hub.ts";
 
+/**
+ * Remote compaction is OpenAI's service; Codex with a custom provider (as the kits
+ * configure it) compacts with an ordinary /v1/responses request instead. Any
+ * client that asks for it gets this final 400 at once, not a bare 404 or a retry.
+ */
+const compactMessage =
+  "/responses/compact is not offered by this sidecar: compact with an ordinary /responses request (Codex does so with a custom model provider), or send the conversation in input";
+
 export function createResponsesRoutes(deps: IngressDeps): Hono {
   const app = new Hono();
   const seconds = () => Math.floor(deps.clock() / 1000);
+
+  app.post("/v1/responses/compact", async (c: Context) => {
+    let episode: Episode;
+    try {
+      episode = authenticateIngress(deps.episodes, c.req.param("episode") ?? "", c.req.raw.headers);
+    } catch (error) {
+      return renderResponsesError(toSidecarError(error));
+    }
+    await c.req.text();
+    const path = new URL(c.req.url).pathname;
+    episode.counters.auxiliary_responses += 1;
+    episode.records.auxiliary({
+      path,
+      status: 400,
+      protocol: "responses",
+      operation: "compact",
+      message: compactMessage,
+    });
+    episode.persist();
+    deps.logger.info("auxiliary response", { episode: episode.id, path, status: 400 });
+    return renderResponsesError(
+      new SidecarError("invalid_request", compactMessage, { code: "unsupported_endpoint" }),
+    );
+  });
 
   app.post("/v1/responses", async (c: Context) => {
     let episode: Episode;
