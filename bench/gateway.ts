@@ -100,7 +100,8 @@ const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.len
 
 /** Starts the Portkey AI gateway (npm @portkey-ai/gateway) under bun: its streaming fails under node. */
 async function startPortkey(): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
-  const port = 20000 + Math.floor(Math.random() * 20000);
+  // Below the kernel's ephemeral range (32768+), where outgoing connections and port-0 listeners land.
+  const port = 20000 + Math.floor(Math.random() * 12000);
   const proc = Bun.spawn(
     [
       "node_modules/.bin/bun",
