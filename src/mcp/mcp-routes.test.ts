@@ -431,13 +431,12 @@ describe("raw client traffic", () => {
   });
 
   test("notifications/cancelled (OpenCode sends one per call) does not drop the call's answer", async () => {
-    let release: () => void = () => {};
+    // Released by the test whether or not the sidecar has asked for the receipt yet (under load it may not have).
+    const receipt = Promise.withResolvers<{ ok: true; content: { type: "text"; text: string }[] }>();
+    const release = () => receipt.resolve({ ok: true, content: [{ type: "text", text: "done anyway" }] });
     const executor: Executor = {
       submit: async (j) => ({ jobId: `job_${j.callId}` }),
-      receipt: () =>
-        new Promise((resolve) => {
-          release = () => resolve({ ok: true, content: [{ type: "text", text: "done anyway" }] });
-        }),
+      receipt: () => receipt.promise,
     };
     const { episodes, mcpUrl } = setup({ createExecutor: () => executor });
     const a = episodes.create({ max_turns: 0, manifest: cameraManifest });
