@@ -10,6 +10,7 @@ import { parseArgs } from "node:util";
 import packageJson from "../package.json" with { type: "json" };
 import { clientConfigCommand } from "./cli/client-config-command.ts";
 import { helpText } from "./cli/help.ts";
+import { recordsCommand } from "./cli/records-command.ts";
 import { validateCommand } from "./cli/validate-command.ts";
 import { ConfigError, type ConfigFlags, loadConfig, readSecrets } from "./config/load-config.ts";
 import { DataDirLockedError } from "./records/data-dir-lock.ts";
@@ -29,6 +30,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "client-config") return clientConfigCommand(rest, process.env);
   if (command === "validate") return validateCommand(rest, version);
+  if (command === "records") return recordsCommand(rest, process.env);
   if (command !== "serve") {
     console.error(`ura-sidecar: unknown command "${command}"\n\n${helpText(version)}`);
     return 2;

@@ -15,6 +15,11 @@ Usage:
     add --upstream [--model NAME]   the same episode against the configured endpoint
                                     (URA_UPSTREAM_URL, URA_UPSTREAM_API_KEY): proves the model too;
                                     its deviations from the script fail, said plainly
+  ura-sidecar records list | show EPISODE [--exchange N [--part client|upstream|delivered]]
+                    | export EPISODE --inline [--out FILE]        [--data-dir DIR]
+                                    read a data directory's records: list episodes, one line per
+                                    exchange, the exact bytes of a client/upstream/delivered body,
+                                    or the exchange lines with every image inline (docs/records.md)
   ura-sidecar --version | --help
 
 Serve flags (flags win over environment, which wins over the config file):

@@ -13,6 +13,7 @@ import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { observeRecords } from "../observe/observe-records.ts";
 import { noObserver, type Observer } from "../observe/observer.ts";
+import type { BlobStore } from "../records/blob-store.ts";
 import { createEpisodeRecords } from "../records/episode-records.ts";
 import { createGroupCommit } from "../records/group-commit.ts";
 import { createEpisode, type Episode } from "./episode.ts";
@@ -27,6 +28,8 @@ export type EpisodeStoreDeps = {
   ids: Ids;
   clock: () => number;
   redact: (line: string) => string;
+  /** The data directory's blob store (images of record lines), shared by all episodes. */
+  blobs: BlobStore;
   /** Called with each new credential so logs and records redact it. */
   registerSecret: (secret: string) => void;
   /** Public base URL of this sidecar, e.g. http://127.0.0.1:8787 */
@@ -75,6 +78,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
         clock: deps.clock,
         redact: deps.redact,
         groupCommit,
+        blobs: deps.blobs,
         written: (file, bytes) => observer.observe({ kind: "records_written", episode: id, file, bytes }),
       }),
       id,

@@ -75,18 +75,14 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   const log = deps.logger.child({ episode: episode.id, exchange: exchangeId, protocol: spec.protocol });
   try {
     const received = spec.clientRequest;
-    // Valid single-line JSON is kept byte for byte (and not serialised again: with image
-    // histories it is megabytes); anything else is recorded as a JSON string.
+    // Kept byte for byte: valid single-line JSON spliced in as `body` (not serialised
+    // again: with image histories it is megabytes), any other text as the string `body_text`.
     const verbatim = received.parsed && !/[\r\n]/.test(received.text);
     episode.records.exchange(
       exchangeId,
       "client_request",
-      {
-        protocol: spec.protocol,
-        path: spec.path,
-        ...(verbatim ? {} : { body: received.parsed ? received.value : received.text }),
-      },
-      verbatim ? { body: received.text } : {},
+      { protocol: spec.protocol, path: spec.path },
+      verbatim ? { json: { body: received.text } } : { text: { body_text: received.text } },
     );
   } catch (error) {
     // No record, no exchange: nothing goes upstream for a request we could not record.
@@ -172,7 +168,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       exchangeId,
       "upstream_request",
       { images: stats, ignored: hub.ignored },
-      { body },
+      { json: { body } },
     );
   } catch (error) {
     // A context failure (protected content over target) is recorded with its decision.
@@ -303,8 +299,8 @@ function deliver(
       episode.records.exchange(
         exchangeId,
         "delivered",
-        { content_type: rendered.contentType, ...(isJson ? {} : { body: delivered }) },
-        isJson ? { body: delivered } : {},
+        { content_type: rendered.contentType },
+        isJson ? { json: { body: delivered } } : { text: { body: delivered } },
       );
       episode.records.exchange(exchangeId, "status", { status: "delivered", batch: batchId ?? null });
     } else {

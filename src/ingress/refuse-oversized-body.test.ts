@@ -11,6 +11,7 @@ import { createRandomIds } from "../episodes/ids.ts";
 import type { ExchangeDeps } from "../exchange/run-exchange.ts";
 import { createLogger } from "../lib/logger.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
+import { createBlobStore } from "../records/blob-store.ts";
 import { episodeRouteGroups } from "../server/episode-route-groups.ts";
 import { ingressProtocolOf } from "./refuse-oversized-body.ts";
 
@@ -25,6 +26,7 @@ function setup() {
   const episodes = createEpisodeStore({
     config,
     dataDir,
+    blobs: createBlobStore(dataDir),
     defaultManifest: manifestSchema.parse(defaultManifestJson),
     imageCache: config.images.cache,
     ids,
@@ -110,7 +112,7 @@ describe("an oversized model request", () => {
         expect(await res.json()).toEqual(kit.envelope);
       }
       const aux = recordLines(episode, "auxiliary.jsonl");
-      expect(aux.map(({ at: _, ...rest }) => rest)).toEqual([
+      expect(aux.map(({ at: _, v: __, ...rest }) => rest)).toEqual([
         {
           protocol: name,
           operation: "body_limit",

@@ -16,6 +16,7 @@ import { createEpisodeStore } from "../episodes/episode-store.ts";
 import { createRandomIds, credentialMatches } from "../episodes/ids.ts";
 import { createLogger } from "../lib/logger.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
+import { createBlobStore } from "../records/blob-store.ts";
 import { readJsonLines } from "../records/jsonl-file.ts";
 import { drainEpisodes, freezeEpisodes } from "./drain-episodes.ts";
 import { restoreEpisodes } from "./restore-episodes.ts";
@@ -32,6 +33,7 @@ function setup() {
   const store = createEpisodeStore({
     config,
     dataDir,
+    blobs: createBlobStore(dataDir),
     defaultManifest,
     imageCache: config.images.cache,
     ids: createRandomIds(),
@@ -43,6 +45,7 @@ function setup() {
   const restore = () =>
     restoreEpisodes({
       dataDir,
+      blobs: createBlobStore(dataDir),
       config,
       imageCache: config.images.cache,
       defaultManifest,

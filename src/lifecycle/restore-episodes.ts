@@ -39,6 +39,7 @@ import {
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
+import type { BlobStore } from "../records/blob-store.ts";
 import { readJsonLines } from "../records/jsonl-file.ts";
 import { listRestartFiles, openRestartRecords } from "../records/restart-records.ts";
 import { type StoredEpisode, storedContextPolicy, storedEpisodeSchema } from "./stored-episode.ts";
@@ -52,6 +53,8 @@ export type RestoreDeps = {
   defaultManifest: Manifest;
   clock: () => number;
   redact: (line: string) => string;
+  /** The data directory's blob store (images of record lines). */
+  blobs: BlobStore;
   logger: Logger;
 };
 
@@ -143,7 +146,7 @@ export function restoreEpisode(dir: string, deps: RestoreDeps): Episode {
   const previousState = stored.state;
   const state = previousState === "running" ? "interrupted" : previousState;
   const restartedAt = new Date(deps.clock()).toISOString();
-  const records = openRestartRecords({ dir, clock: deps.clock, redact: deps.redact });
+  const records = openRestartRecords({ dir, clock: deps.clock, redact: deps.redact, blobs: deps.blobs });
   const report: RestartReport = {
     restarted_at: restartedAt,
     restart_file: records.file,

@@ -19,6 +19,7 @@ import type { ExchangeDeps } from "../exchange/run-exchange.ts";
 import type { ExecutorFactory } from "../executor/create-executor.ts";
 import { createLogger } from "../lib/logger.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
+import { createBlobStore } from "../records/blob-store.ts";
 import { episodeRouteGroups } from "../server/episode-route-groups.ts";
 
 export const testControlPassword = "test-control-password";
@@ -31,6 +32,7 @@ export function startTestSidecar(options: { config?: ConfigInput; createExecutor
   const episodes = createEpisodeStore({
     config,
     dataDir,
+    blobs: createBlobStore(dataDir),
     defaultManifest: manifestSchema.parse(defaultManifestJson),
     imageCache: config.images.cache,
     ids,

@@ -2,6 +2,7 @@ import { expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { createBlobStore } from "./blob-store.ts";
 import { createEpisodeRecords } from "./episode-records.ts";
 
 test("every kind of line reaches its file, with or without a byte counter", () => {
@@ -13,13 +14,14 @@ test("every kind of line reaches its file, with or without a byte counter", () =
         dir,
         clock: () => 0,
         redact: (line) => line,
+        blobs: createBlobStore(dir),
         ...(counted ? { written: (file: string, n: number) => (bytes[file] = (bytes[file] ?? 0) + n) } : {}),
       });
       records.exchange(
         "ex_0001",
         "client_request",
         { protocol: "responses", path: "/v1/responses" },
-        { body: "{}" },
+        { json: { body: "{}" } },
       );
       records.exchange("ex_0001", "status", { status: "failed" });
       records.ledger({ type: "closed" });

@@ -10,6 +10,10 @@
  *                    the drain overran its deadline: the records may lack late events)
  *   restart-NNN.jsonl  written by a later process that restored the episode read-only;
  *                    the files above are never touched again (restart-records.ts)
+ * Every line starts with the records format version, `"v":2` (docs/records.md);
+ * images in lines are references to the data directory's blob store
+ * (image-references.ts), written to it before the line. Read records with
+ * read-records.ts, which resolves them.
  * Secrets never reach these files: callers record bodies, never credentials, and
  * every line passes through the redactor as a last guard.
  *
@@ -22,7 +26,12 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type AppendFile, openAppendFile, RecordsWriteError } from "./append-file.ts";
+import type { BlobStore } from "./blob-store.ts";
 import type { GroupCommit } from "./group-commit.ts";
+import { externalizeImages, hasReferenceForm } from "./image-references.ts";
+
+/** Version 1: images inline as base64 (no `v` member). Version 2: images in the blob store. */
+export const recordsFormatVersion = 2;
 
 export type ExchangeStage =
   | "client_request"
@@ -41,13 +50,53 @@ export type RecordsOptions = {
   written?: (file: string, bytes: number) => void;
   /** fdatasync scheduler (config records.fsync); undefined = lines survive kill -9, not a power cut. */
   groupCommit?: GroupCommit;
+  /** Where the images of record lines go (shared by the episodes of a data directory). */
+  blobs: Pick<BlobStore, "put">;
 };
+
+/** Members of a line whose value is spliced in rather than serialised (see formatRecordLine). */
+export type SplicedMembers = {
+  /** JSON text already produced (a client's body as received, the upstream body as sent). */
+  json?: Record<string, string>;
+  /** Any text (e.g. a body that is not single-line JSON), stored as a JSON string. */
+  text?: Record<string, string>;
+};
+
+const stamp = (clock: () => number) => ({ v: recordsFormatVersion, at: new Date(clock()).toISOString() });
+
+/**
+ * One record line: `{"v":2,"at":…,…fields,…spliced}` with its images moved to the
+ * blob store, then redacted. Spliced members come last: JSON text is put in verbatim
+ * (never parsed or serialised again), other text as a string with its images
+ * referenced. A line whose own content already contains a reference form is kept
+ * with its images inline and marked `"images_inline":true`, so a reader never
+ * mistakes a client's text for a reference.
+ */
+export function formatRecordLine(
+  options: Pick<RecordsOptions, "clock" | "redact" | "blobs">,
+  fields: Record<string, unknown>,
+  spliced: SplicedMembers = {},
+): string {
+  let line = JSON.stringify({ ...stamp(options.clock), ...fields });
+  const splice = (key: string, json: string) => {
+    line = `${line.slice(0, -1)},${JSON.stringify(key)}:${json}}`;
+  };
+  for (const [key, json] of Object.entries(spliced.json ?? {})) splice(key, json);
+  const texts = Object.entries(spliced.text ?? {});
+  if (hasReferenceForm(line) || texts.some(([, text]) => hasReferenceForm(text))) {
+    splice("images_inline", "true");
+    for (const [key, text] of texts) splice(key, JSON.stringify(text));
+    return options.redact(line);
+  }
+  line = externalizeImages(line, options.blobs);
+  for (const [key, text] of texts) splice(key, JSON.stringify(externalizeImages(text, options.blobs)));
+  return options.redact(line);
+}
 
 export function createEpisodeRecords(options: RecordsOptions) {
   mkdirSync(options.dir, { recursive: true });
   let frozen = false;
   const path = (name: string) => join(options.dir, name);
-  const now = () => new Date(options.clock()).toISOString();
 
   // One append-only file per kind, opened on first use: each line is written whole,
   // so a crash leaves a prefix of whole lines (or a torn last one, which readers report).
@@ -75,7 +124,7 @@ export function createEpisodeRecords(options: RecordsOptions) {
   }
   function append(name: string, value: Record<string, unknown>): void {
     if (frozen) throw new Error(`records of ${options.dir} are frozen; refusing to append to ${name}`);
-    appendLines(name, [options.redact(JSON.stringify({ at: now(), ...value }))]);
+    appendLines(name, [formatRecordLine(options, value)]);
   }
   /** Whole or not at all: a description or marker is never half a file. */
   function replaceFile(name: string, text: string): void {
@@ -114,15 +163,11 @@ export function createEpisodeRecords(options: RecordsOptions) {
       stage: ExchangeStage,
       data: Record<string, unknown>,
       /** Fields whose value is already JSON text (e.g. the upstream body as sent), spliced in verbatim. */
-      rawJson: Record<string, string> = {},
+      spliced: SplicedMembers = {},
     ): void {
       if (frozen)
         throw new Error(`records of ${options.dir} are frozen; refusing to append to exchanges.jsonl`);
-      let line = JSON.stringify({ at: now(), exchange: exchangeId, stage, ...data });
-      for (const [key, json] of Object.entries(rawJson)) {
-        line = `${line.slice(0, -1)},${JSON.stringify(key)}:${json}}`;
-      }
-      pendingExchangeLines.push(options.redact(line));
+      pendingExchangeLines.push(formatRecordLine(options, { exchange: exchangeId, stage, ...data }, spliced));
       if (stage === "upstream_request" || stage === "upstream_response" || stage === "status") {
         const lines = pendingExchangeLines;
         pendingExchangeLines = [];
@@ -145,7 +190,10 @@ export function createEpisodeRecords(options: RecordsOptions) {
       try {
         closeAll();
       } finally {
-        replaceFile("frozen.json", options.redact(JSON.stringify({ at: now(), ...marker }, null, 2)));
+        replaceFile(
+          "frozen.json",
+          options.redact(JSON.stringify({ ...stamp(options.clock), ...marker }, null, 2)),
+        );
       }
     },
     /** Resolves once every line appended so far is on stable storage (when durability is on). */

@@ -10,9 +10,14 @@ import { openAppendFile } from "./append-file.ts";
 
 /** Appends one line whole (open, write, close); throws RecordsWriteError leaving the file as it was. */
 export function appendJsonLine(path: string, value: unknown): void {
+  appendTextLine(path, JSON.stringify(value));
+}
+
+/** Appends one line already formatted as JSON text (it must not contain a newline), the same way. */
+export function appendTextLine(path: string, line: string): void {
   const file = openAppendFile(path, { groupCommit: undefined });
   try {
-    file.append(`${JSON.stringify(value)}\n`);
+    file.append(`${line}\n`);
   } finally {
     file.close();
   }

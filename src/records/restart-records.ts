@@ -18,8 +18,14 @@
  */
 import { existsSync, readdirSync } from "node:fs";
 import { join } from "node:path";
-import type { EpisodeRecords, ExchangeStage } from "./episode-records.ts";
-import { appendJsonLine } from "./jsonl-file.ts";
+import {
+  type EpisodeRecords,
+  type ExchangeStage,
+  formatRecordLine,
+  type RecordsOptions,
+  type SplicedMembers,
+} from "./episode-records.ts";
+import { appendTextLine } from "./jsonl-file.ts";
 
 export const restartFilePattern = /^restart-(\d{3,})\.jsonl$/;
 
@@ -31,11 +37,7 @@ export function listRestartFiles(dir: string): string[] {
     .sort((a, b) => Number(restartFilePattern.exec(a)?.[1]) - Number(restartFilePattern.exec(b)?.[1]));
 }
 
-export type RestartRecordsOptions = {
-  dir: string;
-  clock: () => number;
-  redact: (line: string) => string;
-};
+export type RestartRecordsOptions = Pick<RecordsOptions, "dir" | "clock" | "redact" | "blobs">;
 
 export type RestartRecords = EpisodeRecords & {
   /** File name of this restart's file, e.g. restart-001.jsonl */
@@ -51,13 +53,11 @@ export function openRestartRecords(options: RestartRecordsOptions): RestartRecor
   const file = `restart-${String(sequence).padStart(3, "0")}.jsonl`;
   let stopped = false;
   let failure: string | undefined;
-  const now = () => new Date(options.clock()).toISOString();
 
-  function append(type: string, value: Record<string, unknown>): void {
+  function append(type: string, value: Record<string, unknown>, spliced: SplicedMembers = {}): void {
     if (stopped) throw new Error(`records of ${options.dir} are frozen; refusing to append to ${file}`);
-    const line = options.redact(JSON.stringify({ at: now(), type, ...value }));
     try {
-      appendJsonLine(join(options.dir, file), JSON.parse(line));
+      appendTextLine(join(options.dir, file), formatRecordLine(options, { type, ...value }, spliced));
     } catch (error) {
       failure ??= (error as Error).message;
     }
@@ -67,8 +67,13 @@ export function openRestartRecords(options: RestartRecordsOptions): RestartRecor
     dir: options.dir,
     file,
     restarted: (report) => append("restarted", report),
-    exchange(exchangeId: string, stage: ExchangeStage, data: Record<string, unknown>): void {
-      append("exchange", { exchange: exchangeId, stage, ...data });
+    exchange(
+      exchangeId: string,
+      stage: ExchangeStage,
+      data: Record<string, unknown>,
+      spliced: SplicedMembers = {},
+    ): void {
+      append("exchange", { exchange: exchangeId, stage, ...data }, spliced);
     },
     ledger(event: Record<string, unknown>): void {
       append("ledger", { event });

@@ -25,6 +25,7 @@ import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createMetrics } from "../observe/metrics.ts";
 import { combineObservers } from "../observe/observer.ts";
+import { createBlobStore } from "../records/blob-store.ts";
 import { lockDataDir } from "../records/data-dir-lock.ts";
 import { createRedactor } from "../records/episode-records.ts";
 import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
@@ -126,6 +127,7 @@ export async function startSidecar(options: StartOptions) {
   const observer = combineObservers([metrics.observer], (error) =>
     logger.warn("observer failed", { message: (error as Error).message }),
   );
+  const blobs = createBlobStore(resolve(config.data_dir));
   const episodes = createEpisodeStore({
     observer,
     config,
@@ -135,6 +137,7 @@ export async function startSidecar(options: StartOptions) {
     ids,
     clock,
     redact,
+    blobs,
     registerSecret,
     baseUrl,
     logger,
@@ -173,6 +176,7 @@ export async function startSidecar(options: StartOptions) {
     defaultManifest,
     clock,
     redact,
+    blobs,
     logger,
   });
   for (const episode of restored.episodes) episodes.adopt(episode);

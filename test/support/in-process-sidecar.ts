@@ -20,6 +20,7 @@ import { createRandomIds, type Ids } from "../../src/episodes/ids.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
 import { createLogger } from "../../src/lib/logger.ts";
 import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
+import { createBlobStore } from "../../src/records/blob-store.ts";
 import {
   createScriptedUpstream,
   type ScriptedUpstream,
@@ -72,6 +73,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
   const episodes = createEpisodeStore({
     config,
     dataDir,
+    blobs: createBlobStore(dataDir),
     defaultManifest: manifestSchema.parse(defaultManifestJson),
     imageCache: config.images.cache,
     ids,
@@ -117,6 +119,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     app,
     config,
     dataDir,
+    blobs: createBlobStore(dataDir),
     episodes,
     scripted,
     logLines,

@@ -1,0 +1,132 @@
+/**
+ * `ura-sidecar records …`: reads a data directory's records offline (never a
+ * running sidecar's memory), through src/records/read-records.ts.
+ *   records list                                   episodes and their exchange counts
+ *   records show EPISODE                           one line per exchange
+ *   records show EPISODE --exchange N [--part P]   the exact bytes of one body (P: client
+ *                                                  the default, upstream, delivered)
+ *   records export EPISODE --inline [--out FILE]   the exchange lines with every image inline
+ * The data directory is --data-dir, else URA_DATA_DIR, else ./ura-data (as `serve`).
+ */
+import { existsSync, writeFileSync } from "node:fs";
+import { parseArgs } from "node:util";
+import { openRecords, type RecordedExchange } from "../records/read-records.ts";
+
+const usage = `usage: ura-sidecar records list [--data-dir DIR]
+       ura-sidecar records show EPISODE [--exchange N [--part client|upstream|delivered]] [--data-dir DIR]
+       ura-sidecar records export EPISODE --inline [--out FILE] [--data-dir DIR]`;
+
+const parts = ["client", "upstream", "delivered"] as const;
+type Part = (typeof parts)[number];
+
+type Output = { write(text: string): Promise<void>; error(text: string): void };
+
+const defaultOutput: Output = {
+  write: async (text) => {
+    await Bun.write(Bun.stdout, text);
+  },
+  error: (text) => console.error(text),
+};
+
+/** "3", "0003" or "ex_0003" → "ex_0003". */
+function exchangeIdOf(value: string): string | undefined {
+  const match = /^(?:ex_)?(\d+)$/.exec(value);
+  return match ? `ex_${String(Number(match[1])).padStart(4, "0")}` : undefined;
+}
+
+function summaryLine(exchange: RecordedExchange): string {
+  const status = exchange.stage("status")?.value;
+  const bytes = (stage: string) => exchange.stage(stage)?.text.length ?? 0;
+  const images = (exchange.stage("upstream_request")?.value.images ?? {}) as { images?: number };
+  return [
+    exchange.id,
+    String(status?.status ?? "unfinished"),
+    `protocol=${String(exchange.stage("client_request")?.value.protocol ?? "?")}`,
+    `images=${images.images ?? 0}`,
+    `record_bytes=${exchange.lines.reduce((sum, line) => sum + line.text.length + 1, 0)}`,
+    `upstream_line_bytes=${bytes("upstream_request")}`,
+  ].join(" ");
+}
+
+export async function recordsCommand(
+  args: string[],
+  env: Record<string, string | undefined>,
+  out: Output = defaultOutput,
+): Promise<number> {
+  const fail = (message: string) => {
+    out.error(`ura-sidecar records: ${message}\n${usage}`);
+    return 2;
+  };
+  const parsed = (() => {
+    try {
+      return parseArgs({
+        args,
+        allowPositionals: true,
+        options: {
+          "data-dir": { type: "string" },
+          exchange: { type: "string" },
+          part: { type: "string" },
+          inline: { type: "boolean" },
+          out: { type: "string" },
+        },
+        strict: true,
+      });
+    } catch (error) {
+      return error as Error;
+    }
+  })();
+  if (parsed instanceof Error) return fail(parsed.message);
+  const { values, positionals } = parsed;
+  const [verb, episodeId, ...extra] = positionals;
+  if (extra.length > 0) return fail(`unexpected arguments: ${extra.join(" ")}`);
+  const dataDir = values["data-dir"] ?? (env.URA_DATA_DIR || "./ura-data");
+  if (!existsSync(dataDir)) return fail(`no data directory at ${dataDir}`);
+  const records = openRecords(dataDir);
+
+  try {
+    if (verb === "list") {
+      const lines = records.episodeIds().map((id) => {
+        const episode = records.readEpisode(id);
+        return `${id} exchanges=${episode.exchanges.length} state=${String(episode.description?.state ?? "?")}`;
+      });
+      await out.write(lines.map((line) => `${line}\n`).join(""));
+      return 0;
+    }
+    if (verb !== "show" && verb !== "export") return fail(`unknown verb ${JSON.stringify(verb ?? "")}`);
+    if (!episodeId) return fail("EPISODE is required");
+    const episode = records.readEpisode(episodeId);
+
+    if (verb === "export") {
+      if (!values.inline) return fail("export writes self-contained lines: give --inline");
+      const lines = episode.exchanges
+        .flatMap((exchange) => exchange.lines)
+        .map((line) => `${records.inlineLine(line)}\n`);
+      if (values.out) writeFileSync(values.out, lines.join(""));
+      else await out.write(lines.join(""));
+      return 0;
+    }
+
+    if (values.exchange === undefined) {
+      await out.write(episode.exchanges.map((exchange) => `${summaryLine(exchange)}\n`).join(""));
+      return 0;
+    }
+    const id = exchangeIdOf(values.exchange);
+    if (!id) return fail(`--exchange ${values.exchange}: expected a number or ex_NNNN`);
+    const exchange = episode.exchanges.find((candidate) => candidate.id === id);
+    if (!exchange) return fail(`episode ${episodeId} has no exchange ${id}`);
+    const part = (values.part ?? "client") as Part;
+    if (!parts.includes(part)) return fail(`--part ${values.part}: expected one of ${parts.join(", ")}`);
+    const text =
+      part === "client"
+        ? records.clientRequestText(exchange)
+        : part === "upstream"
+          ? records.upstreamRequestText(exchange)
+          : records.deliveredText(exchange);
+    if (text === undefined) return fail(`exchange ${id} has no recorded ${part} body`);
+    await out.write(text);
+    return 0;
+  } catch (error) {
+    out.error(`ura-sidecar records: ${(error as Error).message}`);
+    return 1;
+  }
+}

@@ -1,0 +1,129 @@
+/**
+ * Images in record lines are references to the blob store, not base64 text.
+ *
+ * An image literal in a line's JSON text — a string token that is a base64 data URL
+ * of an image type, or plain base64 whose bytes start with a PNG, JPEG, GIF or WebP
+ * signature — is replaced by a reference object, written in exactly this form:
+ *   "data:image/png;base64,iVBOR…"  →  {"$blob":"sha256:<hex>","media_type":"image/png","bytes":N}
+ *   "iVBOR…"                        →  {"$blob":"sha256:<hex>","media_type":"image/png","bytes":N,"encoding":"base64"}
+ * (`media_type` is the data URL's own text, or the sniffed type of plain base64;
+ * `bytes` the decoded length; `encoding:"base64"` marks a string that was plain base64.)
+ *
+ * The replacement is a pure text substitution that `inlineImages` reverses byte for
+ * byte, which is what lets `records show` rebuild a client's request exactly:
+ * - In valid JSON, `"` + S + `"` where S has no `"` or `\` can only be a whole string
+ *   token whose value is S (a quote inside a string is always escaped, and no JSON
+ *   token after a closing quote starts with a base64 character), so the scan needs no
+ *   parser and never touches escaped JSON nested inside a string.
+ * - Only canonical base64 is replaced (padded, zero trailing bits: the one encoding
+ *   `toBase64` gives back); anything else stays inline.
+ * - A text that already contains `{"$blob":` is left entirely as it is (the records
+ *   writer marks such a line `"images_inline":true`), so every reference in a stored
+ *   text is one this module wrote.
+ */
+import { z } from "zod";
+import type { BlobStore } from "./blob-store.ts";
+
+const referenceMarker = '{"$blob":';
+
+const imageLiteral =
+  /"(?:data:(image\/[A-Za-z0-9.+-]+);base64,([A-Za-z0-9+/]+={0,2})|((?:iVBORw0KGgo|\/9j\/|R0lGOD|UklGR)[A-Za-z0-9+/]{12,}={0,2}))"/g;
+
+const referencePattern =
+  /\{"\$blob":"sha256:([0-9a-f]{64})","media_type":"([A-Za-z0-9.+/-]+)","bytes":(\d+)(,"encoding":"base64")?\}/g;
+
+export const blobReferenceSchema = z.object({
+  $blob: z.string().regex(/^sha256:[0-9a-f]{64}$/),
+  media_type: z.string(),
+  bytes: z.number().int().nonnegative(),
+  encoding: z.literal("base64").optional(),
+});
+export type BlobReference = z.infer<typeof blobReferenceSchema>;
+
+/** Whether a text already contains the start of a reference (then it is not externalized). */
+export function hasReferenceForm(text: string): boolean {
+  return text.includes(referenceMarker);
+}
+
+/** The media type of plain base64 image bytes, from their signature. */
+function sniffImageType(bytes: Uint8Array): string | undefined {
+  const ascii = (from: number, to: number) => String.fromCharCode(...bytes.subarray(from, to));
+  if (bytes[0] === 0x89 && ascii(1, 4) === "PNG") return "image/png";
+  if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "image/jpeg";
+  if (ascii(0, 4) === "GIF8") return "image/gif";
+  if (ascii(0, 4) === "RIFF" && ascii(8, 12) === "WEBP") return "image/webp";
+  return undefined;
+}
+
+function decodeCanonical(base64: string): Uint8Array | undefined {
+  try {
+    return Uint8Array.fromBase64(base64, { lastChunkHandling: "strict" });
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The text with every image literal replaced by a reference; each image is in the
+ * blob store before this returns (so a line written afterwards never refers to a
+ * blob that is not on disk).
+ */
+export function externalizeImages(text: string, blobs: Pick<BlobStore, "put">): string {
+  if (hasReferenceForm(text)) return text;
+  return text.replace(
+    imageLiteral,
+    (
+      literal,
+      dataUrlType: string | undefined,
+      dataUrlBase64: string | undefined,
+      plain: string | undefined,
+    ) => {
+      const base64 = dataUrlBase64 ?? plain ?? "";
+      const bytes = decodeCanonical(base64);
+      if (!bytes) return literal;
+      const mediaType = dataUrlType ?? sniffImageType(bytes);
+      if (!mediaType) return literal;
+      const digest = blobs.put(bytes);
+      const encoding = dataUrlType === undefined ? ',"encoding":"base64"' : "";
+      return `{"$blob":"sha256:${digest}","media_type":"${mediaType}","bytes":${bytes.length}${encoding}}`;
+    },
+  );
+}
+
+function checkedBlob(read: (digest: string) => Uint8Array, digest: string, bytes: number): Uint8Array {
+  const data = read(digest);
+  if (data.length !== bytes)
+    throw new Error(`blob sha256:${digest} has ${data.length} bytes; the reference says ${bytes}`);
+  return data;
+}
+
+/** Reverses `externalizeImages`: the exact original text. */
+export function inlineImages(text: string, read: (digest: string) => Uint8Array): string {
+  if (!text.includes(referenceMarker)) return text;
+  return text.replace(
+    referencePattern,
+    (_reference, digest: string, mediaType: string, bytes: string, plain: string | undefined) => {
+      const base64 = checkedBlob(read, digest, Number(bytes)).toBase64();
+      return plain ? `"${base64}"` : `"data:${mediaType};base64,${base64}"`;
+    },
+  );
+}
+
+/** The string a reference stands for: the data URL, or plain base64 when it was plain. */
+export function referencedString(reference: BlobReference, read: (digest: string) => Uint8Array): string {
+  const base64 = checkedBlob(read, reference.$blob.slice("sha256:".length), reference.bytes).toBase64();
+  return reference.encoding === "base64" ? base64 : `data:${reference.media_type};base64,${base64}`;
+}
+
+/** A parsed JSON value with every reference replaced by the string it stands for. */
+export function resolveBlobReferences(value: unknown, read: (digest: string) => Uint8Array): unknown {
+  if (Array.isArray(value)) return value.map((item) => resolveBlobReferences(item, read));
+  if (value === null || typeof value !== "object") return value;
+  if ("$blob" in value) {
+    const reference = blobReferenceSchema.safeParse(value);
+    if (reference.success) return referencedString(reference.data, read);
+  }
+  return Object.fromEntries(
+    Object.entries(value).map(([key, item]) => [key, resolveBlobReferences(item, read)]),
+  );
+}

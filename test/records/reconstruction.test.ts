@@ -1,0 +1,142 @@
+/**
+ * Records rebuild what crossed the wire, byte for byte: the recorded real client
+ * requests with images (one per client) go through the whole in-process app; the
+ * client's body is rebuilt from the records and blobs and compared with the bytes
+ * posted, and the upstream body with the bytes the upstream received. The record
+ * lines themselves hold no image data, only references to blobs on disk.
+ */
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { existsSync, readFileSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { recordsCommand } from "../../src/cli/records-command.ts";
+import { sha256Hex } from "../../src/records/blob-store.ts";
+import { openRecords } from "../../src/records/read-records.ts";
+import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
+
+const fixturesDir = resolve(import.meta.dir, "../../fixtures");
+
+type Case = {
+  name: string;
+  dir: string;
+  route: (id: string) => string;
+  headers: (key: string) => Record<string, string>;
+};
+const cases: Case[] = [
+  {
+    name: "OpenCode",
+    dir: "responses/opencode-tool-image",
+    route: (id) => `/e/${id}/v1/responses`,
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+  },
+  {
+    name: "Codex CLI",
+    dir: "responses/codex-tool-image",
+    route: (id) => `/e/${id}/v1/responses`,
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+  },
+  {
+    name: "Claude Code",
+    dir: "messages/tool-result-image",
+    route: (id) => `/e/${id}/anthropic/v1/messages?beta=true`,
+    headers: (key) => ({ "x-api-key": key, "anthropic-version": "2023-06-01" }),
+  },
+  {
+    name: "Gemini CLI",
+    dir: "gemini/function-response-image",
+    route: (id) => `/e/${id}/gemini/v1beta/models/${s.config.upstream.model}:streamGenerateContent?alt=sse`,
+    headers: (key) => ({ "x-goog-api-key": key }),
+  },
+];
+
+let s: InProcessSidecar;
+const upstreamBodies: string[] = [];
+beforeAll(async () => {
+  s = await createInProcessSidecar({
+    upstreamFetch: async (request) => {
+      const text = await request.clone().text();
+      upstreamBodies.push(text);
+      return s.scripted.fetch(request);
+    },
+  });
+});
+afterAll(() => s.stop());
+
+/** Every base64 image string (data URL or plain PNG/WebP base64) in a JSON text. */
+function imageStrings(text: string): string[] {
+  return [...text.matchAll(/"(?:data:image\/[a-z]+;base64,)?((?:iVBORw0KGgo|UklGR)[A-Za-z0-9+/]+=*)"/g)].map(
+    (m) => m[1] as string,
+  );
+}
+
+describe("records show the exact bytes of a recorded client request and of the upstream request", () => {
+  for (const c of cases) {
+    // The clients send compact JSON; the pretty-printed fixture file stands for any other text.
+    for (const form of ["compact", "pretty-printed"] as const) {
+      test(`${c.name}, ${form}`, async () => {
+        const file = readFileSync(join(fixturesDir, c.dir, "client-request.json"), "utf8");
+        const sent = form === "compact" ? JSON.stringify(JSON.parse(file)) : file;
+        const episode = s.createEpisode();
+        const before = upstreamBodies.length;
+        const res = await s.app.request(c.route(episode.id), {
+          method: "POST",
+          headers: { "content-type": "application/json", ...c.headers(episode.ingressKey) },
+          body: sent,
+        });
+        await res.text();
+        expect(res.status).toBe(200);
+        expect(upstreamBodies.length).toBe(before + 1);
+        const wire = upstreamBodies.at(-1) as string;
+
+        const records = openRecords(s.dataDir);
+        const [exchange, ...more] = records.readEpisode(episode.id).exchanges;
+        expect(more).toEqual([]);
+        if (!exchange) throw new Error("no exchange recorded");
+        expect(records.clientRequestText(exchange)).toBe(sent);
+        expect(records.upstreamRequestText(exchange)).toBe(wire);
+
+        // The images are blobs named by their SHA-256 (the client's PNG and the WebP sent), not line text.
+        const images = [...imageStrings(sent), ...imageStrings(wire)];
+        expect(images.length).toBeGreaterThanOrEqual(2);
+        for (const base64 of images) {
+          const digest = sha256Hex(Uint8Array.fromBase64(base64));
+          expect(existsSync(join(s.dataDir, "blobs", "sha256", digest))).toBe(true);
+        }
+        const lines = readFileSync(join(episode.records.dir, "exchanges.jsonl"), "utf8");
+        expect(imageStrings(lines)).toEqual([]);
+        expect(lines).toContain('{"$blob":"sha256:');
+        expect(
+          lines
+            .split("\n")
+            .filter(Boolean)
+            .every((line) => JSON.parse(line).v === 2),
+        ).toBe(true);
+
+        // The same through the `records` command.
+        const shown = async (...args: string[]) => {
+          let text = "";
+          const code = await recordsCommand(
+            [...args, "--data-dir", s.dataDir],
+            {},
+            {
+              write: async (chunk) => {
+                text += chunk;
+              },
+              error: (message) => {
+                throw new Error(message);
+              },
+            },
+          );
+          expect(code).toBe(0);
+          return text;
+        };
+        expect(await shown("show", episode.id, "--exchange", "1")).toBe(sent);
+        expect(await shown("show", episode.id, "--exchange", "ex_0001", "--part", "upstream")).toBe(wire);
+        const exported = (await shown("export", episode.id, "--inline")).split("\n").filter(Boolean);
+        expect(exported.join("\n")).not.toContain('"$blob"');
+        const clientLine = JSON.parse(exported[0] as string);
+        expect(clientLine.stage).toBe("client_request");
+        expect(form === "compact" ? JSON.stringify(clientLine.body) : clientLine.body_text).toBe(sent);
+      });
+    }
+  }
+});
