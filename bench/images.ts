@@ -4,20 +4,21 @@
  *   at the same settings (Debian package `webp`; skipped with a note when missing),
  *   at cwebp's `-z 0/1/2` presets (the default is z1), and the bytes as % of the PNG;
  * - the per-turn conversion cost for turn 1 vs turn 30 of a growing image history
- *   (the per-episode cache makes turn 30 one encode plus 29 hash look-ups).
+ *   (the image cache makes turn 30 one encode plus 29 hash look-ups).
  * Goals (so that conversion never dominates a turn): within 1.3× of native encode time; turn 30 within 1.5× of turn 1.
  * `bun bench/images.ts` prints tables; `runImageBench()` returns flat figures.
  */
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { configSchema } from "../src/config/schema.ts";
 import type { HubMessage, HubRequest } from "../src/hub/schema.ts";
 import { type Codecs, loadCodecs } from "../src/images/codecs.ts";
 import { createImageConverter } from "../src/images/convert-request.ts";
 import { type GeneratedPng, rgbNoisePng, screenshotPng } from "../src/images/generate-png.ts";
-import { imageCacheSettingsSchema, type WebpSettings, webpSettingsSchema } from "../src/images/settings.ts";
+import { createImageCache } from "../src/images/image-cache.ts";
+import { type WebpSettings, webpSettingsSchema } from "../src/images/settings.ts";
 import { warmUpCodecs } from "../src/images/warm-up.ts";
-import { createWebpCache } from "../src/images/webp-cache.ts";
 
 const runs = 7;
 const turns = 30;
@@ -118,10 +119,10 @@ function turnRequest(frames: string[], turn: number): HubRequest {
 
 async function timeTurns(codecs: Codecs, settings: WebpSettings) {
   const frames = Array.from({ length: turns }, (_, t) => rgbNoisePng(640, 480, 100 + t).png.toBase64());
-  const cacheSettings = imageCacheSettingsSchema.parse({});
+  const cacheBytes = configSchema.parse({}).images.cache_bytes;
   const perTurn: number[][] = Array.from({ length: turns }, () => []);
   for (let e = 0; e < episodes; e++) {
-    const converter = createImageConverter({ codecs, settings, cache: createWebpCache(cacheSettings) });
+    const converter = createImageConverter({ codecs, settings, cache: createImageCache(cacheBytes) });
     for (let turn = 1; turn <= turns; turn++) {
       const request = turnRequest(frames, turn);
       const start = performance.now();
@@ -130,7 +131,7 @@ async function timeTurns(codecs: Codecs, settings: WebpSettings) {
       if (stats.converted !== 1 || stats.cacheHits !== turn - 1) throw new Error(`turn ${turn}: cache miss`);
     }
   }
-  const uncached = createImageConverter({ codecs, settings, cache: createWebpCache(cacheSettings) });
+  const uncached = createImageConverter({ codecs, settings, cache: createImageCache(cacheBytes) });
   const start = performance.now();
   await uncached.convertRequest(turnRequest(frames, turns));
   const uncachedMs = performance.now() - start;

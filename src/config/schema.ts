@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { contextPolicySchema } from "../context/policy-schema.ts";
 import { defaultExecutorConfig, executorConfigSchema } from "../executor/executor-config.ts";
-import { imageCacheSettingsSchema, webpSettingsSchema } from "../images/settings.ts";
+import { webpSettingsSchema } from "../images/settings.ts";
 import { sizeLimitsSchema } from "../images/size-guard.ts";
 import { shippingSchema } from "../shipping/shipping-config.ts";
 
@@ -89,14 +89,22 @@ export const configSchema = z
     images: z
       .object({
         webp: webpSettingsSchema.default(webpSettingsSchema.parse({})),
-        cache: imageCacheSettingsSchema.default(imageCacheSettingsSchema.parse({})),
+        /**
+         * Bytes of converted WebP kept in memory for all episodes together (least recently
+         * used first out; 0 = no cache): a resent history is then not converted again.
+         */
+        cache_bytes: z
+          .number()
+          .int()
+          .nonnegative()
+          .default(256 * 1024 * 1024),
         /** Provider limits checked before sending (Model Studio's observed limits by default). */
         limits: sizeLimitsSchema.default(sizeLimitsSchema.parse({})),
       })
       .strict()
       .default({
         webp: webpSettingsSchema.parse({}),
-        cache: imageCacheSettingsSchema.parse({}),
+        cache_bytes: 256 * 1024 * 1024,
         limits: sizeLimitsSchema.parse({}),
       }),
     /** Context policy of episodes that do not choose one. */

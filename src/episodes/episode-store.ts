@@ -7,7 +7,6 @@
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { createExecutorFactory, type ExecutorFactory } from "../executor/create-executor.ts";
-import type { ImageCacheSettings } from "../images/settings.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
@@ -24,7 +23,6 @@ export type EpisodeStoreDeps = {
   config: Config;
   dataDir: string;
   defaultManifest: Manifest;
-  imageCache: ImageCacheSettings;
   ids: Ids;
   clock: () => number;
   redact: (line: string) => string;
@@ -99,7 +97,6 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       ingressKey,
       mcpToken,
       records,
-      imageCache: deps.imageCache,
       delivery: deps.config.delivery,
       executor: createExecutor(id),
       drainDeadlineMs: deps.config.shutdown.drain_deadline_ms,

@@ -1,14 +1,12 @@
 /**
  * One episode: the unit of isolation. Its own credentials, ledger, counters,
- * image cache, records and result. Model exchanges and MCP callbacks of an
+ * records and result. Model exchanges and MCP callbacks of an
  * episode only ever see this object.
  */
 
 import { manifestToolFor } from "../clients/tool-names.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { Executor } from "../executor/executor.ts";
-import type { ImageCacheSettings } from "../images/settings.ts";
-import { createWebpCache } from "../images/webp-cache.ts";
 import {
   createEpisodeLedger,
   type EpisodeLedger,
@@ -39,7 +37,6 @@ export type EpisodeInit = {
   ingressKey: string;
   mcpToken: string;
   records: EpisodeRecords;
-  imageCache: ImageCacheSettings;
   delivery: { wait_ms: number; previous_ack_wait_ms: number };
   /** Runs this episode's admitted tool calls. */
   executor: Executor;
@@ -111,7 +108,6 @@ export function createEpisode(init: EpisodeInit) {
     previousAckWaitMs: init.delivery.previous_ack_wait_ms,
     finishTool: init.manifest.finish_tool,
   });
-  const imageCache = createWebpCache(init.imageCache);
   const clientIdentity = createClientIdentity({
     episodeId: init.id,
     expected: init.client,
@@ -134,7 +130,6 @@ export function createEpisode(init: EpisodeInit) {
   const episode = {
     ...init,
     ledger,
-    imageCache,
     counters,
     mcp,
     abortSignal: abort.signal,

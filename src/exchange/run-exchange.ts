@@ -10,6 +10,7 @@ import type { Episode } from "../episodes/episode.ts";
 import type { HubRequest, HubResponse } from "../hub/schema.ts";
 import type { Codecs } from "../images/codecs.ts";
 import { createImageConverter } from "../images/convert-request.ts";
+import type { ImageCache } from "../images/image-cache.ts";
 import type { WebpSettings } from "../images/settings.ts";
 import type { SizeLimits } from "../images/size-guard.ts";
 import { checkUpstreamSize } from "../images/size-guard.ts";
@@ -28,7 +29,8 @@ export type Rendered = { contentType: string; chunks: string[] };
 
 export type ExchangeDeps = {
   upstream: UpstreamClient;
-  images: { codecs: Codecs; settings: WebpSettings };
+  /** The codecs and the process-wide cache of converted images. */
+  images: { codecs: Codecs; settings: WebpSettings; cache: ImageCache };
   sizeLimits: SizeLimits;
   imageInput: boolean;
   parallelToolCalls: boolean;
@@ -147,7 +149,6 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     });
     const { request: converted, stats } = await createImageConverter({
       ...deps.images,
-      cache: episode.imageCache,
       maxPixels: deps.sizeLimits.max_image_pixels,
     }).convertRequest(filtered);
     upstreamRequest = buildChatRequest(converted, {

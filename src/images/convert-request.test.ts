@@ -11,8 +11,8 @@ import {
   rgbNoisePng,
   solidColourPng,
 } from "./generate-png.ts";
-import { imageCacheSettingsSchema, webpSettingsSchema } from "./settings.ts";
-import { createWebpCache } from "./webp-cache.ts";
+import { createImageCache } from "./image-cache.ts";
+import { webpSettingsSchema } from "./settings.ts";
 
 let codecs: Codecs;
 beforeAll(async () => {
@@ -34,11 +34,11 @@ function countingCodecs(): Codecs & { encodes: number } {
   return counted;
 }
 
-function converter(c: Codecs = codecs, cacheSettings = {}) {
+function converter(c: Codecs = codecs, cacheBytes = 64 * 1024 * 1024) {
   return createImageConverter({
     codecs: c,
     settings,
-    cache: createWebpCache(imageCacheSettingsSchema.parse(cacheSettings)),
+    cache: createImageCache(cacheBytes),
   });
 }
 
@@ -202,7 +202,8 @@ describe("convertRequest", () => {
 
   test("a cache too small for the history means re-encoding (eviction is real)", async () => {
     const c = countingCodecs();
-    const convert = converter(c, { max_entries: 1 });
+    // Room for one of the two frames only.
+    const convert = converter(c, 64 + 700);
     const frames = [1, 2].map((seed) => png(rgbNoisePng(16, 16, seed).png));
     const turn = request([{ role: "user", content: frames }]);
     await convert.convertRequest(turn);
@@ -224,7 +225,7 @@ describe("pixel limit", () => {
     const converter = createImageConverter({
       codecs,
       settings: webpSettingsSchema.parse({}),
-      cache: createWebpCache(imageCacheSettingsSchema.parse({})),
+      cache: createImageCache(1024 * 1024),
       maxPixels: 100,
     });
     const png = Buffer.from(solidColourPng(11, 10, [1, 2, 3])).toString("base64");

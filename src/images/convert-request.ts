@@ -16,10 +16,11 @@
  */
 import type { HubImagePart, HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { sha256Hex } from "../lib/sha256.ts";
 import type { Codecs, RgbaImage } from "./codecs.ts";
+import type { ImageCache } from "./image-cache.ts";
 import { inspectPng } from "./inspect-png.ts";
 import type { WebpSettings } from "./settings.ts";
-import { type WebpCache, webpCacheKey } from "./webp-cache.ts";
 
 export type PassThroughReason = "not_png" | "png_16bit" | "animated_png";
 
@@ -28,7 +29,7 @@ export interface ImageStats {
   images: number;
   /** PNGs encoded to WebP in this request (cache misses). */
   converted: number;
-  /** PNGs whose WebP came from the episode cache. */
+  /** PNGs whose WebP came from the image cache. */
   cacheHits: number;
   passedThrough: Record<PassThroughReason, number>;
   /** Decoded bytes of the PNGs replaced (converted + cache hits), and of their WebPs. */
@@ -45,7 +46,8 @@ export interface ImageConverter {
 export interface ImageConverterDeps {
   codecs: Codecs;
   settings: WebpSettings;
-  cache: WebpCache;
+  /** Process-wide, keyed by the SHA-256 of the PNG bytes (image-cache.ts). */
+  cache: ImageCache;
   /** PNGs whose header claims more pixels are refused before decoding (size-guard.ts). */
   maxPixels?: number;
   /** Milliseconds clock for stats (injectable for tests). */
@@ -88,20 +90,19 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
       stats.passedThrough.not_png++;
       return part;
     }
-    const key = webpCacheKey(part.data);
-    const cached = cache.get(key);
-    if (cached !== undefined) {
-      stats.cacheHits++;
-      stats.bytesBefore += base64ByteLength(part.data);
-      stats.bytesAfter += base64ByteLength(cached);
-      return { type: "image", mediaType: "image/webp", data: cached, ...sourceOf(part) };
-    }
-
     let bytes: Uint8Array;
     try {
       bytes = Uint8Array.fromBase64(part.data);
     } catch (error) {
       throw invalidPng(param, "invalid base64", error);
+    }
+    const key = sha256Hex(bytes);
+    const cached = cache.get(key);
+    if (cached !== undefined) {
+      stats.cacheHits++;
+      stats.bytesBefore += bytes.length;
+      stats.bytesAfter += cached.length;
+      return { type: "image", mediaType: "image/webp", data: cached.toBase64(), ...sourceOf(part) };
     }
     const header = inspectPng(bytes);
     if (!header.ok) throw invalidPng(param, header.reason);
@@ -130,12 +131,11 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     }
     const webp = codecs.encodeWebpLossless(image, settings);
     stats.encodeMs += now() - started;
-    const data = webp.toBase64();
-    cache.set(key, data);
+    cache.set(key, webp);
     stats.converted++;
     stats.bytesBefore += bytes.length;
     stats.bytesAfter += webp.length;
-    return { type: "image", mediaType: "image/webp", data, ...sourceOf(part) };
+    return { type: "image", mediaType: "image/webp", data: webp.toBase64(), ...sourceOf(part) };
   }
 
   function convertMessage(message: HubMessage, index: number, stats: ImageStats): HubMessage {

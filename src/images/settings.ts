@@ -1,5 +1,5 @@
 /**
- * Settings for PNG→WebP conversion and its per-episode cache.
+ * Settings for PNG→WebP conversion.
  *
  * Encoder defaults come from measurement (bench/images.ts, docs/measurements.md):
  * on camera-like noisy frames, lossless effort above cwebp's `-z 1` (method 1,
@@ -17,15 +17,3 @@ export const webpSettingsSchema = z.object({
   exact: z.literal(true).default(true),
 });
 export type WebpSettings = z.infer<typeof webpSettingsSchema>;
-
-export const imageCacheSettingsSchema = z.object({
-  /** Converted images kept per episode. */
-  max_entries: z.number().int().positive().default(256),
-  /** Bytes of cached WebP (as base64 text) kept per episode. */
-  max_bytes: z
-    .number()
-    .int()
-    .positive()
-    .default(256 * 1024 * 1024),
-});
-export type ImageCacheSettings = z.infer<typeof imageCacheSettingsSchema>;

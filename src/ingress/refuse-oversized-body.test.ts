@@ -28,7 +28,6 @@ function setup() {
     dataDir,
     blobs: createBlobStore(dataDir),
     defaultManifest: manifestSchema.parse(defaultManifestJson),
-    imageCache: config.images.cache,
     ids,
     clock: Date.now,
     redact: (l) => l,

@@ -27,7 +27,6 @@ import type { Config } from "../config/schema.ts";
 import { createEpisode, type Episode, type FailureReason } from "../episodes/episode.ts";
 import { credentialDigestRef, episodeIdPattern } from "../episodes/ids.ts";
 import type { Executor } from "../executor/executor.ts";
-import type { ImageCacheSettings } from "../images/settings.ts";
 import { restoreEpisodeLedger } from "../ledger/episode-ledger.ts";
 import { type LedgerEventBody, ledgerEventSchema } from "../ledger/events.ts";
 import {
@@ -48,7 +47,6 @@ export type RestoreDeps = {
   /** The data directory; episodes live in `<dataDir>/episodes/<id>`. */
   dataDir: string;
   config: Pick<Config, "delivery" | "shutdown">;
-  imageCache: ImageCacheSettings;
   /** Used when episode.json predates the stored manifest. */
   defaultManifest: Manifest;
   clock: () => number;
@@ -186,7 +184,6 @@ export function restoreEpisode(dir: string, deps: RestoreDeps): Episode {
     ingressKey: credentialDigestRef(stored.restore?.ingress_key_sha256),
     mcpToken: credentialDigestRef(stored.restore?.mcp_token_sha256),
     records,
-    imageCache: deps.imageCache,
     delivery: deps.config.delivery,
     executor: closedExecutor(stored.id),
     drainDeadlineMs: deps.config.shutdown.drain_deadline_ms,

@@ -34,7 +34,6 @@ export function startTestSidecar(options: { config?: ConfigInput; createExecutor
     dataDir,
     blobs: createBlobStore(dataDir),
     defaultManifest: manifestSchema.parse(defaultManifestJson),
-    imageCache: config.images.cache,
     ids,
     clock: Date.now,
     redact: (line) => line,

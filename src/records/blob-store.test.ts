@@ -2,7 +2,8 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { createBlobStore, sha256Hex } from "./blob-store.ts";
+import { sha256Hex } from "../lib/sha256.ts";
+import { createBlobStore } from "./blob-store.ts";
 
 const bytes = new TextEncoder().encode("a frame");
 

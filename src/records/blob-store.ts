@@ -12,14 +12,10 @@
  */
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { sha256Hex } from "../lib/sha256.ts";
 import { writeFileAtomically } from "./write-file-atomically.ts";
 
 export const blobDigestPattern = /^[0-9a-f]{64}$/;
-
-/** The SHA-256 of the bytes, lowercase hex. */
-export function sha256Hex(bytes: Uint8Array): string {
-  return new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
-}
 
 export type BlobStore = {
   readonly dir: string;

@@ -3,7 +3,8 @@ import { existsSync, mkdtempSync, readdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { writePng } from "../images/write-png.ts";
-import { createBlobStore, sha256Hex } from "./blob-store.ts";
+import { sha256Hex } from "../lib/sha256.ts";
+import { createBlobStore } from "./blob-store.ts";
 import { externalizeImages, inlineImages, resolveBlobReferences } from "./image-references.ts";
 
 const store = () => createBlobStore(mkdtempSync(join(tmpdir(), "ura-refs-")));

@@ -17,6 +17,7 @@ import { createEpisodeStore, episodeUrls } from "../episodes/episode-store.ts";
 import { createRandomIds, type Ids } from "../episodes/ids.ts";
 import { codecsWarmedCheck, dataDirWritableCheck } from "../health/readiness.ts";
 import { loadCodecs } from "../images/codecs.ts";
+import { createImageCache } from "../images/image-cache.ts";
 import { warmUpCodecs } from "../images/warm-up.ts";
 import type { IngressDeps } from "../ingress/ingress-deps.ts";
 import { createLogger } from "../lib/logger.ts";
@@ -133,7 +134,6 @@ export async function startSidecar(options: StartOptions) {
     config,
     dataDir: resolve(config.data_dir),
     defaultManifest,
-    imageCache: config.images.cache,
     ids,
     clock,
     redact,
@@ -172,7 +172,6 @@ export async function startSidecar(options: StartOptions) {
   const restored = restoreEpisodes({
     dataDir: resolve(config.data_dir),
     config,
-    imageCache: config.images.cache,
     defaultManifest,
     clock,
     redact,
@@ -188,7 +187,7 @@ export async function startSidecar(options: StartOptions) {
     ids,
     exchange: {
       upstream,
-      images: { codecs, settings: config.images.webp },
+      images: { codecs, settings: config.images.webp, cache: createImageCache(config.images.cache_bytes) },
       sizeLimits: config.images.limits,
       imageInput: config.upstream.image_input,
       parallelToolCalls: config.upstream.parallel_tool_calls,

@@ -6,9 +6,9 @@
 import { loadCodecs } from "../../src/images/codecs.ts";
 import { createImageConverter } from "../../src/images/convert-request.ts";
 import { greyPng, palettePng, rgbaTransparentPng, rgbNoisePng } from "../../src/images/generate-png.ts";
-import { imageCacheSettingsSchema, webpSettingsSchema } from "../../src/images/settings.ts";
+import { createImageCache } from "../../src/images/image-cache.ts";
+import { webpSettingsSchema } from "../../src/images/settings.ts";
 import { warmUpCodecs } from "../../src/images/warm-up.ts";
-import { createWebpCache } from "../../src/images/webp-cache.ts";
 
 const codecs = await loadCodecs();
 const settings = webpSettingsSchema.parse({});
@@ -16,7 +16,7 @@ const warmUpMs = warmUpCodecs(codecs, settings);
 const converter = createImageConverter({
   codecs,
   settings,
-  cache: createWebpCache(imageCacheSettingsSchema.parse({})),
+  cache: createImageCache(64 * 1024 * 1024),
 });
 const samples = [rgbNoisePng(64, 48), rgbaTransparentPng(33, 17), greyPng(20, 20, 4), palettePng(15, 9, 8)];
 const { request, stats } = await converter.convertRequest({

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { recordsCommand } from "../../src/cli/records-command.ts";
-import { sha256Hex } from "../../src/records/blob-store.ts";
+import { sha256Hex } from "../../src/lib/sha256.ts";
 import { openRecords } from "../../src/records/read-records.ts";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
 

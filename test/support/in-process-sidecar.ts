@@ -18,6 +18,7 @@ import type { EpisodeOptions } from "../../src/episodes/episode-options.ts";
 import { createEpisodeStore } from "../../src/episodes/episode-store.ts";
 import { createRandomIds, type Ids } from "../../src/episodes/ids.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
+import { createImageCache } from "../../src/images/image-cache.ts";
 import { createLogger } from "../../src/lib/logger.ts";
 import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
 import { createBlobStore } from "../../src/records/blob-store.ts";
@@ -75,7 +76,6 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     dataDir,
     blobs: createBlobStore(dataDir),
     defaultManifest: manifestSchema.parse(defaultManifestJson),
-    imageCache: config.images.cache,
     ids,
     clock,
     redact,
@@ -98,7 +98,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
         fetch: ((request: string | URL | Request, init?: RequestInit) =>
           answer(new Request(request as string, init))) as typeof fetch,
       }),
-      images: { codecs, settings: config.images.webp },
+      images: { codecs, settings: config.images.webp, cache: createImageCache(config.images.cache_bytes) },
       sizeLimits: config.images.limits,
       imageInput: config.upstream.image_input,
       parallelToolCalls: config.upstream.parallel_tool_calls,

@@ -1,0 +1,29 @@
+import { expect, test } from "bun:test";
+import { createImageCache } from "./image-cache.ts";
+
+const key = (c: string) => c.repeat(64);
+const webp = (n: number) => new Uint8Array(n);
+
+test("evicts the least recently used entries first, by bytes (WebP + 64-character key)", () => {
+  const cache = createImageCache(3 * (64 + 10));
+  cache.set(key("a"), webp(10));
+  cache.set(key("b"), webp(10));
+  cache.set(key("c"), webp(10));
+  expect(cache.get(key("a"))).toBeDefined(); // a is now the most recent
+  cache.set(key("d"), webp(10));
+  expect(cache.get(key("b"))).toBeUndefined();
+  expect([key("a"), key("c"), key("d")].every((k) => cache.get(k) !== undefined)).toBe(true);
+  expect(cache.bytes).toBe(3 * 74);
+  expect(cache.entries).toBe(3);
+});
+
+test("an entry larger than the bound is not stored and evicts nothing; replacing updates the count", () => {
+  const cache = createImageCache(200);
+  cache.set(key("a"), webp(5));
+  cache.set(key("b"), webp(500));
+  expect(cache.get(key("b"))).toBeUndefined();
+  expect(cache.get(key("a"))).toBeDefined();
+  cache.set(key("a"), webp(2));
+  expect(cache.bytes).toBe(66);
+  expect(createImageCache(0).entries).toBe(0);
+});
