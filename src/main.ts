@@ -47,6 +47,7 @@ async function main(argv: string[]): Promise<number> {
         "upstream-url": { type: "string" },
         "log-level": { type: "string" },
         "default-episode": { type: "boolean" },
+        "context-policy": { type: "string" },
         "validate-config": { type: "boolean" },
       },
       strict: true,

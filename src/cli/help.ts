@@ -31,6 +31,8 @@ Serve flags (flags win over environment, which wins over the config file):
                          unset = the embedded scripted demo model
   --log-level LEVEL      debug | info | warn | error
   --default-episode      create one episode at start-up and print how to point a CLI at it
+  --context-policy NAME  context policy of episodes that choose none: identity (default), sliding_window,
+                         body_budget (camera episodes; docs/context-policies.md) (env URA_CONTEXT_POLICY)
   --validate-config      check the configuration offline and exit (non-zero naming each bad key)
 
 Secrets, from the environment only:

@@ -15,6 +15,7 @@ export type ConfigFlags = {
   "upstream-url"?: string;
   "log-level"?: string;
   "default-episode"?: boolean;
+  "context-policy"?: string;
 };
 
 export class ConfigError extends Error {
@@ -35,6 +36,7 @@ const envKeys: Record<string, string[]> = {
   URA_LISTEN: ["listen"],
   URA_DATA_DIR: ["data_dir"],
   URA_LOG_LEVEL: ["log_level"],
+  URA_CONTEXT_POLICY: ["context", "policy"],
   URA_SHIPPING_ENDPOINT: ["shipping", "endpoint"],
   URA_SHIPPING_BUCKET: ["shipping", "bucket"],
   URA_SHIPPING_PREFIX: ["shipping", "prefix"],
@@ -48,6 +50,7 @@ const flagKeys: Record<string, string[]> = {
   "upstream-url": ["upstream", "url"],
   "log-level": ["log_level"],
   "default-episode": ["default_episode"],
+  "context-policy": ["context", "policy"],
 };
 
 function setPath(target: Json, path: string[], value: unknown): void {

@@ -2,7 +2,8 @@
  * The context stage of every route: validate the tool history, then apply the
  * episode's policy to the hub request. Pure and deterministic; the caller records
  * the original request, the returned request and the decision separately.
- * `identity` returns the very request it was given.
+ * `identity` (and `body_budget`, which acts after the WebP conversion) returns the
+ * very request it was given.
  */
 import type { HubRequest } from "../hub/schema.ts";
 import { applySlidingWindow } from "./apply-sliding-window.ts";
@@ -11,6 +12,7 @@ import { estimateTokens } from "./estimate.ts";
 import type { ContextPolicy } from "./policy-schema.ts";
 import { validateToolHistory } from "./validate-history.ts";
 
+export { applyBodyBudget } from "./apply-body-budget.ts";
 export { ContextPolicyError, contextFailureRecord } from "./context-policy-error.ts";
 export type { ContextDecision } from "./decision-schema.ts";
 
@@ -26,12 +28,14 @@ export interface ContextResult {
 export function applyContextPolicy(request: HubRequest, policy: ContextPolicy): ContextResult {
   validateToolHistory(request.messages);
   switch (policy.policy) {
-    case "identity": {
+    // body_budget acts after the WebP conversion (applyBodyBudget); here it passes the request on.
+    case "identity":
+    case "body_budget": {
       const estimate = estimateTokens(request);
       return {
         request,
         decision: {
-          policy: "identity",
+          policy: policy.policy,
           estimate_before: estimate,
           estimate_after: estimate,
           reduced: false,

@@ -24,7 +24,7 @@ import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { SlidingWindowPolicy } from "./policy-schema.ts";
 
-interface ToolImage {
+export interface ToolImage {
   messageIndex: number;
   partIndex: number;
   /** 1-based among the image parts of its tool message. */
@@ -116,7 +116,7 @@ export function applySlidingWindow(
 }
 
 /** Every image part inside a tool message, oldest first. */
-function listToolImages(messages: readonly HubMessage[]): ToolImage[] {
+export function listToolImages(messages: readonly HubMessage[]): ToolImage[] {
   const images: ToolImage[] = [];
   messages.forEach((message, messageIndex) => {
     if (message.role !== "tool") return;

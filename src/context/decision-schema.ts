@@ -6,7 +6,7 @@
 import { z } from "zod";
 
 export const contextDecisionSchema = z.object({
-  policy: z.enum(["identity", "sliding_window"]),
+  policy: z.enum(["identity", "sliding_window", "body_budget"]),
   /** Estimated tokens (JSON bytes / 4) of the request as translated. */
   estimate_before: z.number().int().nonnegative(),
   /** Estimated tokens of the request sent on. */
@@ -15,5 +15,13 @@ export const contextDecisionSchema = z.object({
   reduced: z.boolean(),
   images_omitted: z.array(z.object({ toolCallId: z.string(), index: z.number().int().nonnegative() })),
   blocks_removed: z.array(z.object({ toolCallIds: z.array(z.string()) })),
+  /** body_budget: the budget and the upstream body's bytes (after WebP) before and after. */
+  body_budget: z
+    .object({
+      max_body_bytes: z.number().int().positive(),
+      bytes_before: z.number().int().nonnegative(),
+      bytes_after: z.number().int().nonnegative(),
+    })
+    .optional(),
 });
 export type ContextDecision = z.infer<typeof contextDecisionSchema>;

@@ -6,6 +6,8 @@
  * misspelt key is an error, not a silently ignored setting. The numeric defaults
  * are a starting point, to be tuned from records: the estimate counts image
  * bytes (base64, before WebP), so it runs far above Qwen's real token counts.
+ * `body_budget` (the policy for camera episodes) budgets the upstream body as it
+ * will be sent, after WebP conversion (apply-body-budget.ts).
  */
 import { z } from "zod";
 
@@ -30,11 +32,32 @@ export const slidingWindowPolicySchema = z
     path: ["target_input_tokens"],
   });
 
+/**
+ * Keeps the upstream body, measured after WebP conversion exactly as it will be sent,
+ * at or under `max_body_bytes`: a camera episode resending every frame keeps running
+ * at any length, with its newest frames.
+ */
+export const bodyBudgetPolicySchema = z.strictObject({
+  policy: z.literal("body_budget"),
+  /** Largest upstream body; absent = the provider limit (images.limits.max_request_bytes). */
+  max_body_bytes: z.number().int().positive().optional(),
+  /** The newest tool-result images that are never replaced by an omission notice. */
+  min_recent_tool_images: z.number().int().nonnegative().default(6),
+  /**
+   * Tool-result images are omitted in whole batches of this many, oldest first: a larger
+   * batch changes the history's prefix less often (better for the provider's prompt cache).
+   */
+  image_eviction_batch_size: z.number().int().positive().default(8),
+  /** The newest call/result blocks that are never removed (at least the one being answered). */
+  keep_recent_blocks: z.number().int().min(1).default(2),
+});
+
 export const contextPolicySchema = z
-  .discriminatedUnion("policy", [identityPolicySchema, slidingWindowPolicySchema])
+  .discriminatedUnion("policy", [identityPolicySchema, slidingWindowPolicySchema, bodyBudgetPolicySchema])
   .default({ policy: "identity" });
 
 export type IdentityPolicy = z.infer<typeof identityPolicySchema>;
 export type SlidingWindowPolicy = z.infer<typeof slidingWindowPolicySchema>;
+export type BodyBudgetPolicy = z.infer<typeof bodyBudgetPolicySchema>;
 export type ContextPolicy = z.infer<typeof contextPolicySchema>;
 export type ContextPolicyInput = z.input<typeof contextPolicySchema>;

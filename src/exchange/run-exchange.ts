@@ -21,6 +21,7 @@ import type { Logger } from "../lib/logger.ts";
 import { RecordsWriteError } from "../records/append-file.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
 import { type UpstreamClient, UpstreamFailure } from "../upstream/upstream-client.ts";
+import { buildUpstreamBody } from "./build-upstream-body.ts";
 
 export type Protocol = "responses" | "gemini" | "messages";
 
@@ -151,24 +152,29 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       ...deps.images,
       maxPixels: deps.sizeLimits.max_image_pixels,
     }).convertRequest(filtered);
-    upstreamRequest = buildChatRequest(converted, {
-      model: episode.model,
-      imageInput: deps.imageInput,
-      parallelToolCalls: deps.parallelToolCalls,
-      maxOutputTokens: deps.maxOutputTokens,
+    const upstream = buildUpstreamBody(converted, episode.context, decision, {
+      build: (request) =>
+        buildChatRequest(request, {
+          model: episode.model,
+          imageInput: deps.imageInput,
+          parallelToolCalls: deps.parallelToolCalls,
+          maxOutputTokens: deps.maxOutputTokens,
+        }),
+      providerLimitBytes: deps.sizeLimits.max_request_bytes,
     });
+    upstreamRequest = upstream.chat;
     if (converted.maxOutputTokens !== undefined && upstreamRequest.max_tokens !== converted.maxOutputTokens) {
       hub.ignored.push(
         `max_output_tokens ${converted.maxOutputTokens} lowered to ${upstreamRequest.max_tokens} (upstream.max_output_tokens)`,
       );
     }
-    const body = JSON.stringify(upstreamRequest);
+    const body = upstream.body;
     checkUpstreamSize(body, deps.sizeLimits);
     // The body as sent, spliced in: stringifying it again doubled the cost of large (image) requests.
     episode.records.exchange(
       exchangeId,
       "upstream_request",
-      { images: stats, ignored: hub.ignored },
+      { images: stats, ignored: hub.ignored, ...(upstream.budget ? { context: upstream.budget } : {}) },
       { json: { body } },
     );
   } catch (error) {

@@ -1,0 +1,142 @@
+/**
+ * The body_budget policy: keeps the upstream body at or under a byte budget,
+ * measured on the request after WebP conversion exactly as it will be sent, so a
+ * camera episode that resends every frame keeps running at any length.
+ *
+ * Over the budget it reduces, like sliding_window but in bytes of the real body:
+ * 1. tool-result images, oldest first, become omission notices in whole batches of
+ *    `image_eviction_batch_size`, never the newest `min_recent_tool_images`
+ *    (user images are never touched);
+ * 2. then the oldest call/result blocks go whole, never the newest `keep_recent_blocks`.
+ * System prompt, tool declarations, user messages and assistant text are protected;
+ * when the body is still over budget it fails with `request_too_large`
+ * (a ContextPolicyError carrying the decision).
+ *
+ * The amount to omit is chosen from a cheap estimate (image base64 lengths plus the
+ * JSON of everything else, aimed a margin under the budget); the body actually built
+ * is then measured, and one more batch goes whenever it is still over. The caller's
+ * `measureBody` is that real measurement (its last body is what gets sent).
+ */
+import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import { listToolImages } from "./apply-sliding-window.ts";
+import { ContextPolicyError } from "./context-policy-error.ts";
+import type { ContextDecision } from "./decision-schema.ts";
+import { measureJsonBytes } from "./estimate.ts";
+import { findToolBlocks } from "./find-tool-blocks.ts";
+import { createOmissionNotice } from "./omission-notice.ts";
+import type { BodyBudgetPolicy } from "./policy-schema.ts";
+
+export type BodyBudgetOptions = {
+  /** The provider's body limit; the budget is never above it. */
+  providerLimitBytes: number;
+  /** UTF-8 bytes of the upstream body built from this (converted) hub request. */
+  measureBody: (request: HubRequest) => number;
+};
+
+/** Estimated bytes of a message in the body: its JSON without image data, plus the data. */
+function estimateMessageBytes(message: HubMessage): number {
+  if (message.role !== "user" && message.role !== "tool") return measureJsonBytes(message);
+  let dataBytes = 0;
+  const content = message.content.map((part) => {
+    if (part.type !== "image") return part;
+    dataBytes += part.data.length + part.mediaType.length + 32; // + "data:…;base64," and the wrapper
+    return { ...part, data: "" };
+  });
+  return measureJsonBytes({ ...message, content }) + dataBytes;
+}
+
+export function applyBodyBudget(
+  request: HubRequest,
+  policy: BodyBudgetPolicy,
+  decision: ContextDecision,
+  options: BodyBudgetOptions,
+): { request: HubRequest; decision: ContextDecision } {
+  const budget = Math.min(policy.max_body_bytes ?? options.providerLimitBytes, options.providerLimitBytes);
+  const messages = request.messages;
+  const messageBytes = messages.map(estimateMessageBytes);
+  const baseBytes = measureJsonBytes({ ...request, messages: [] });
+  const estimateBefore = baseBytes + messageBytes.reduce((sum, bytes) => sum + bytes, 0);
+  // Aim under the budget by a margin for what the estimate does not see (the body's own framing).
+  const aim = budget - Math.max(1024, Math.ceil(budget * 0.01)) - 64 * messages.length;
+  const result = (bytesAfter: number): ContextDecision => ({
+    ...decision,
+    body_budget: { max_body_bytes: budget, bytes_before: estimateBefore, bytes_after: bytesAfter },
+  });
+
+  if (estimateBefore <= aim) {
+    const bytes = options.measureBody(request);
+    if (bytes <= budget) return { request, decision: result(bytes) };
+  }
+
+  const images = listToolImages(messages);
+  const batch = policy.image_eviction_batch_size;
+  const evictable = Math.floor(Math.max(0, images.length - policy.min_recent_tool_images) / batch) * batch;
+  const blocks = findToolBlocks(messages);
+  const removable = Math.max(0, blocks.length - policy.keep_recent_blocks);
+  const notices = images.map((image) => {
+    const message = messages[image.messageIndex] as HubMessage & { toolCallId: string };
+    return createOmissionNotice(message.toolCallId, image.imageNumber);
+  });
+  const imageSaving = (i: number): number => {
+    const image = images[i];
+    const message = image && messages[image.messageIndex];
+    if (!image || message?.role !== "tool") return 0;
+    const part = message.content[image.partIndex] as HubPart;
+    return estimateMessageBytes({ ...message, content: [part] }) - measureJsonBytes(notices[i]);
+  };
+
+  let omitted = 0;
+  let removed = 0;
+  let estimate = estimateBefore;
+  while (omitted < evictable && estimate > aim) {
+    for (const end = omitted + batch; omitted < end; omitted++) estimate -= imageSaving(omitted);
+  }
+  while (removed < removable && estimate > aim) {
+    for (const index of blocks[removed]?.messageIndexes ?? []) estimate -= messageBytes[index] ?? 0;
+    removed++;
+  }
+
+  function build(): { request: HubRequest; decision: ContextDecision["images_omitted"] } {
+    const contents = new Map<number, HubPart[]>();
+    const omittedList: ContextDecision["images_omitted"] = [];
+    for (let i = 0; i < omitted; i++) {
+      const image = images[i];
+      const message = image && messages[image.messageIndex];
+      if (!image || !message || message.role !== "tool") continue;
+      const content = contents.get(image.messageIndex) ?? [...message.content];
+      content[image.partIndex] = notices[i] as HubPart;
+      contents.set(image.messageIndex, content);
+      omittedList.push({ toolCallId: message.toolCallId, index: image.partIndex });
+    }
+    const gone = new Set(blocks.slice(0, removed).flatMap((block) => block.messageIndexes));
+    const kept = messages.flatMap((message, i) => {
+      if (gone.has(i)) return [];
+      const content = contents.get(i);
+      return [content && message.role === "tool" ? { ...message, content } : message];
+    });
+    return { request: { ...request, messages: kept }, decision: omittedList };
+  }
+
+  for (;;) {
+    const candidate = build();
+    const bytes = options.measureBody(candidate.request);
+    const reduced = {
+      ...result(bytes),
+      reduced: omitted > 0 || removed > 0,
+      images_omitted: candidate.decision,
+      blocks_removed: blocks.slice(0, removed).map((block) => ({ toolCallIds: block.toolCallIds })),
+    };
+    if (bytes <= budget) return { request: candidate.request, decision: reduced };
+    if (omitted < evictable) omitted += batch;
+    else if (removed < removable) removed++;
+    else
+      throw new ContextPolicyError(
+        `context policy body_budget: the upstream body is still ${bytes} bytes after omitting ` +
+          `${omitted} tool-result images and removing ${removed} call/result blocks, over ` +
+          `max_body_bytes ${budget} (from ~${estimateBefore}); the rest is protected: system prompt, ` +
+          `tool declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks ` +
+          `and the ${policy.min_recent_tool_images} most recent tool images`,
+        reduced,
+      );
+  }
+}

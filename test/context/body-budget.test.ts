@@ -1,0 +1,101 @@
+/**
+ * A camera episode under body_budget through the whole in-process app: a new frame
+ * in a tool result every turn, the whole history resent (as the Responses clients
+ * do). Every turn is answered, every upstream body is under the provider limit,
+ * and the newest frames are the ones that reach upstream.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { contextPolicySchema } from "../../src/context/policy-schema.ts";
+import { rgbNoisePng } from "../../src/images/generate-png.ts";
+import { openRecords } from "../../src/records/read-records.ts";
+import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
+
+const limit = 500_000;
+let s: InProcessSidecar;
+const bodies: string[] = [];
+beforeAll(async () => {
+  s = await createInProcessSidecar({
+    config: { images: { limits: { max_request_bytes: limit } } },
+    upstreamFetch: async (request) => {
+      bodies.push(await request.clone().text());
+      return s.scripted.fetch(request);
+    },
+  });
+});
+afterAll(() => s.stop());
+
+const frames = Array.from({ length: 20 }, (_, i) => rgbNoisePng(160, 120, i + 1).png.toBase64());
+
+function turnRequest(turns: number) {
+  const input: unknown[] = [
+    {
+      type: "message",
+      role: "user",
+      content: [{ type: "input_text", text: "Watch the table; observe every turn." }],
+    },
+  ];
+  for (let i = 0; i < turns; i++) {
+    input.push({ type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" });
+    input.push({
+      type: "function_call_output",
+      call_id: `call_${i}`,
+      output: [
+        { type: "input_text", text: `frame ${i}` },
+        { type: "input_image", image_url: `data:image/png;base64,${frames[i]}` },
+      ],
+    });
+  }
+  return {
+    model: "ura-qwen",
+    stream: true,
+    store: false,
+    input,
+    tools: [
+      {
+        type: "function",
+        name: "ura_observe",
+        description: "observe",
+        parameters: { type: "object", properties: {} },
+      },
+    ],
+  };
+}
+
+test("body_budget keeps a long camera episode under the provider limit with its newest frames", async () => {
+  const episode = s.createEpisode({
+    max_turns: 0,
+    context: contextPolicySchema.parse({
+      policy: "body_budget",
+      min_recent_tool_images: 2,
+      image_eviction_batch_size: 2,
+    }),
+  });
+  const omitted: number[] = [];
+  for (let turns = 1; turns <= frames.length; turns++) {
+    const res = await s.app.request(`/e/${episode.id}/v1/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${episode.ingressKey}` },
+      body: JSON.stringify(turnRequest(turns)),
+    });
+    await res.text();
+    expect(res.status).toBe(200);
+    const body = bodies.at(-1) as string;
+    expect(Buffer.byteLength(body)).toBeLessThanOrEqual(limit);
+    const sent = JSON.parse(body) as { messages: { content: unknown }[] };
+    const images = JSON.stringify(sent.messages).match(/data:image\/webp;base64,/g)?.length ?? 0;
+    omitted.push(turns - images);
+    // The newest frame always goes on.
+    expect(JSON.stringify(sent.messages)).toContain(`frame ${turns - 1}`);
+    expect(images).toBeGreaterThanOrEqual(Math.min(turns, 2));
+  }
+  // Without the budget the body would pass the limit from about the 7th frame on.
+  expect(omitted.at(-1)).toBeGreaterThanOrEqual(8);
+  expect(omitted.every((n) => n % 2 === 0)).toBe(true);
+  const records = openRecords(s.dataDir);
+  const last = records.readEpisode(episode.id).exchanges.at(-1);
+  const line = last?.stage("upstream_request")?.value as {
+    context?: { body_budget?: { bytes_after: number } };
+  };
+  expect(line.context?.body_budget?.bytes_after).toBeLessThanOrEqual(limit);
+  expect(records.upstreamRequestText(last as never)).toBe(bodies.at(-1));
+});
