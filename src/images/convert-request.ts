@@ -14,7 +14,8 @@
  *
  * The input request is never modified (the CLI's original is recorded as sent).
  */
-import type { HubImagePart, HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import { decodeBase64, encodeBase64 } from "../lib/base64.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { sha256Hex } from "../lib/sha256.ts";
 import type { Codecs, RgbaImage } from "./codecs.ts";
@@ -90,19 +91,15 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
       stats.passedThrough.not_png++;
       return part;
     }
-    let bytes: Uint8Array;
-    try {
-      bytes = Uint8Array.fromBase64(part.data);
-    } catch (error) {
-      throw invalidPng(param, "invalid base64", error);
-    }
+    const bytes = decodeBase64(part.data);
+    if (!bytes) throw invalidPng(param, "invalid base64");
     const key = sha256Hex(bytes);
     const cached = cache.get(key);
     if (cached !== undefined) {
       stats.cacheHits++;
       stats.bytesBefore += bytes.length;
       stats.bytesAfter += cached.length;
-      return { type: "image", mediaType: "image/webp", data: cached.toBase64(), ...sourceOf(part) };
+      return { type: "image", mediaType: "image/webp", data: encodeBase64(cached), ...sourceOf(part) };
     }
     const header = inspectPng(bytes);
     if (!header.ok) throw invalidPng(param, header.reason);
@@ -135,7 +132,7 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     stats.converted++;
     stats.bytesBefore += bytes.length;
     stats.bytesAfter += webp.length;
-    return { type: "image", mediaType: "image/webp", data: webp.toBase64(), ...sourceOf(part) };
+    return { type: "image", mediaType: "image/webp", data: encodeBase64(webp), ...sourceOf(part) };
   }
 
   function convertMessage(message: HubMessage, index: number, stats: ImageStats): HubMessage {

@@ -22,6 +22,7 @@
  *   text is one this module wrote.
  */
 import { z } from "zod";
+import { encodeBase64 } from "../lib/base64.ts";
 import type { BlobStore } from "./blob-store.ts";
 
 const referenceMarker = '{"$blob":';
@@ -55,12 +56,19 @@ function sniffImageType(bytes: Uint8Array): string | undefined {
   return undefined;
 }
 
+/**
+ * The bytes of canonical base64 (the caller's pattern admits only the alphabet and
+ * `=`), or undefined when encoding them would not give the same text back: a length
+ * that is not a multiple of 4, or stray bits in the last group. Only the last group
+ * can differ, so only it is re-encoded.
+ */
 function decodeCanonical(base64: string): Uint8Array | undefined {
-  try {
-    return Uint8Array.fromBase64(base64, { lastChunkHandling: "strict" });
-  } catch {
-    return undefined;
-  }
+  if (base64.length % 4 !== 0) return undefined;
+  const bytes = Buffer.from(base64, "base64");
+  const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
+  if (bytes.length !== (base64.length / 4) * 3 - padding || bytes.length === 0) return undefined;
+  const lastGroup = encodeBase64(bytes.subarray(bytes.length - (3 - padding)));
+  return base64.endsWith(lastGroup) ? bytes : undefined;
 }
 
 /**
@@ -103,7 +111,7 @@ export function inlineImages(text: string, read: (digest: string) => Uint8Array)
   return text.replace(
     referencePattern,
     (_reference, digest: string, mediaType: string, bytes: string, plain: string | undefined) => {
-      const base64 = checkedBlob(read, digest, Number(bytes)).toBase64();
+      const base64 = encodeBase64(checkedBlob(read, digest, Number(bytes)));
       return plain ? `"${base64}"` : `"data:${mediaType};base64,${base64}"`;
     },
   );
@@ -111,7 +119,7 @@ export function inlineImages(text: string, read: (digest: string) => Uint8Array)
 
 /** The string a reference stands for: the data URL, or plain base64 when it was plain. */
 export function referencedString(reference: BlobReference, read: (digest: string) => Uint8Array): string {
-  const base64 = checkedBlob(read, reference.$blob.slice("sha256:".length), reference.bytes).toBase64();
+  const base64 = encodeBase64(checkedBlob(read, reference.$blob.slice("sha256:".length), reference.bytes));
   return reference.encoding === "base64" ? base64 : `data:${reference.media_type};base64,${base64}`;
 }
 
