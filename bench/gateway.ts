@@ -24,7 +24,7 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
-async function spawnServer(
+export async function spawnServer(
   args: string[],
   pattern: RegExp,
 ): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {

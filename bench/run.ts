@@ -9,6 +9,7 @@ import { runDurabilityBench } from "./durability.ts";
 import { runGatewayBench } from "./gateway.ts";
 import { runImageBench } from "./images.ts";
 import { runWarmUpBench } from "./warm-up.ts";
+import { runLongCameraBench } from "./long-camera.ts";
 
 const results: Record<string, number> = {};
 console.log("## Gateway overhead, memory, cold start");
@@ -17,6 +18,8 @@ console.log("\n## Images");
 Object.assign(results, await runImageBench(console.log));
 console.log("\n## Codec warm-up");
 Object.assign(results, await runWarmUpBench(console.log));
+console.log("\n## Long camera episode");
+Object.assign(results, await runLongCameraBench(console.log));
 console.log("\n## Context filter");
 Object.assign(results, await runContextBench());
 console.log("\n## Durability (fdatasync of claims)");

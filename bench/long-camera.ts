@@ -1,0 +1,279 @@
+/**
+ * Long camera episode bench: the compiled sidecar (dist/ura-sidecar) on the
+ * instant upstream (instant-chat-upstream.ts), one episode of `turns` turns
+ * (default 100) under the body_budget policy, through the Responses ingress and
+ * through the Gemini ingress. Each turn adds one new deterministic 640×480
+ * camera-like frame with sensor noise in a tool result, and the whole history is
+ * resent every turn, the way the real clients do. Figures, against baselines of
+ * the same run:
+ *   records ÷ distinct content   records bytes (lines + blobs) over the distinct image
+ *                                bytes (PNG + WebP) plus the distinct text    goal ≤ 1.2
+ *   records turn 100 ÷ turn 50   linear gives 2, quadratic 4                  goal ≤ 2.2
+ *   turns answered 200 under the provider body limit                         goal: all
+ *   sidecar time per MB of request, turn 100 ÷ turn 10 (medians of 5 turns)   goal ≤ 1.5
+ *   text lines' share of the records (what repeats once images are blobs)
+ *   sidecar RSS after the episode                                           goal ≤ 300 MB
+ * Sidecar time is the client's round trip on the instant upstream (which parses
+ * the body it gets): an upper bound on the time the sidecar adds.
+ *   bun bench/long-camera.ts [turns]
+ */
+import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { cameraLikeFrame } from "../src/images/synthetic-frames.ts";
+import { writePng } from "../src/images/write-png.ts";
+import { openRecords } from "../src/records/read-records.ts";
+import { startSidecarProcess } from "../test/support/sidecar-process.ts";
+import { spawnServer } from "./gateway.ts";
+
+const MiB = 1024 * 1024;
+const providerLimit = 6 * MiB;
+
+function cameraPng(seed: number): string {
+  const frame = cameraLikeFrame(640, 480, seed);
+  return writePng({ width: 640, height: 480, colourType: 6, bitDepth: 8, rows: frame.data }).toBase64();
+}
+
+/** Bytes of every file under a directory. */
+function treeBytes(dir: string): number {
+  let total = 0;
+  for (const entry of readdirSync(dir, { withFileTypes: true })) {
+    const path = join(dir, entry.name);
+    total += entry.isDirectory() ? treeBytes(path) : statSync(path).size;
+  }
+  return total;
+}
+
+function rssMb(pid: number): number {
+  const status = readFileSync(`/proc/${pid}/status`, "utf8");
+  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
+}
+
+const median = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
+
+type Ingress = {
+  name: "responses" | "gemini";
+  url: (launch: { urls: { responses: string; gemini: string } }) => string;
+  headers: (key: string) => Record<string, string>;
+  /** The request body of turn `turns` (1-based), from each turn's pre-serialised history items. */
+  body: (frames: string[], turns: number) => string;
+};
+
+const responsesItems: string[] = [];
+const geminiItems: string[] = [];
+
+const ingresses: Ingress[] = [
+  {
+    name: "responses",
+    url: (launch) => `${launch.urls.responses}/responses`,
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    body(frames, turns) {
+      for (let i = responsesItems.length; i < turns; i++) {
+        const call = { type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" };
+        const output = {
+          type: "function_call_output",
+          call_id: `call_${i}`,
+          output: [
+            { type: "input_text", text: `observation ${i}: the front camera frame.` },
+            { type: "input_image", image_url: `data:image/png;base64,${frames[i]}` },
+          ],
+        };
+        responsesItems.push(`${JSON.stringify(call)},${JSON.stringify(output)}`);
+      }
+      const head = JSON.stringify({
+        type: "message",
+        role: "user",
+        content: [{ type: "input_text", text: "Watch the table and observe on every turn." }],
+      });
+      const tools = JSON.stringify([
+        {
+          type: "function",
+          name: "ura_observe",
+          description: "observe",
+          parameters: { type: "object", properties: {} },
+        },
+      ]);
+      return `{"model":"ura-qwen","stream":true,"store":false,"tools":${tools},"input":[${head},${responsesItems.slice(0, turns).join(",")}]}`;
+    },
+  },
+  {
+    name: "gemini",
+    url: (launch) => `${launch.urls.gemini}/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse`,
+    headers: (key) => ({ "x-goog-api-key": key }),
+    body(frames, turns) {
+      for (let i = geminiItems.length; i < turns; i++) {
+        const call = {
+          role: "model",
+          parts: [{ functionCall: { name: "mcp_ura_observe", args: {}, id: `call_${i}` } }],
+        };
+        const result = {
+          role: "user",
+          parts: [
+            {
+              functionResponse: {
+                name: "mcp_ura_observe",
+                response: { output: `observation ${i}: the front camera frame.` },
+                id: `call_${i}`,
+              },
+            },
+            { inlineData: { mimeType: "image/png", data: frames[i] } },
+          ],
+        };
+        geminiItems.push(`${JSON.stringify(call)},${JSON.stringify(result)}`);
+      }
+      const head = JSON.stringify({
+        role: "user",
+        parts: [{ text: "Watch the table and observe on every turn." }],
+      });
+      const tools = JSON.stringify([
+        {
+          functionDeclarations: [
+            {
+              name: "mcp_ura_observe",
+              description: "observe",
+              parametersJsonSchema: { type: "object", properties: {} },
+            },
+          ],
+        },
+      ]);
+      return `{"contents":[${head},${geminiItems.slice(0, turns).join(",")}],"tools":${tools}}`;
+    },
+  },
+];
+
+async function runEpisode(
+  ingress: Ingress,
+  frames: string[],
+  upstreamUrl: string,
+  log: (line: string) => void,
+): Promise<Record<string, number>> {
+  const turns = frames.length;
+  const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-camera-"));
+  const configPath = join(dataDir, "..", `${dataDir.split("/").at(-1)}.json`);
+  // Whole 100-frame histories are ~90 MB of base64 PNG: over the default client body limit.
+  writeFileSync(
+    configPath,
+    JSON.stringify({ body_limit_bytes: 512 * MiB, context: { policy: "body_budget" } }),
+  );
+  const sidecar = await startSidecarProcess({
+    upstreamUrl,
+    dataDir,
+    args: ["--log-level", "warn", "--config", configPath],
+  });
+  const figures: Record<string, number> = {};
+  try {
+    const launch = await sidecar.createEpisode({ max_turns: 0 });
+    const pid = sidecar.proc.pid;
+    const idleRss = rssMb(pid);
+    const msPerMb: number[] = [];
+    const requestMb: number[] = [];
+    const recordsAt: Record<number, number> = {};
+    let ok = 0;
+    for (let turn = 1; turn <= turns; turn++) {
+      const body = ingress.body(frames, turn);
+      const started = performance.now();
+      const res = await fetch(ingress.url(launch), {
+        method: "POST",
+        headers: { "content-type": "application/json", ...ingress.headers(launch.ingress_key) },
+        body,
+      });
+      const text = await res.text();
+      const ms = performance.now() - started;
+      if (res.status === 200) ok += 1;
+      else log(`  turn ${turn}: HTTP ${res.status} ${text.slice(0, 200)}`);
+      requestMb.push(body.length / MiB);
+      msPerMb.push(ms / (body.length / MiB));
+      if (turn === 10 || turn === 50 || turn === turns) recordsAt[turn] = treeBytes(dataDir);
+      if (turn % 25 === 0)
+        log(
+          `  ${ingress.name} turn ${turn}: ${(body.length / MiB).toFixed(1)} MB request, ${ms.toFixed(0)} ms`,
+        );
+    }
+    const rssAfter = rssMb(pid);
+
+    const records = openRecords(dataDir);
+    const episode = records.readEpisode(launch.id);
+    const upstreamBytes = episode.exchanges.map((exchange) =>
+      Buffer.byteLength(records.upstreamRequestText(exchange) ?? ""),
+    );
+    const underLimit = upstreamBytes.filter((bytes) => bytes > 0 && bytes <= providerLimit).length;
+    const blobBytes = treeBytes(join(dataDir, "blobs"));
+    const lineBytes = (stage: string) =>
+      episode.exchanges.reduce((sum, exchange) => sum + (exchange.stage(stage)?.text.length ?? 0) + 1, 0);
+    const allLines = treeBytes(join(dataDir, "episodes"));
+    const last = episode.exchanges.at(-1);
+    // Distinct text: the last exchange's request lines (the whole text history once), plus every
+    // exchange's own answer lines (new each turn).
+    const historyStages = ["client_request", "after_context", "upstream_request"];
+    const lastHistory = historyStages.reduce(
+      (sum, stage) => sum + (last?.stage(stage)?.text.length ?? 0) + 1,
+      0,
+    );
+    const answers = ["upstream_response", "delivered", "status"].reduce(
+      (sum, stage) => sum + lineBytes(stage),
+      0,
+    );
+    const distinct = blobBytes + lastHistory + answers;
+    const repeatedHistory = historyStages.reduce((sum, stage) => sum + lineBytes(stage), 0);
+    const total = recordsAt[turns] ?? Number.NaN;
+    const p = `camera_${ingress.name}`;
+    figures[`${p}_turns_ok`] = ok;
+    figures[`${p}_turns_under_body_limit`] = underLimit;
+    figures[`${p}_records_mb`] = total / MiB;
+    figures[`${p}_records_vs_distinct`] = total / distinct;
+    figures[`${p}_records_turn${turns}_vs_turn50`] = total / (recordsAt[50] ?? Number.NaN);
+    figures[`${p}_text_lines_share`] = allLines / total;
+    figures[`${p}_history_text_vs_once`] = repeatedHistory / lastHistory;
+    const late = msPerMb.slice(-5);
+    const early = msPerMb.slice(7, 12);
+    figures[`${p}_ms_per_mb_turn10`] = median(early);
+    figures[`${p}_ms_per_mb_turn${turns}`] = median(late);
+    figures[`${p}_ms_per_mb_turn${turns}_vs_turn10`] = median(late) / median(early);
+    figures[`${p}_rss_idle_mb`] = idleRss;
+    figures[`${p}_rss_after_mb`] = rssAfter;
+    log(
+      `| ${ingress.name} | ${ok}/${turns} | ${underLimit}/${turns} | ${(total / MiB).toFixed(1)} MB | ` +
+        `${(total / distinct).toFixed(3)} (≤ 1.2) | ${(total / (recordsAt[50] ?? Number.NaN)).toFixed(2)} (≤ 2.2) | ` +
+        `${median(early).toFixed(1)} → ${median(late).toFixed(1)} ms/MB = ${(median(late) / median(early)).toFixed(2)} (≤ 1.5) | ` +
+        `${(allLines / MiB).toFixed(2)} MB (${((100 * allLines) / total).toFixed(1)}%), history ×${(repeatedHistory / lastHistory).toFixed(0)} | ` +
+        `${idleRss.toFixed(0)} → ${rssAfter.toFixed(0)} MB (≤ 300) | ${requestMb.at(-1)?.toFixed(1)} MB |`,
+    );
+  } finally {
+    await sidecar.stop();
+  }
+  return figures;
+}
+
+export async function runLongCameraBench(
+  log: (line: string) => void = console.log,
+  turns = Number(process.env.URA_BENCH_CAMERA_TURNS ?? 100),
+): Promise<Record<string, number>> {
+  const frames = Array.from({ length: turns }, (_, i) => cameraPng(1000 + i));
+  const upstream = await spawnServer(
+    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts"],
+    /listening: (http:\/\/\S+)/,
+  );
+  const figures: Record<string, number> = {};
+  try {
+    log(
+      `${turns} turns, one new 640×480 noisy frame per turn (PNG ~${(((frames[0]?.length ?? 0) * 3) / 4 / 1024).toFixed(0)} KB), whole history resent, body_budget policy, provider limit ${providerLimit / MiB} MiB.`,
+    );
+    log(
+      "| ingress | 200 | under limit | records | records ÷ distinct | turn 100 ÷ 50 | sidecar ms/MB turn 10 → 100 | text lines, history repeats | RSS idle → after | last request |",
+    );
+    log("|---|---|---|---|---|---|---|---|---|---|");
+    for (const ingress of ingresses)
+      Object.assign(figures, await runEpisode(ingress, frames, upstream.url, log));
+  } finally {
+    upstream.proc.kill();
+  }
+  return figures;
+}
+
+if (import.meta.main) {
+  const figures = await runLongCameraBench(console.log, Number(process.argv[2] ?? 100));
+  for (const [k, v] of Object.entries(figures))
+    console.log(`${k} = ${Number.isInteger(v) ? v : v.toFixed(3)}`);
+  process.exit(0);
+}
