@@ -11,7 +11,7 @@ node_modules/.install-stamp: package.json package-lock.json
 	touch $@
 
 build: install
-	$(COMPILE) src/main.ts --outfile $(BIN)
+	$(COMPILE) src/main.ts src/images/conversion-worker.ts --outfile $(BIN)
 
 run: build
 	./$(BIN) serve --default-episode

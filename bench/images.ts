@@ -17,6 +17,7 @@ import { type Codecs, loadCodecs } from "../src/images/codecs.ts";
 import { createImageConverter } from "../src/images/convert-request.ts";
 import { type GeneratedPng, rgbNoisePng, screenshotPng } from "../src/images/generate-png.ts";
 import { createImageCache } from "../src/images/image-cache.ts";
+import { convertOnThisThread } from "../src/images/png-to-webp.ts";
 import { type WebpSettings, webpSettingsSchema } from "../src/images/settings.ts";
 import { warmUpCodecs } from "../src/images/warm-up.ts";
 
@@ -122,7 +123,11 @@ async function timeTurns(codecs: Codecs, settings: WebpSettings) {
   const cacheBytes = configSchema.parse({}).images.cache_bytes;
   const perTurn: number[][] = Array.from({ length: turns }, () => []);
   for (let e = 0; e < episodes; e++) {
-    const converter = createImageConverter({ codecs, settings, cache: createImageCache(cacheBytes) });
+    const converter = createImageConverter({
+      converter: convertOnThisThread(codecs),
+      settings,
+      cache: createImageCache(cacheBytes),
+    });
     for (let turn = 1; turn <= turns; turn++) {
       const request = turnRequest(frames, turn);
       const start = performance.now();
@@ -131,7 +136,11 @@ async function timeTurns(codecs: Codecs, settings: WebpSettings) {
       if (stats.converted !== 1 || stats.cacheHits !== turn - 1) throw new Error(`turn ${turn}: cache miss`);
     }
   }
-  const uncached = createImageConverter({ codecs, settings, cache: createImageCache(cacheBytes) });
+  const uncached = createImageConverter({
+    converter: convertOnThisThread(codecs),
+    settings,
+    cache: createImageCache(cacheBytes),
+  });
   const start = performance.now();
   await uncached.convertRequest(turnRequest(frames, turns));
   const uncachedMs = performance.now() - start;

@@ -1,7 +1,8 @@
 /**
  * The WASM codecs work inside a `bun build --compile` binary run alone from an empty
- * directory (no node_modules next to it): the .wasm files are embedded and loaded from
- * the binary's own file system.
+ * directory (no node_modules next to it), on the main thread and in conversion Workers
+ * (the worker is an extra entry point of the build): the .wasm files are embedded and
+ * loaded from the binary's own file system.
  */
 import { afterAll, expect, test } from "bun:test";
 import { chmodSync, copyFileSync, mkdtempSync, readdirSync, rmSync } from "node:fs";
@@ -27,6 +28,7 @@ test(
         "--no-compile-autoload-dotenv",
         "--no-compile-autoload-bunfig",
         join(import.meta.dir, "fixtures-images/compiled-entry.ts"),
+        join(repo, "src/images/conversion-worker.ts"),
         "--outfile",
         join(buildDir, "images-smoke"),
       ],
@@ -47,10 +49,13 @@ test(
     const report = JSON.parse(run.stdout.toString()) as {
       cwd: string;
       converted: number;
+      warmUpMs: number[];
       results: { kind: string; mediaType: string; pixelsEqual: boolean }[];
     };
     expect(report.cwd).toBe(runDir);
     expect(report.converted).toBe(4);
+    // Both workers loaded their codecs inside the binary and warmed up.
+    expect(report.warmUpMs.length).toBe(2);
     expect(report.results.map((r) => [r.kind, r.mediaType, r.pixelsEqual])).toEqual([
       ["rgb-noise-64x48", "image/webp", true],
       ["rgba-transparent-33x17", "image/webp", true],

@@ -8,9 +8,9 @@
 import { applyContextPolicy, contextFailureRecord } from "../context/apply-context.ts";
 import type { Episode } from "../episodes/episode.ts";
 import type { HubRequest, HubResponse } from "../hub/schema.ts";
-import type { Codecs } from "../images/codecs.ts";
 import { createImageConverter } from "../images/convert-request.ts";
 import type { ImageCache } from "../images/image-cache.ts";
+import type { PngToWebp } from "../images/png-to-webp.ts";
 import type { WebpSettings } from "../images/settings.ts";
 import type { SizeLimits } from "../images/size-guard.ts";
 import { checkUpstreamSize } from "../images/size-guard.ts";
@@ -30,8 +30,8 @@ export type Rendered = { contentType: string; chunks: string[] };
 
 export type ExchangeDeps = {
   upstream: UpstreamClient;
-  /** The codecs and the process-wide cache of converted images. */
-  images: { codecs: Codecs; settings: WebpSettings; cache: ImageCache };
+  /** PNG → WebP (the worker pool) and the process-wide cache of converted images. */
+  images: { converter: PngToWebp; settings: WebpSettings; cache: ImageCache };
   sizeLimits: SizeLimits;
   imageInput: boolean;
   parallelToolCalls: boolean;

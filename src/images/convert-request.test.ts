@@ -12,6 +12,7 @@ import {
   solidColourPng,
 } from "./generate-png.ts";
 import { createImageCache } from "./image-cache.ts";
+import { convertOnThisThread } from "./png-to-webp.ts";
 import { webpSettingsSchema } from "./settings.ts";
 
 let codecs: Codecs;
@@ -36,7 +37,7 @@ function countingCodecs(): Codecs & { encodes: number } {
 
 function converter(c: Codecs = codecs, cacheBytes = 64 * 1024 * 1024) {
   return createImageConverter({
-    codecs: c,
+    converter: convertOnThisThread(c),
     settings,
     cache: createImageCache(cacheBytes),
   });
@@ -223,7 +224,7 @@ describe("pixel limit", () => {
   test("a PNG whose header claims more pixels than the limit is refused before decoding", async () => {
     const codecs = await loadCodecs();
     const converter = createImageConverter({
-      codecs,
+      converter: convertOnThisThread(codecs),
       settings: webpSettingsSchema.parse({}),
       cache: createImageCache(1024 * 1024),
       maxPixels: 100,

@@ -14,13 +14,13 @@
  *
  * The input request is never modified (the CLI's original is recorded as sent).
  */
-import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import type { HubImagePart, HubPart, HubRequest } from "../hub/schema.ts";
 import { decodeBase64, encodeBase64 } from "../lib/base64.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { sha256Hex } from "../lib/sha256.ts";
-import type { Codecs, RgbaImage } from "./codecs.ts";
 import type { ImageCache } from "./image-cache.ts";
 import { inspectPng } from "./inspect-png.ts";
+import { PngDecodeError, type PngToWebp } from "./png-to-webp.ts";
 import type { WebpSettings } from "./settings.ts";
 
 export type PassThroughReason = "not_png" | "png_16bit" | "animated_png";
@@ -45,14 +45,13 @@ export interface ImageConverter {
 }
 
 export interface ImageConverterDeps {
-  codecs: Codecs;
+  /** Decode + encode: the worker pool in the sidecar (png-to-webp.ts). */
+  converter: PngToWebp;
   settings: WebpSettings;
   /** Process-wide, keyed by the SHA-256 of the PNG bytes (image-cache.ts). */
   cache: ImageCache;
   /** PNGs whose header claims more pixels are refused before decoding (size-guard.ts). */
   maxPixels?: number;
-  /** Milliseconds clock for stats (injectable for tests). */
-  now?: () => number;
 }
 
 /** Decoded length of a base64 string, without decoding or scanning it (exact when it has no whitespace). */
@@ -81,10 +80,17 @@ function invalidPng(param: string, detail: string, cause?: unknown): SidecarErro
 }
 
 export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
-  const { codecs, settings, cache } = deps;
-  const now = deps.now ?? (() => performance.now());
+  const { converter, settings, cache } = deps;
 
-  function convertPart(part: HubPart, param: string, stats: ImageStats): HubPart {
+  /** The WebP of one PNG: the cache, a conversion of the same PNG already running for this request, or a new one. */
+  type Pending = Map<string, Promise<Uint8Array>>;
+
+  function convertPart(
+    part: HubPart,
+    param: string,
+    stats: ImageStats,
+    pending: Pending,
+  ): HubPart | Promise<HubPart> {
     if (part.type !== "image") return part;
     stats.images++;
     if (part.mediaType.toLowerCase() !== "image/png") {
@@ -101,6 +107,16 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
       stats.bytesAfter += cached.length;
       return { type: "image", mediaType: "image/webp", data: encodeBase64(cached), ...sourceOf(part) };
     }
+    const running = pending.get(key);
+    if (running) {
+      stats.cacheHits++;
+      return running.then((webp) => {
+        stats.bytesBefore += bytes.length;
+        stats.bytesAfter += webp.length;
+        return { type: "image", mediaType: "image/webp", data: encodeBase64(webp), ...sourceOf(part) };
+      });
+    }
+    // The header is read before any decoding: a refusal costs no conversion.
     const header = inspectPng(bytes);
     if (!header.ok) throw invalidPng(param, header.reason);
     if (header.bitDepth === 16) {
@@ -118,36 +134,49 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
         { param },
       );
     }
-
-    const started = now();
-    let image: RgbaImage;
-    try {
-      image = codecs.decodePng(bytes);
-    } catch (error) {
-      throw invalidPng(param, "the decoder rejected its data", error);
-    }
-    const webp = codecs.encodeWebpLossless(image, settings);
-    stats.encodeMs += now() - started;
-    cache.set(key, webp);
-    stats.converted++;
-    stats.bytesBefore += bytes.length;
-    stats.bytesAfter += webp.length;
-    return { type: "image", mediaType: "image/webp", data: encodeBase64(webp), ...sourceOf(part) };
-  }
-
-  function convertMessage(message: HubMessage, index: number, stats: ImageStats): HubMessage {
-    if (message.role !== "user" && message.role !== "tool") return message;
-    if (!message.content.some((part) => part.type === "image")) return message;
-    const content = message.content.map((part, j) =>
-      convertPart(part, (part.type === "image" && part.source) || `messages[${index}].content[${j}]`, stats),
+    const conversion = converter.convert(bytes, settings).then(
+      ({ webp, ms }) => {
+        stats.encodeMs += ms;
+        cache.set(key, webp);
+        return webp;
+      },
+      (error: unknown) => {
+        if (error instanceof PngDecodeError) throw invalidPng(param, "the decoder rejected its data", error);
+        throw error;
+      },
     );
-    return { ...message, content };
+    pending.set(key, conversion);
+    stats.converted++;
+    return conversion.then((webp) => {
+      stats.bytesBefore += bytes.length;
+      stats.bytesAfter += webp.length;
+      return { type: "image", mediaType: "image/webp", data: encodeBase64(webp), ...sourceOf(part) };
+    });
   }
 
   return {
     async convertRequest(request) {
       const stats = emptyStats();
-      const messages = request.messages.map((message, i) => convertMessage(message, i, stats));
+      const pending: Pending = new Map();
+      const conversions: Promise<void>[] = [];
+      // Every PNG of the request converts at once (as many in parallel as the pool has workers).
+      const messages = request.messages.map((message, i) => {
+        if (message.role !== "user" && message.role !== "tool") return message;
+        if (!message.content.some((part) => part.type === "image")) return message;
+        const content = [...message.content];
+        message.content.forEach((part, j) => {
+          const converted = convertPart(part, `messages[${i}].content[${j}]`, stats, pending);
+          if (converted instanceof Promise) {
+            conversions.push(
+              converted.then((done) => {
+                content[j] = done;
+              }),
+            );
+          } else content[j] = converted;
+        });
+        return { ...message, content };
+      });
+      await Promise.all(conversions);
       return { request: { ...request, messages }, stats };
     },
   };

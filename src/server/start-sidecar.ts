@@ -17,8 +17,8 @@ import { createEpisodeStore, episodeUrls } from "../episodes/episode-store.ts";
 import { createRandomIds, type Ids } from "../episodes/ids.ts";
 import { codecsWarmedCheck, dataDirWritableCheck } from "../health/readiness.ts";
 import { loadCodecs } from "../images/codecs.ts";
+import { createConversionPool, defaultWorkerCount } from "../images/conversion-pool.ts";
 import { createImageCache } from "../images/image-cache.ts";
-import { warmUpCodecs } from "../images/warm-up.ts";
 import type { IngressDeps } from "../ingress/ingress-deps.ts";
 import { createLogger } from "../lib/logger.ts";
 import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
@@ -70,17 +70,22 @@ export async function startSidecar(options: StartOptions) {
   // Before anything reads or writes the data directory: one sidecar per directory.
   const dataDirLock = lockDataDir(resolve(config.data_dir));
 
-  const codecs = await loadCodecs();
-  // The listener opens only after this warm-up today; readiness still checks the flag so
-  // that a warm-up moved off the start-up path can never serve exchanges cold.
+  // Conversion runs in workers, each warmed up with a real-sized frame. The listener opens
+  // only after this warm-up today; readiness still checks the flag so that a warm-up moved
+  // off the start-up path can never serve exchanges cold.
+  const pool = createConversionPool(config.images.workers ?? defaultWorkerCount());
   let codecsWarmed = false;
-  const warmMs = warmUpCodecs(codecs, config.images.webp);
+  const warmMs = await pool.warmUp(config.images.webp);
   codecsWarmed = true;
-  logger.debug("image codecs ready", { warm_up_ms: warmMs });
+  logger.debug("image conversion workers ready", { workers: pool.size, warm_up_ms: warmMs });
 
   const demo = config.upstream.url === undefined;
+  // The demo model reads pixels of the images it is sent, with codecs of its own.
   const scripted = demo
-    ? createScriptedUpstream({ readPixel: createPixelReader(codecs), defaultModel: config.upstream.model })
+    ? createScriptedUpstream({
+        readPixel: createPixelReader(await loadCodecs()),
+        defaultModel: config.upstream.model,
+      })
     : undefined;
   const upstream = createUpstreamClient({
     baseUrl: config.upstream.url ?? "http://scripted-upstream.invalid/v1",
@@ -187,7 +192,11 @@ export async function startSidecar(options: StartOptions) {
     ids,
     exchange: {
       upstream,
-      images: { codecs, settings: config.images.webp, cache: createImageCache(config.images.cache_bytes) },
+      images: {
+        converter: pool,
+        settings: config.images.webp,
+        cache: createImageCache(config.images.cache_bytes),
+      },
       sizeLimits: config.images.limits,
       imageInput: config.upstream.image_input,
       parallelToolCalls: config.upstream.parallel_tool_calls,
@@ -228,6 +237,7 @@ export async function startSidecar(options: StartOptions) {
         pending_handlers: Object.fromEntries(drain.pendingHandlers),
       });
     } else logger.info("shutdown complete", { drain_ms: drain.elapsedMs, episodes: all.length });
+    await pool.close();
     const code = drain.complete && frozeAll ? 0 : 3;
     dataDirLock.release();
     resolveClosed(code);

@@ -1,20 +1,22 @@
 /**
- * Entry for the compiled-binary image test: loads the embedded WASM codecs, converts
- * generated PNGs through the real converter and prints, as JSON, whether each WebP
+ * Entry for the compiled-binary image test: converts generated PNGs through the real
+ * converter in the worker pool (Workers with their own embedded WASM codecs), checks
+ * them with codecs loaded on the main thread, and prints, as JSON, whether each WebP
  * decodes to exactly the PNG's pixels. Run from an empty directory with no node_modules.
  */
 import { loadCodecs } from "../../src/images/codecs.ts";
+import { createConversionPool } from "../../src/images/conversion-pool.ts";
 import { createImageConverter } from "../../src/images/convert-request.ts";
 import { greyPng, palettePng, rgbaTransparentPng, rgbNoisePng } from "../../src/images/generate-png.ts";
 import { createImageCache } from "../../src/images/image-cache.ts";
 import { webpSettingsSchema } from "../../src/images/settings.ts";
-import { warmUpCodecs } from "../../src/images/warm-up.ts";
 
 const codecs = await loadCodecs();
 const settings = webpSettingsSchema.parse({});
-const warmUpMs = warmUpCodecs(codecs, settings);
+const pool = createConversionPool(2);
+const warmUpMs = await pool.warmUp(settings);
 const converter = createImageConverter({
-  codecs,
+  converter: pool,
   settings,
   cache: createImageCache(64 * 1024 * 1024),
 });
@@ -49,3 +51,4 @@ const results = samples.map((sample, i) => {
   return { kind: sample.kind, mediaType: part.mediaType, pixelsEqual };
 });
 console.log(JSON.stringify({ cwd: process.cwd(), warmUpMs, converted: stats.converted, results }));
+await pool.close();

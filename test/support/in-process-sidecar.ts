@@ -19,6 +19,7 @@ import { createEpisodeStore } from "../../src/episodes/episode-store.ts";
 import { createRandomIds, type Ids } from "../../src/episodes/ids.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
 import { createImageCache } from "../../src/images/image-cache.ts";
+import { convertOnThisThread } from "../../src/images/png-to-webp.ts";
 import { createLogger } from "../../src/lib/logger.ts";
 import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
 import { createBlobStore } from "../../src/records/blob-store.ts";
@@ -98,7 +99,11 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
         fetch: ((request: string | URL | Request, init?: RequestInit) =>
           answer(new Request(request as string, init))) as typeof fetch,
       }),
-      images: { codecs, settings: config.images.webp, cache: createImageCache(config.images.cache_bytes) },
+      images: {
+        converter: convertOnThisThread(codecs),
+        settings: config.images.webp,
+        cache: createImageCache(config.images.cache_bytes),
+      },
       sizeLimits: config.images.limits,
       imageInput: config.upstream.image_input,
       parallelToolCalls: config.upstream.parallel_tool_calls,

@@ -1,0 +1,54 @@
+import { afterAll, beforeAll, describe, expect, test } from "bun:test";
+import { type Codecs, loadCodecs } from "./codecs.ts";
+import { type ConversionPool, createConversionPool } from "./conversion-pool.ts";
+import { rgbNoisePng } from "./generate-png.ts";
+import { convertOnThisThread, PngDecodeError } from "./png-to-webp.ts";
+import { webpSettingsSchema } from "./settings.ts";
+
+const settings = webpSettingsSchema.parse({});
+let pool: ConversionPool;
+let codecs: Codecs;
+beforeAll(async () => {
+  codecs = await loadCodecs();
+  pool = createConversionPool(2);
+  expect((await pool.warmUp(settings)).length).toBe(2);
+});
+afterAll(() => pool.close());
+
+describe("the conversion worker pool", () => {
+  test("gives the same bytes as converting on this thread, for PNGs converted in parallel", async () => {
+    const pngs = [1, 2, 3].map((seed) => rgbNoisePng(96, 64, seed).png);
+    const inPool = await Promise.all(pngs.map((png) => pool.convert(png, settings)));
+    const here = convertOnThisThread(codecs);
+    for (const [i, png] of pngs.entries()) {
+      expect(
+        Buffer.from(inPool[i]?.webp ?? []).equals(Buffer.from((await here.convert(png, settings)).webp)),
+      ).toBe(true);
+    }
+    // The caller's PNG stays usable (the worker got a copy).
+    expect(pngs[0]?.length).toBeGreaterThan(0);
+  });
+
+  test("a PNG the decoder rejects is a PngDecodeError, and the worker goes on serving", async () => {
+    const png = rgbNoisePng(16, 16, 9).png;
+    const broken = png.slice(0, 60);
+    await expect(pool.convert(broken, settings)).rejects.toBeInstanceOf(PngDecodeError);
+    expect((await pool.convert(png, settings)).webp.length).toBeGreaterThan(0);
+  });
+
+  test("a large conversion does not stall this thread's event loop", async () => {
+    const big = rgbNoisePng(2000, 1500, 4).png;
+    let worstGap = 0;
+    let last = performance.now();
+    const timer = setInterval(() => {
+      const now = performance.now();
+      worstGap = Math.max(worstGap, now - last);
+      last = now;
+    }, 5);
+    const { ms } = await pool.convert(big, settings);
+    clearInterval(timer);
+    // The conversion itself takes far longer than any pause the timer saw.
+    expect(ms).toBeGreaterThan(100);
+    expect(worstGap).toBeLessThan(ms / 2);
+  });
+});
