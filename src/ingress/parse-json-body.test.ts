@@ -10,6 +10,8 @@ describe("parseJsonBody", () => {
   test("depth ignores brackets inside strings and escaped quotes", () => {
     expect(jsonNestingDepth('{"a":"[[[{{{\\"[["}')).toBe(1);
     expect(jsonNestingDepth("[[[]],[]]")).toBe(3);
+    expect(jsonNestingDepth('[["\\\\",["\\"]"]]')).toBe(3);
+    expect(jsonNestingDepth(JSON.stringify([{ a: ["\\", '"]]]', "\\\"[", { b: [] }] }]))).toBe(5);
   });
 
   test("a body nested past the limit is refused with the depth, not parsed", () => {

@@ -11,18 +11,28 @@ export type JsonBody =
   | { parsed: true; value: unknown; text: string }
   | { parsed: false; text: string; reason: string };
 
-/** The deepest array/object nesting in JSON text (strings skipped), without recursion. */
+/**
+ * The deepest array/object nesting in JSON text (strings skipped), without recursion.
+ * A string is skipped by searching for its closing quote rather than stepping through
+ * it character by character: request bodies are mostly long base64 strings.
+ */
 export function jsonNestingDepth(text: string): number {
   let depth = 0;
   let deepest = 0;
-  let inString = false;
   for (let i = 0; i < text.length; i++) {
     const c = text.charCodeAt(i);
-    if (inString) {
-      if (c === 92 /* \ */) i++;
-      else if (c === 34 /* " */) inString = false;
-    } else if (c === 34) inString = true;
-    else if (c === 123 /* { */ || c === 91 /* [ */) {
+    if (c === 34 /* " */) {
+      // Find the quote that ends the string: one preceded by an even number of backslashes.
+      let end = text.indexOf('"', i + 1);
+      while (end > 0) {
+        let backslashes = 0;
+        while (text.charCodeAt(end - 1 - backslashes) === 92 /* \ */) backslashes++;
+        if (backslashes % 2 === 0) break;
+        end = text.indexOf('"', end + 1);
+      }
+      if (end < 0) return deepest;
+      i = end;
+    } else if (c === 123 /* { */ || c === 91 /* [ */) {
       depth++;
       if (depth > deepest) deepest = depth;
     } else if (c === 125 /* } */ || c === 93 /* ] */) depth--;
