@@ -21,7 +21,7 @@ import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
 import { listToolImages } from "./apply-sliding-window.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
-import { measureJsonBytes } from "./estimate.ts";
+import { measureJsonBytes, measureMessageBytes } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { BodyBudgetPolicy } from "./policy-schema.ts";
@@ -33,16 +33,13 @@ export type BodyBudgetOptions = {
   measureBody: (request: HubRequest) => number;
 };
 
-/** Estimated bytes of a message in the body: its JSON without image data, plus the data. */
+/** Estimated bytes of a message in the body: its hub JSON, plus each image's data URL framing. */
 function estimateMessageBytes(message: HubMessage): number {
-  if (message.role !== "user" && message.role !== "tool") return measureJsonBytes(message);
-  let dataBytes = 0;
-  const content = message.content.map((part) => {
-    if (part.type !== "image") return part;
-    dataBytes += part.data.length + part.mediaType.length + 32; // + "data:…;base64," and the wrapper
-    return { ...part, data: "" };
-  });
-  return measureJsonBytes({ ...message, content }) + dataBytes;
+  const images =
+    message.role === "user" || message.role === "tool"
+      ? message.content.filter((p) => p.type === "image")
+      : [];
+  return measureMessageBytes(message) + images.length * 48; // "data:…;base64," and the image_url wrapper
 }
 
 export function applyBodyBudget(

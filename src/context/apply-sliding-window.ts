@@ -19,7 +19,7 @@
 import type { HubMessage, HubPart, HubRequest, HubToolMessage } from "../hub/schema.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
-import { measureJsonBytes, tokensFromBytes } from "./estimate.ts";
+import { measureJsonBytes, measureMessageBytes, tokensFromBytes } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { SlidingWindowPolicy } from "./policy-schema.ts";
@@ -38,7 +38,7 @@ export function applySlidingWindow(
 ): { request: HubRequest; decision: ContextDecision } {
   const messages = request.messages;
   const baseBytes = measureJsonBytes({ ...request, messages: [] });
-  const messageBytes = messages.map(measureJsonBytes);
+  const messageBytes = messages.map(measureMessageBytes);
   let messageBytesSum = messageBytes.reduce((sum, bytes) => sum + bytes, 0);
   let messageCount = messages.length;
   const estimate = () => tokensFromBytes(baseBytes + messageBytesSum + Math.max(0, messageCount - 1));

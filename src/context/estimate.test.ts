@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import fc from "fast-check";
 import type { HubRequest } from "../hub/schema.ts";
-import { estimateTokens, measureJsonBytes, measureRequestBytes } from "./estimate.ts";
+import { estimateTokens, measureJsonBytes, measureMessageBytes, measureRequestBytes } from "./estimate.ts";
 import { hubRequestArbitrary } from "./history-arbitrary.ts";
 
 const request = (text: string): HubRequest => ({
@@ -47,4 +47,19 @@ test("summing per message gives exactly the bytes of the whole request's JSON", 
   expect(measureRequestBytes({ ...request("x"), messages: [] })).toBe(
     JSON.stringify({ ...request("x"), messages: [] }).length,
   );
+});
+
+test("a message's bytes are measured without serialising its images, and equal the JSON's", () => {
+  const message = {
+    role: "tool" as const,
+    toolCallId: "call_1",
+    name: "observe",
+    content: [
+      { type: "text" as const, text: 'frame "1" é' },
+      { type: "image" as const, mediaType: "image/png", data: "iVBORw0KGgo+/==" },
+      // Not base64 (would need escaping): measured by serialising it.
+      { type: "image" as const, mediaType: "image/png", data: 'bad"\n' },
+    ],
+  };
+  expect(measureMessageBytes(message)).toBe(Buffer.byteLength(JSON.stringify(message)));
 });

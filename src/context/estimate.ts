@@ -4,7 +4,7 @@
  * has none); it errs high for images, which are measured as they are — base64 as
  * the client sent them, since context runs before the WebP conversion.
  */
-import type { HubRequest } from "../hub/schema.ts";
+import type { HubMessage, HubRequest } from "../hub/schema.ts";
 
 export function estimateTokens(request: HubRequest): number {
   return tokensFromBytes(measureRequestBytes(request));
@@ -17,8 +17,28 @@ export function estimateTokens(request: HubRequest): number {
  */
 export function measureRequestBytes(request: HubRequest): number {
   let bytes = measureJsonBytes({ ...request, messages: [] });
-  for (const message of request.messages) bytes += measureJsonBytes(message);
+  for (const message of request.messages) bytes += measureMessageBytes(message);
   return bytes + Math.max(0, request.messages.length - 1);
+}
+
+const base64Only = /^[A-Za-z0-9+/=]*$/;
+
+/**
+ * UTF-8 length of `JSON.stringify(message)` without serialising its images: base64
+ * is ASCII and needs no escaping in JSON, so an image's data counts its length. The
+ * same number as measureJsonBytes, without copying megabytes of base64 per turn.
+ */
+export function measureMessageBytes(message: HubMessage): number {
+  if (message.role !== "user" && message.role !== "tool") return measureJsonBytes(message);
+  let dataBytes = 0;
+  let stripped = false;
+  const content = message.content.map((part) => {
+    if (part.type !== "image" || !base64Only.test(part.data)) return part;
+    dataBytes += part.data.length;
+    stripped = true;
+    return { ...part, data: "" };
+  });
+  return stripped ? measureJsonBytes({ ...message, content }) + dataBytes : measureJsonBytes(message);
 }
 
 /** UTF-8 length of `JSON.stringify(value)`. */
