@@ -8,8 +8,8 @@ import { runContextBench } from "./context.ts";
 import { runDurabilityBench } from "./durability.ts";
 import { runGatewayBench } from "./gateway.ts";
 import { runImageBench } from "./images.ts";
-import { runWarmUpBench } from "./warm-up.ts";
 import { runLongCameraBench } from "./long-camera.ts";
+import { runWarmUpBench } from "./warm-up.ts";
 
 const results: Record<string, number> = {};
 console.log("## Gateway overhead, memory, cold start");

@@ -11,7 +11,7 @@ describe("parseJsonBody", () => {
     expect(jsonNestingDepth('{"a":"[[[{{{\\"[["}')).toBe(1);
     expect(jsonNestingDepth("[[[]],[]]")).toBe(3);
     expect(jsonNestingDepth('[["\\\\",["\\"]"]]')).toBe(3);
-    expect(jsonNestingDepth(JSON.stringify([{ a: ["\\", '"]]]', "\\\"[", { b: [] }] }]))).toBe(5);
+    expect(jsonNestingDepth(JSON.stringify([{ a: ["\\", '"]]]', '\\"[', { b: [] }] }]))).toBe(5);
   });
 
   test("a body nested past the limit is refused with the depth, not parsed", () => {
