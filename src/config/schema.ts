@@ -83,6 +83,12 @@ export const configSchema = z
          * records survive kill -9 but not a power cut (README "Guarantees").
          */
         fsync: z.boolean().default(true),
+        /**
+         * Upper bound on the data directory's bytes (records and image blobs); over it new
+         * model exchanges are refused with a final error naming the bound, never silently
+         * dropped (src/records/data-dir-budget.ts). Absent = no bound.
+         */
+        max_bytes: z.number().int().positive().optional(),
       })
       .strict()
       .default({ fsync: true }),

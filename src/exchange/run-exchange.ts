@@ -19,6 +19,7 @@ import { SidecarError, toSidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import type { Logger } from "../lib/logger.ts";
 import { RecordsWriteError } from "../records/append-file.ts";
+import type { DataDirBudget } from "../records/data-dir-budget.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
 import { type UpstreamClient, UpstreamFailure } from "../upstream/upstream-client.ts";
 import { buildUpstreamBody } from "./build-upstream-body.ts";
@@ -30,6 +31,8 @@ export type Rendered = { contentType: string; chunks: string[] };
 
 export type ExchangeDeps = {
   upstream: UpstreamClient;
+  /** The data directory's bound (records.max_bytes); none = unbounded. */
+  recordsBudget?: Pick<DataDirBudget, "checkNewExchange">;
   /** PNG → WebP (the worker pool) and the process-wide cache of converted images. */
   images: { converter: PngToWebp; settings: WebpSettings; cache: ImageCache };
   sizeLimits: SizeLimits;
@@ -76,6 +79,13 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   const { episode } = spec;
   const exchangeId = episode.nextExchangeId();
   const log = deps.logger.child({ episode: episode.id, exchange: exchangeId, protocol: spec.protocol });
+  // Over the data directory's bound the exchange is refused; its record says so, without the body.
+  let overBudget: SidecarError | undefined;
+  try {
+    deps.recordsBudget?.checkNewExchange();
+  } catch (error) {
+    overBudget = toSidecarError(error);
+  }
   try {
     const received = spec.clientRequest;
     // Kept byte for byte: valid single-line JSON spliced in as `body` (not serialised
@@ -84,8 +94,12 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     episode.records.exchange(
       exchangeId,
       "client_request",
-      { protocol: spec.protocol, path: spec.path },
-      verbatim ? { json: { body: received.text } } : { text: { body_text: received.text } },
+      {
+        protocol: spec.protocol,
+        path: spec.path,
+        ...(overBudget ? { body_omitted: "records.max_bytes" } : {}),
+      },
+      overBudget ? {} : verbatim ? { json: { body: received.text } } : { text: { body_text: received.text } },
     );
   } catch (error) {
     // No record, no exchange: nothing goes upstream for a request we could not record.
@@ -120,6 +134,10 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     return spec.renderError(redactError(error, deps.redact));
   };
 
+  if (overBudget) {
+    log.error("data directory over records.max_bytes; exchange refused", { message: overBudget.message });
+    return fail(overBudget);
+  }
   const closed = episode.closedReason();
   if (closed) {
     if (episode.state === "running") episode.fail("max_turns", closed);

@@ -25,10 +25,12 @@ import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
 import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createMetrics } from "../observe/metrics.ts";
-import { combineObservers } from "../observe/observer.ts";
+import { combineObservers, type Observer } from "../observe/observer.ts";
 import { createBlobStore } from "../records/blob-store.ts";
+import { createDataDirBudget } from "../records/data-dir-budget.ts";
 import { lockDataDir } from "../records/data-dir-lock.ts";
 import { createRedactor } from "../records/episode-records.ts";
+import { writeFileAtomically } from "../records/write-file-atomically.ts";
 import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
 import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
 import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
@@ -130,10 +132,19 @@ export async function startSidecar(options: StartOptions) {
         }
       : {}),
   });
-  const observer = combineObservers([metrics.observer], (error) =>
+  const budget = createDataDirBudget(resolve(config.data_dir), config.records.max_bytes);
+  const countWritten: Observer = {
+    observe: (event) => {
+      if (event.kind === "records_written") budget.add(event.bytes);
+    },
+  };
+  const observer = combineObservers([metrics.observer, countWritten], (error) =>
     logger.warn("observer failed", { message: (error as Error).message }),
   );
-  const blobs = createBlobStore(resolve(config.data_dir));
+  const blobs = createBlobStore(resolve(config.data_dir), (path, bytes) => {
+    writeFileAtomically(path, bytes);
+    budget.add(bytes.length);
+  });
   const episodes = createEpisodeStore({
     observer,
     config,
@@ -191,6 +202,7 @@ export async function startSidecar(options: StartOptions) {
     clock,
     ids,
     exchange: {
+      recordsBudget: budget,
       upstream,
       images: {
         converter: pool,

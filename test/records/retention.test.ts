@@ -1,0 +1,80 @@
+/**
+ * records.max_bytes against the compiled binary: exchanges run until the data
+ * directory reaches the bound, then a new one is refused with a final error in the
+ * client's envelope naming the bound; the refusal is recorded (without the body)
+ * and nothing already written is touched.
+ */
+import { afterAll, beforeAll, expect, test } from "bun:test";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { rgbNoisePng } from "../../src/images/generate-png.ts";
+import { directoryBytes } from "../../src/records/data-dir-budget.ts";
+import { openRecords } from "../../src/records/read-records.ts";
+import { type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
+
+const maxBytes = 300_000;
+let sidecar: SidecarProcess;
+beforeAll(async () => {
+  const dir = mkdtempSync(join(tmpdir(), "ura-retention-"));
+  writeFileSync(join(dir, "config.json"), JSON.stringify({ records: { max_bytes: maxBytes } }));
+  sidecar = await startSidecarProcess({ args: ["--config", join(dir, "config.json")] });
+});
+afterAll(async () => {
+  expect(await sidecar.stop()).toBe(0);
+});
+
+function turn(frame: number) {
+  return JSON.stringify({
+    model: "ura-qwen",
+    stream: false,
+    store: false,
+    input: [
+      {
+        type: "message",
+        role: "user",
+        content: [
+          { type: "input_text", text: `frame ${frame}` },
+          {
+            type: "input_image",
+            image_url: `data:image/png;base64,${rgbNoisePng(160, 120, frame).png.toBase64()}`,
+          },
+        ],
+      },
+    ],
+  });
+}
+
+test("over records.max_bytes a new exchange is refused, loudly and on record", async () => {
+  const launch = await sidecar.createEpisode({ max_turns: 0 });
+  const post = (body: string) =>
+    fetch(`${launch.urls.responses}/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${launch.ingress_key}` },
+      body,
+    });
+  const statuses: number[] = [];
+  let refusal: { error: { message: string; type: string } } | undefined;
+  for (let frame = 1; frame <= 8 && refusal === undefined; frame++) {
+    const res = await post(turn(frame));
+    statuses.push(res.status);
+    if (res.status !== 200) refusal = (await res.json()) as typeof refusal;
+    else await res.text();
+  }
+  // Some exchanges ran, then the bound was reached (each turn stores a ~58 KB PNG and its WebP).
+  expect(statuses.filter((s) => s === 200).length).toBeGreaterThan(0);
+  expect(statuses.at(-1)).toBe(400);
+  expect(refusal?.error.message).toContain(`records.max_bytes = ${maxBytes}`);
+  expect(directoryBytes(sidecar.dataDir)).toBeGreaterThanOrEqual(maxBytes);
+
+  const records = openRecords(sidecar.dataDir);
+  const refused = records.readEpisode(launch.id).exchanges.at(-1);
+  expect(refused?.stage("client_request")?.value.body_omitted).toBe("records.max_bytes");
+  expect(refused?.stage("status")?.value).toMatchObject({
+    status: "failed",
+    error: { kind: "episode_closed" },
+  });
+  // The exchanges before it are complete and rebuild byte for byte.
+  const first = records.readEpisode(launch.id).exchanges[0];
+  expect(first && records.clientRequestText(first)).toBe(turn(1));
+});
