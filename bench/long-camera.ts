@@ -13,6 +13,8 @@
  *   sidecar time per MB of request, turn 100 ÷ turn 10 (medians of 5 turns)   goal ≤ 1.5
  *   text lines' share of the records (what repeats once images are blobs)
  *   sidecar RSS after the episode                                           goal ≤ 300 MB
+ *   event-loop stall: p99 of a text exchange while another episode converts
+ *   4000×3000 frames, minus its p99 alone                                    goal ≤ 50 ms
  * Sidecar time is the client's round trip on the instant upstream (which parses
  * the body it gets): an upper bound on the time the sidecar adds.
  *   bun bench/long-camera.ts [turns]
@@ -245,6 +247,86 @@ async function runEpisode(
   return figures;
 }
 
+const percentile99 = (values: number[]) =>
+  [...values].sort((a, b) => a - b)[Math.min(values.length - 1, Math.floor(values.length * 0.99))] ??
+  Number.NaN;
+
+/**
+ * Event-loop stall: p99 of a text-only exchange on one episode, alone and while another
+ * episode converts 4000×3000 frames (each a new frame, so no cache hit). Goal: ≤ 50 ms added.
+ */
+async function runStall(upstreamUrl: string, log: (line: string) => void): Promise<Record<string, number>> {
+  const big = [1, 2].map((seed) => {
+    const frame = cameraLikeFrame(4000, 3000, 500 + seed);
+    return writePng({ width: 4000, height: 3000, colourType: 6, bitDepth: 8, rows: frame.data }).toBase64();
+  });
+  const sidecar = await startSidecarProcess({ upstreamUrl, args: ["--log-level", "error"] });
+  try {
+    const text = await sidecar.createEpisode({ max_turns: 0 });
+    const camera = await sidecar.createEpisode({ max_turns: 0 });
+    const post = (launch: typeof text, body: string) =>
+      fetch(`${launch.urls.responses}/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${launch.ingress_key}` },
+        body,
+      }).then((res) => res.text());
+    const textBody = JSON.stringify({
+      model: "ura-qwen",
+      stream: false,
+      store: false,
+      input: [{ type: "message", role: "user", content: [{ type: "input_text", text: "status?" }] }],
+    });
+    const timeTextExchanges = async (count: number) => {
+      const times: number[] = [];
+      for (let i = 0; i < count; i++) {
+        const started = performance.now();
+        await post(text, textBody);
+        times.push(performance.now() - started);
+      }
+      return times;
+    };
+    await timeTextExchanges(5);
+    const alone = await timeTextExchanges(40);
+    let converting = true;
+    const conversions = (async () => {
+      for (const frame of big) {
+        await post(
+          camera,
+          JSON.stringify({
+            model: "ura-qwen",
+            stream: false,
+            store: false,
+            input: [
+              {
+                type: "message",
+                role: "user",
+                content: [{ type: "input_image", image_url: `data:image/png;base64,${frame}` }],
+              },
+            ],
+          }),
+        );
+      }
+      converting = false;
+    })();
+    // Let the first big request arrive and start converting.
+    await Bun.sleep(1500);
+    const during: number[] = [];
+    while (converting && during.length < 200) during.push(...(await timeTextExchanges(1)));
+    await conversions;
+    const added = percentile99(during) - percentile99(alone);
+    log(
+      `event-loop stall: text exchange p99 alone ${percentile99(alone).toFixed(1)} ms, while 4000×3000 frames convert ${percentile99(during).toFixed(1)} ms (${during.length} exchanges): +${added.toFixed(1)} ms (goal ≤ 50)`,
+    );
+    return {
+      stall_text_p99_alone_ms: percentile99(alone),
+      stall_text_p99_during_conversion_ms: percentile99(during),
+      stall_text_p99_added_ms: added,
+    };
+  } finally {
+    await sidecar.stop();
+  }
+}
+
 export async function runLongCameraBench(
   log: (line: string) => void = console.log,
   turns = Number(process.env.URA_BENCH_CAMERA_TURNS ?? 100),
@@ -265,12 +347,22 @@ export async function runLongCameraBench(
     log("|---|---|---|---|---|---|---|---|---|---|");
     for (const ingress of ingresses)
       Object.assign(figures, await runEpisode(ingress, frames, upstream.url, log));
+    Object.assign(figures, await runStall(upstream.url, log));
   } finally {
     upstream.proc.kill();
   }
   return figures;
 }
 
+if (import.meta.main && process.argv[2] === "stall") {
+  const upstream = await spawnServer(
+    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts"],
+    /listening: (http:\/\/\S+)/,
+  );
+  console.log(await runStall(upstream.url, console.log));
+  upstream.proc.kill();
+  process.exit(0);
+}
 if (import.meta.main) {
   const figures = await runLongCameraBench(console.log, Number(process.argv[2] ?? 100));
   for (const [k, v] of Object.entries(figures))
