@@ -99,8 +99,11 @@ export const configSchema = z
          * Bytes of converted WebP kept in memory for all episodes together (least recently
          * used first out; 0 = no cache): a resent history is then not converted again.
          */
-        /** Image conversion workers (Bun Workers); absent = the core count minus one, at least one. */
-        workers: z.number().int().min(1).max(64).optional(),
+        /**
+         * Image conversion workers (Bun Workers); absent = the core count minus one, at least
+         * one; 0 = convert on the event loop (a large frame then stalls every episode).
+         */
+        workers: z.number().int().min(0).max(64).optional(),
         cache_bytes: z
           .number()
           .int()

@@ -17,8 +17,9 @@ import { createEpisodeStore, episodeUrls } from "../episodes/episode-store.ts";
 import { createRandomIds, type Ids } from "../episodes/ids.ts";
 import { codecsWarmedCheck, dataDirWritableCheck } from "../health/readiness.ts";
 import { loadCodecs } from "../images/codecs.ts";
-import { createConversionPool, defaultWorkerCount } from "../images/conversion-pool.ts";
+import { defaultWorkerCount } from "../images/conversion-pool.ts";
 import { createImageCache } from "../images/image-cache.ts";
+import { startImageConversion } from "../images/start-image-conversion.ts";
 import type { IngressDeps } from "../ingress/ingress-deps.ts";
 import { createLogger } from "../lib/logger.ts";
 import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
@@ -75,11 +76,13 @@ export async function startSidecar(options: StartOptions) {
   // Conversion runs in workers, each warmed up with a real-sized frame. The listener opens
   // only after this warm-up today; readiness still checks the flag so that a warm-up moved
   // off the start-up path can never serve exchanges cold.
-  const pool = createConversionPool(config.images.workers ?? defaultWorkerCount());
   let codecsWarmed = false;
-  const warmMs = await pool.warmUp(config.images.webp);
+  const conversion = await startImageConversion(
+    config.images.workers ?? defaultWorkerCount(),
+    config.images.webp,
+  );
   codecsWarmed = true;
-  logger.debug("image conversion workers ready", { workers: pool.size, warm_up_ms: warmMs });
+  logger.debug("image conversion ready", { workers: conversion.workers, warm_up_ms: conversion.warmUpMs });
 
   const demo = config.upstream.url === undefined;
   // The demo model reads pixels of the images it is sent, with codecs of its own.
@@ -205,7 +208,7 @@ export async function startSidecar(options: StartOptions) {
       recordsBudget: budget,
       upstream,
       images: {
-        converter: pool,
+        converter: conversion.converter,
         settings: config.images.webp,
         cache: createImageCache(config.images.cache_bytes),
       },
@@ -249,7 +252,7 @@ export async function startSidecar(options: StartOptions) {
         pending_handlers: Object.fromEntries(drain.pendingHandlers),
       });
     } else logger.info("shutdown complete", { drain_ms: drain.elapsedMs, episodes: all.length });
-    await pool.close();
+    await conversion.close();
     const code = drain.complete && frozeAll ? 0 : 3;
     dataDirLock.release();
     resolveClosed(code);
