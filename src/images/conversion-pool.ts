@@ -105,8 +105,9 @@ export function createConversionPool(size: number = defaultWorkerCount()): Conve
   return {
     size: slots.length,
     async convert(png, settings) {
-      // The PNG's buffer moves to the worker: hand over a copy the caller can lose.
-      const reply = await submit({ id: nextId++, kind: "convert", png: png.slice(), settings });
+      // The PNG's buffer moves to the worker: hand over a copy in a buffer of its own (a
+      // Buffer's `slice` is a view, and may sit in Node's shared pool: never transfer that).
+      const reply = await submit({ id: nextId++, kind: "convert", png: new Uint8Array(png), settings });
       if (reply.kind === "converted") return { webp: reply.webp, ms: reply.ms };
       if (reply.kind === "failed" && reply.stage === "decode") throw new PngDecodeError(reply.message);
       throw new Error(`image conversion failed: ${reply.kind === "failed" ? reply.message : reply.kind}`);
