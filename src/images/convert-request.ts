@@ -165,7 +165,8 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
         if (!message.content.some((part) => part.type === "image")) return message;
         const content = [...message.content];
         message.content.forEach((part, j) => {
-          const converted = convertPart(part, `messages[${i}].content[${j}]`, stats, pending);
+          const param = (part.type === "image" && part.source) || `messages[${i}].content[${j}]`;
+          const converted = convertPart(part, param, stats, pending);
           if (converted instanceof Promise) {
             conversions.push(
               converted.then((done) => {
