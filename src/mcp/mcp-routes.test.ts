@@ -2,7 +2,15 @@ import { afterEach, describe, expect, test } from "bun:test";
 import type { Executor, Receipt } from "../executor/executor.ts";
 import { createInertExecutor, type InertExecutor } from "../executor/inert-executor.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { connectMcp, deliverBatch, readJournal, startTestSidecar, textOf } from "./mcp-test-kit.ts";
+import {
+  connectMcp,
+  deliverBatch,
+  postMcp,
+  rawInitialize,
+  readJournal,
+  startTestSidecar,
+  textOf,
+} from "./mcp-test-kit.ts";
 
 let stops: (() => void)[] = [];
 afterEach(() => {
@@ -24,22 +32,8 @@ function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
   return { ...sidecar, executors };
 }
 
-const post = (url: string, headers: Record<string, string>, body: unknown = initializeBody) =>
-  fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      ...headers,
-    },
-    body: JSON.stringify(body),
-  });
-const initializeBody = {
-  jsonrpc: "2.0",
-  id: 0,
-  method: "initialize",
-  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
-};
+const post = postMcp;
+const initializeBody = rawInitialize;
 
 describe("MCP endpoint access", () => {
   test("no token, a wrong token and another episode's token get 401; the right token opens a session", async () => {

@@ -120,3 +120,24 @@ export function textOf(result: unknown): string {
   const parts = ((result as { content?: unknown }).content ?? []) as { type: string; text?: string }[];
   return parts.map((p) => (p.type === "text" ? (p.text ?? "") : `[${p.type}]`)).join("\n");
 }
+
+/** A raw MCP `initialize`, for tests that look at the HTTP exchange rather than use a client. */
+export const rawInitialize = {
+  jsonrpc: "2.0",
+  id: 0,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+};
+
+/** POSTs a JSON-RPC message to an MCP endpoint as a Streamable HTTP client would. */
+export function postMcp(url: string, headers: Record<string, string>, body: unknown = rawInitialize) {
+  return fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...headers,
+    },
+    body: JSON.stringify(body),
+  });
+}
