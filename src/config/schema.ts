@@ -138,4 +138,3 @@ export const configSchema = z
 export type Config = z.infer<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
 export type RetryPolicy = z.infer<typeof retrySchema>;
-export type UpstreamConfig = z.infer<typeof upstreamSchema>;

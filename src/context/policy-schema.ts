@@ -34,7 +34,5 @@ export const contextPolicySchema = z
   .discriminatedUnion("policy", [identityPolicySchema, slidingWindowPolicySchema])
   .default({ policy: "identity" });
 
-export type IdentityPolicy = z.infer<typeof identityPolicySchema>;
 export type SlidingWindowPolicy = z.infer<typeof slidingWindowPolicySchema>;
 export type ContextPolicy = z.infer<typeof contextPolicySchema>;
-export type ContextPolicyInput = z.input<typeof contextPolicySchema>;
