@@ -85,6 +85,7 @@ export async function startSidecar(options: StartOptions) {
     apiKey: options.secrets.upstreamApiKey,
     retry: config.upstream.retry,
     timeoutMs: config.upstream.timeout_ms,
+    maxResponseBytes: config.upstream.max_response_bytes,
     newId: ids.callId,
     clock,
     // The demo model runs in-process: no socket, nothing leaves the machine.
