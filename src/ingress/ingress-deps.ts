@@ -10,4 +10,9 @@ export type IngressDeps = {
   logger: Logger;
   clock: () => number;
   ids: Ids;
+  /**
+   * body_limit_bytes: the largest request body on every route, MCP included, so a call
+   * delivered with large arguments can always be called back (the MCP SDK's own default is 4 MiB).
+   */
+  bodyLimitBytes?: number;
 };

@@ -71,6 +71,7 @@ export function createMcpRoutes(deps: IngressDeps): Hono {
     });
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      ...(deps.bodyLimitBytes === undefined ? {} : { maxRequestBodySize: deps.bodyLimitBytes }),
       onsessioninitialized: (id) => {
         sessions.set(id, { episodeId: episode.id, transport, server, openedAt: deps.clock() });
         episode.mcp.sessions_opened += 1;

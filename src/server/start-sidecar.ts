@@ -183,6 +183,7 @@ export async function startSidecar(options: StartOptions) {
     logger,
     clock,
     ids,
+    bodyLimitBytes: config.body_limit_bytes,
     exchange: {
       upstream,
       images: { codecs, settings: config.images.webp },

@@ -10,7 +10,15 @@ import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { type CannedUpstream, serveCannedUpstream } from "../support/canned-upstream.ts";
-import { exchangesOf, responsesTurn, startHardenedSidecar } from "../support/hardening-kit.ts";
+import {
+  callBack,
+  exchangesOf,
+  ledgerOf,
+  mcpClient,
+  responsesTurn,
+  startHardenedSidecar,
+  textOf,
+} from "../support/hardening-kit.ts";
 import type { SidecarProcess } from "../support/sidecar-process.ts";
 
 setDefaultTimeout(60_000);
@@ -92,4 +100,21 @@ describe("manifests are checked at episode creation", () => {
     expect(text).not.toContain("\n ");
     expect(JSON.parse(text)).toMatchObject({ state: "running" });
   });
+});
+
+test("an MCP callback with arguments over the MCP SDK's 4 MiB default is accepted up to body_limit_bytes", async () => {
+  const episode = await sidecar.createEpisode();
+  upstream.reset();
+  const nonce = "n".repeat(5 * 1024 * 1024);
+  upstream.calls({ id: "call_large", name: "ura_record", arguments: JSON.stringify({ nonce }) });
+  expect((await responsesTurn(episode)).status).toBe(200);
+  const client = await mcpClient(episode);
+  const result = await callBack(client, "record", { nonce }, "call_large");
+  await client.close();
+  expect(textOf(result)).not.toMatch(/Payload Too Large|413/);
+  expect(
+    ledgerOf(episode)
+      .filter((e) => e.type === "claimed")
+      .map((e) => e.callId),
+  ).toEqual(["call_large"]);
 });
