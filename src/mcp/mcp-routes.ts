@@ -18,14 +18,20 @@ import { checkHostAndOrigin } from "./check-host.ts";
 import { createUraServer } from "./create-ura-server.ts";
 import { type ArgumentsCheck, compileToolValidators } from "./tool-validators.ts";
 
-/** Sessions kept per episode; the oldest is closed when a client opens one more. */
-const maxSessionsPerEpisode = 16;
+/**
+ * Sessions kept per episode; when a client opens one more, the oldest session
+ * without a tool call in flight is closed (closing one with a call running would
+ * leave its client an empty answer for work the robot did). When every session
+ * has a call in flight, the new session is refused (503) until one finishes.
+ */
+export const maxSessionsPerEpisode = 16;
 
 type Session = {
   episodeId: string;
   transport: WebStandardStreamableHTTPServerTransport;
   server: Server;
   openedAt: number;
+  calls: { running: number };
 };
 
 function jsonRpcError(status: number, message: string, headers: Record<string, string> = {}): Response {
@@ -62,18 +68,29 @@ export function createMcpRoutes(deps: IngressDeps): Hono {
     const mine = [...sessions.entries()]
       .filter(([, s]) => s.episodeId === episode.id)
       .sort((a, b) => a[1].openedAt - b[1].openedAt);
-    if (mine.length >= maxSessionsPerEpisode && mine[0]) closeSession(mine[0][0], episode);
+    if (mine.length >= maxSessionsPerEpisode) {
+      const idle = mine.find(([, s]) => s.calls.running === 0);
+      if (!idle) {
+        return jsonRpcError(
+          503,
+          `episode ${episode.id} has ${maxSessionsPerEpisode} MCP sessions (the limit), each with a tool call in flight; open a new session once one finishes`,
+        );
+      }
+      closeSession(idle[0], episode);
+    }
+    const calls = { running: 0 };
     const server = createUraServer({
       episode,
       checks: checksFor(episode),
       logger: deps.logger,
       version: packageJson.version,
+      calls,
     });
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
       ...(deps.bodyLimitBytes === undefined ? {} : { maxRequestBodySize: deps.bodyLimitBytes }),
       onsessioninitialized: (id) => {
-        sessions.set(id, { episodeId: episode.id, transport, server, openedAt: deps.clock() });
+        sessions.set(id, { episodeId: episode.id, transport, server, openedAt: deps.clock(), calls });
         episode.mcp.sessions_opened += 1;
       },
       onsessionclosed: (id) => closeSession(id, episode),

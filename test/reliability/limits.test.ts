@@ -118,3 +118,31 @@ test("an MCP callback with arguments over the MCP SDK's 4 MiB default is accepte
       .map((e) => e.callId),
   ).toEqual(["call_large"]);
 });
+
+describe("MCP sessions", () => {
+  let slow: SidecarProcess;
+  beforeAll(async () => {
+    slow = await startHardenedSidecar(upstream, {
+      executor: { kind: "inert", ack_delay_ms: 0, receipt_delay_ms: 1500 },
+    });
+  });
+  afterAll(async () => {
+    await slow.stop();
+  });
+
+  test("a 17th session never evicts a session whose call is running: that call still gets its result", async () => {
+    const episode = await slow.createEpisode();
+    upstream.reset();
+    upstream.calls({ id: "call_slow", name: "ura_observe", arguments: "{}" });
+    expect((await responsesTurn(episode)).status).toBe(200);
+    const busy = await mcpClient(episode);
+    const running = callBack(busy, "observe", {}, "call_slow");
+    await Bun.sleep(200);
+    const others = [];
+    for (let i = 0; i < 16; i++) others.push(await mcpClient(episode));
+    const result = await running;
+    expect(result.isError).toBeFalsy();
+    expect(textOf(result)).toContain("nonce");
+    for (const client of [busy, ...others]) await client.close().catch(() => {});
+  });
+});
