@@ -9,6 +9,7 @@
 import { parseArgs } from "node:util";
 import packageJson from "../package.json" with { type: "json" };
 import { clientConfigCommand } from "./cli/client-config-command.ts";
+import { exportDatasetCommand } from "./cli/export-dataset-command.ts";
 import { helpText } from "./cli/help.ts";
 import { validateCommand } from "./cli/validate-command.ts";
 import { ConfigError, type ConfigFlags, loadConfig, readSecrets } from "./config/load-config.ts";
@@ -29,6 +30,7 @@ async function main(argv: string[]): Promise<number> {
   }
   if (command === "client-config") return clientConfigCommand(rest, process.env);
   if (command === "validate") return validateCommand(rest, version);
+  if (command === "export") return exportDatasetCommand(rest, version, process.env);
   if (command !== "serve") {
     console.error(`ura-sidecar: unknown command "${command}"\n\n${helpText(version)}`);
     return 2;

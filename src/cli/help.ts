@@ -15,6 +15,12 @@ Usage:
     add --upstream [--model NAME]   the same episode against the configured endpoint
                                     (URA_UPSTREAM_URL, URA_UPSTREAM_API_KEY): proves the model too;
                                     its deviations from the script fail, said plainly
+  ura-sidecar export dataset --out DIR (EPISODE_ID… | --all) [--data-dir DIR] [--client NAME]…
+                     [--model NAME]… [--since DATE] [--until DATE] [--include-failed]
+                     [--include-interrupted] [--inline-images]
+                                    episodes → a validated chat fine-tuning dataset (dataset.jsonl,
+                                    images/, manifest.json; docs/dataset.md); by default only
+                                    episodes that finished with a submitted finish receipt
   ura-sidecar --version | --help
 
 Serve flags (flags win over environment, which wins over the config file):
