@@ -9,7 +9,7 @@
  *   /e/{episode}/anthropic/v1/messages  Anthropic Messages (Claude Code)
  *   /e/{episode}/mcp                    the episode's `ura` MCP server
  */
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { type ControlDeps, createControlRoutes } from "./control/control-routes.ts";
 import { createHealthRoutes } from "./health/health-routes.ts";
@@ -31,6 +31,8 @@ export type AppDeps = IngressDeps & {
   readiness?: readonly ReadinessCheck[];
   /** Served at GET /metrics behind the control password; no route when absent. */
   metrics?: Metrics;
+  /** One span per request to an episode or the control API, when tracing is configured. */
+  tracing?: { middleware: MiddlewareHandler };
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
   episodeRoutes: ((deps: IngressDeps) => Hono)[];
 };
@@ -52,6 +54,10 @@ export function createApp(deps: AppDeps): Hono {
       ms: deps.clock() - started,
     });
   });
+  if (deps.tracing) {
+    app.use("/e/*", deps.tracing.middleware);
+    app.use("/control/*", deps.tracing.middleware);
+  }
   app.use(
     "*",
     bodyLimit({

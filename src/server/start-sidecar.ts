@@ -25,6 +25,7 @@ import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createMetrics } from "../observe/metrics.ts";
 import { combineObservers } from "../observe/observer.ts";
+import { loadTracing } from "../observe/tracing/tracing.ts";
 import { lockDataDir } from "../records/data-dir-lock.ts";
 import { createRedactor } from "../records/episode-records.ts";
 import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
@@ -45,7 +46,7 @@ export type StartOptions = {
   clock?: () => number;
   /** Where log lines go (default: stderr); `validate` keeps them in a file. */
   logWrite?: (line: string) => void;
-  /** Where shipping reads its AWS_* credentials (default: process.env). */
+  /** Where shipping reads its AWS_* credentials and tracing its OTEL_* settings (default: process.env). */
   env?: Record<string, string | undefined>;
 };
 
@@ -64,7 +65,20 @@ export async function startSidecar(options: StartOptions) {
   const controlPassword = options.secrets.controlPassword ?? randomBytes(18).toString("base64url");
   registerSecret(controlPassword);
   const redact = createRedactor(() => secrets);
-  const logger = createLogger({ level: config.log_level, redact, write: options.logWrite });
+  // Loaded before the logger so that log lines carry the current trace id; the
+  // OpenTelemetry SDK is imported only when an OTLP endpoint is configured.
+  let modelOf = (_episode: string): string | undefined => undefined;
+  const tracing = await loadTracing({
+    env: options.env ?? process.env,
+    version: options.version,
+    modelOf: (episode) => modelOf(episode),
+  });
+  const logger = createLogger({
+    level: config.log_level,
+    redact,
+    write: options.logWrite,
+    ...(tracing ? { fields: tracing.logFields } : {}),
+  });
   // Before anything reads or writes the data directory: one sidecar per directory.
   const dataDirLock = lockDataDir(resolve(config.data_dir));
 
@@ -124,7 +138,7 @@ export async function startSidecar(options: StartOptions) {
         }
       : {}),
   });
-  const observer = combineObservers([metrics.observer], (error) =>
+  const observer = combineObservers([metrics.observer, ...(tracing ? [tracing.observer] : [])], (error) =>
     logger.warn("observer failed", { message: (error as Error).message }),
   );
   const episodes = createEpisodeStore({
@@ -177,6 +191,7 @@ export async function startSidecar(options: StartOptions) {
     logger,
   });
   for (const episode of restored.episodes) episodes.adopt(episode);
+  modelOf = (episode) => episodes.list().find((e) => e.id === episode)?.model;
 
   const ingress: IngressDeps = {
     episodes,
@@ -229,6 +244,11 @@ export async function startSidecar(options: StartOptions) {
     } else logger.info("shutdown complete", { drain_ms: drain.elapsedMs, episodes: all.length });
     const code = drain.complete && frozeAll ? 0 : 3;
     dataDirLock.release();
+    await tracing
+      ?.shutdown()
+      .catch((error: Error) =>
+        logger.warn("traces could not be exported at shutdown", { message: error.message }),
+      );
     resolveClosed(code);
     return code;
   }
@@ -246,6 +266,7 @@ export async function startSidecar(options: StartOptions) {
     bodyLimitBytes: config.body_limit_bytes,
     isShuttingDown: () => shuttingDown,
     metrics,
+    ...(tracing ? { tracing } : {}),
     readiness: [codecsWarmedCheck(() => codecsWarmed), dataDirWritableCheck(resolve(config.data_dir))],
     episodeRoutes: episodeRouteGroups,
   });
