@@ -25,9 +25,15 @@ describe("traces of the compiled binary", () => {
         OTEL_BSP_SCHEDULE_DELAY: "100",
       },
     });
-    const episode = await sidecar.createEpisode({ client: "codex" });
+    const episode = {
+      ...(await sidecar.createEpisode({ client: "codex", model: "qwen3-vl-plus" })),
+      model: "qwen3-vl-plus",
+    };
     expect(await driveSmokeEpisode(episode)).toBe(4);
-    const gemini = await sidecar.createEpisode({ client: "gemini" });
+    const gemini = {
+      ...(await sidecar.createEpisode({ client: "gemini", model: "qwen3-vl-plus" })),
+      model: "qwen3-vl-plus",
+    };
     const count = await fetch(`${gemini.urls.gemini}/v1beta/models/${gemini.model}:countTokens`, {
       method: "POST",
       headers: { "content-type": "application/json", "x-goog-api-key": gemini.ingress_key },
