@@ -4,6 +4,7 @@
  *   GET  /health, /health/live, /health/ready   (container probes)
  *   GET  /metrics                       Prometheus metrics (control password)
  *   /control/*                          control API (control password)
+ *   /ui                                 episode timeline pages (control password, cookie)
  *   /e/{episode}/v1/responses           OpenAI Responses (OpenCode, Codex)
  *   /e/{episode}/gemini/v1beta/models/… Gemini GenerateContent (Gemini CLI)
  *   /e/{episode}/anthropic/v1/messages  Anthropic Messages (Claude Code)
@@ -19,6 +20,7 @@ import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
 import { SidecarError } from "./lib/errors.ts";
 import type { Metrics } from "./observe/metrics.ts";
 import { createMetricsRoute } from "./observe/metrics-route.ts";
+import { createUiRoutes, type UiDeps } from "./ui/ui-routes.tsx";
 
 export type AppDeps = IngressDeps & {
   control: ControlDeps;
@@ -33,6 +35,8 @@ export type AppDeps = IngressDeps & {
   metrics?: Metrics;
   /** One span per request to an episode or the control API, when tracing is configured. */
   tracing?: { middleware: MiddlewareHandler };
+  /** The timeline pages at /ui (login with the control password); no route when absent. */
+  ui?: Omit<UiDeps, "controlPassword">;
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
   episodeRoutes: ((deps: IngressDeps) => Hono)[];
 };
@@ -88,6 +92,8 @@ export function createApp(deps: AppDeps): Hono {
   );
   if (deps.metrics) app.route("/metrics", createMetricsRoute(deps.metrics, deps.control.controlPassword));
   app.route("/control", createControlRoutes(deps.control));
+  if (deps.ui)
+    app.route("/ui", createUiRoutes({ ...deps.ui, controlPassword: deps.control.controlPassword }));
   for (const routes of deps.episodeRoutes) app.route("/e/:episode", routes(deps));
   app.notFound((c) =>
     c.json({ error: { type: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404),

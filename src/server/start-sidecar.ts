@@ -266,6 +266,7 @@ export async function startSidecar(options: StartOptions) {
     bodyLimitBytes: config.body_limit_bytes,
     isShuttingDown: () => shuttingDown,
     metrics,
+    ui: { episodes, dataDir: resolve(config.data_dir) },
     ...(tracing ? { tracing } : {}),
     readiness: [codecsWarmedCheck(() => codecsWarmed), dataDirWritableCheck(resolve(config.data_dir))],
     episodeRoutes: episodeRouteGroups,
