@@ -10,6 +10,7 @@ import { Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../episodes/ids.ts";
+import { SidecarError } from "../lib/errors.ts";
 import { EpisodeListPage, type EpisodeRow, LoginPage, TimelinePage } from "./pages.tsx";
 import { exchangeImage, readTimeline, recordsStamp } from "./read-timeline.ts";
 
@@ -31,6 +32,10 @@ function pageOf(value: string | undefined, pages: number): number {
 export function createUiRoutes(deps: UiDeps): Hono {
   const app = new Hono();
   const token = sessionToken(deps.controlPassword);
+  app.onError((err, c) => {
+    const error = err instanceof SidecarError ? err : new SidecarError("internal", err.message);
+    return c.text(error.message, error.status as 404);
+  });
 
   app.get("/login", (c) => c.html(<LoginPage failed={c.req.query("failed") !== undefined} />));
   app.post("/login", async (c) => {
