@@ -87,9 +87,12 @@ export function readTimeline(dir: string): Timeline {
     if (typeof event.callId === "string")
       callEvents.set(event.callId, [...(callEvents.get(event.callId) ?? []), event]);
   const batches = new Map<string, Line[]>();
-  for (const event of ledger)
-    if (event.type === "registered" && typeof event.exchangeId === "string")
-      batches.set(event.exchangeId, [...(batches.get(event.exchangeId) ?? []), event]);
+  for (const event of ledger) {
+    // A batch is named by the exchange that delivers it (older journals also say exchangeId).
+    const exchange = event.exchangeId ?? event.batchId;
+    if (event.type === "registered" && typeof exchange === "string")
+      batches.set(exchange, [...(batches.get(exchange) ?? []), event]);
+  }
   const batchEvents = (batchId: unknown) =>
     ledger.filter((e) => e.batchId === batchId && e.type !== "registered");
 

@@ -114,7 +114,7 @@ describeInLoopbackNamespace("the /ui timeline in Chromium", { file: import.meta.
         const calls = ledger
           .filter((e) => e.type === "registered")
           .flatMap((e) =>
-            (e.calls as { id: string; tool: string }[]).map((c) => ({ ...c, exchange: e.exchangeId })),
+            (e.calls as { id: string; tool: string }[]).map((c) => ({ ...c, exchange: e.batchId })),
           );
         expect(calls.map((c) => c.tool).sort()).toEqual(["finish", "observe", "record", "record"]);
         for (const call of calls) {
