@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createInertExecutor } from "../executor/inert-executor.ts";
-import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { connectMcp, deliverBatch, startTestSidecar, testControlPassword } from "../mcp/mcp-test-kit.ts";
+import {
+  connectMcp,
+  deliverBatch,
+  plainManifest,
+  startTestSidecar,
+  testControlPassword,
+} from "../mcp/mcp-test-kit.ts";
 
 let stops: (() => void)[] = [];
 afterEach(() => {
@@ -122,19 +127,7 @@ describe("control API", () => {
           }),
       }),
     });
-    const manifest = manifestSchema.parse({
-      finish_tool: "finish",
-      tools: [
-        {
-          name: "move",
-          description: "move",
-          input_schema: { type: "object" },
-          mode: "background",
-          route: "move",
-        },
-        { name: "finish", description: "finish", input_schema: { type: "object" }, route: "finish" },
-      ],
-    });
+    const manifest = plainManifest([{ name: "move", mode: "background" }, { name: "finish" }]);
     const created = await create({ manifest });
     const episode = episodes.get(created.id);
     const { client } = await connectMcp(created.urls.mcp, created.mcp_token);

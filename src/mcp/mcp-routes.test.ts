@@ -5,6 +5,7 @@ import { manifestSchema } from "../manifest/manifest-schema.ts";
 import {
   connectMcp,
   deliverBatch,
+  plainManifest,
   postMcp,
   rawInitialize,
   readJournal,
@@ -305,20 +306,11 @@ describe("tools", () => {
             }),
     };
     const { episodes, mcpUrl } = setup({ createExecutor: () => executor });
-    const manifest = manifestSchema.parse({
-      finish_tool: "finish",
-      tools: [
-        { name: "grasp", description: "grasp", input_schema: { type: "object" }, route: "grasp" },
-        {
-          name: "move",
-          description: "move",
-          input_schema: { type: "object" },
-          mode: "background",
-          route: "move",
-        },
-        { name: "finish", description: "finish", input_schema: { type: "object" }, route: "finish" },
-      ],
-    });
+    const manifest = plainManifest([
+      { name: "grasp" },
+      { name: "move", mode: "background" },
+      { name: "finish" },
+    ]);
     const a = episodes.create({ max_turns: 0, manifest });
     const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
     deliverBatch(a, [{ id: "g", tool: "grasp", args: {} }]);

@@ -141,3 +141,11 @@ export function postMcp(url: string, headers: Record<string, string>, body: unkn
     body: JSON.stringify(body),
   });
 }
+
+/** A manifest of argument-free tools (description and route = name), the last one finishing the episode. */
+export function plainManifest(tools: { name: string; mode?: "foreground" | "background" }[]) {
+  return manifestSchema.parse({
+    finish_tool: tools.at(-1)?.name,
+    tools: tools.map((t) => ({ ...t, description: t.name, input_schema: { type: "object" }, route: t.name })),
+  });
+}
