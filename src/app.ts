@@ -15,14 +15,14 @@ import { bodyLimit } from "hono/body-limit";
 import { type ControlDeps, createControlRoutes } from "./control/control-routes.ts";
 import { createHealthRoutes } from "./health/health-routes.ts";
 import { notDrainingCheck, type ReadinessCheck } from "./health/readiness.ts";
-import type { IngressDeps } from "./ingress/ingress-deps.ts";
 import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
 import { SidecarError } from "./lib/errors.ts";
 import type { Metrics } from "./observe/metrics.ts";
 import { createMetricsRoute } from "./observe/metrics-route.ts";
+import type { RouteDeps } from "./server/route-deps.ts";
 import { createUiRoutes, type UiDeps } from "./ui/ui-routes.tsx";
 
-export type AppDeps = IngressDeps & {
+export type AppDeps = RouteDeps & {
   control: ControlDeps;
   version: string;
   demoUpstream: boolean;
@@ -38,7 +38,7 @@ export type AppDeps = IngressDeps & {
   /** The timeline pages at /ui (login with the control password); no route when absent. */
   ui?: Omit<UiDeps, "controlPassword">;
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
-  episodeRoutes: ((deps: IngressDeps) => Hono)[];
+  episodeRoutes: ((deps: RouteDeps) => Hono)[];
 };
 
 export function createApp(deps: AppDeps): Hono {

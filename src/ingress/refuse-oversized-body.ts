@@ -10,9 +10,9 @@
  */
 import { credentialMatches } from "../episodes/ids.ts";
 import { SidecarError } from "../lib/errors.ts";
+import type { RouteDeps } from "../server/route-deps.ts";
 import { presentedKey } from "./authenticate-ingress.ts";
 import { renderGeminiError } from "./gemini/errors.ts";
-import type { IngressDeps } from "./ingress-deps.ts";
 import { renderMessagesError } from "./messages/errors.ts";
 import { renderResponsesError } from "./responses/errors.ts";
 
@@ -37,7 +37,7 @@ export function ingressProtocolOf(
 }
 
 export function refuseOversizedBody(
-  deps: IngressDeps,
+  deps: RouteDeps,
   request: Request,
   limitBytes: number,
 ): Response | undefined {
@@ -53,14 +53,14 @@ export function refuseOversizedBody(
 }
 
 function recordRefusal(
-  deps: IngressDeps,
+  deps: RouteDeps,
   request: Request,
   url: URL,
   ingress: { protocol: IngressProtocol; episodeId: string },
   status: number,
   limitBytes: number,
 ): void {
-  let episode: ReturnType<IngressDeps["episodes"]["get"]>;
+  let episode: ReturnType<RouteDeps["episodes"]["get"]>;
   try {
     episode = deps.episodes.get(decodeURIComponent(ingress.episodeId));
   } catch {

@@ -13,7 +13,7 @@ import { Hono } from "hono";
 import packageJson from "../../package.json" with { type: "json" };
 import type { Episode } from "../episodes/episode.ts";
 import { credentialMatches } from "../episodes/ids.ts";
-import type { IngressDeps } from "../ingress/ingress-deps.ts";
+import type { RouteDeps } from "../server/route-deps.ts";
 import { checkHostAndOrigin } from "./check-host.ts";
 import { createUraServer } from "./create-ura-server.ts";
 import { type ArgumentsCheck, compileToolValidators } from "./tool-validators.ts";
@@ -41,7 +41,7 @@ function jsonRpcError(status: number, message: string, headers: Record<string, s
   });
 }
 
-export function createMcpRoutes(deps: IngressDeps): Hono {
+export function createMcpRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
   const sessions = new Map<string, Session>();
   const checks = new WeakMap<Episode, Map<string, ArgumentsCheck>>();

@@ -9,65 +9,54 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
-import { createApp } from "../app.ts";
 import { type ConfigInput, configSchema } from "../config/schema.ts";
 import type { Episode } from "../episodes/episode.ts";
-import { createEpisodeStore } from "../episodes/episode-store.ts";
-import { createRandomIds } from "../episodes/ids.ts";
-import type { ExchangeDeps } from "../exchange/run-exchange.ts";
 import type { ExecutorFactory } from "../executor/create-executor.ts";
-import { createLogger } from "../lib/logger.ts";
+import { loadCodecs } from "../images/codecs.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { episodeRouteGroups } from "../server/episode-route-groups.ts";
+import { composeApp } from "../server/compose.ts";
 
 export const testControlPassword = "test-control-password";
 
-export function startTestSidecar(options: { config?: ConfigInput; createExecutor?: ExecutorFactory } = {}) {
+// Loaded once per test process; these tests never convert an image, the exchange pipeline just needs them.
+const codecs = await loadCodecs();
+
+export async function startTestSidecar(
+  options: { config?: ConfigInput; createExecutor?: ExecutorFactory } = {},
+) {
   const dataDir = mkdtempSync(join(tmpdir(), "ura-mcp-test-"));
-  const config = configSchema.parse({ data_dir: dataDir, ...options.config });
-  const ids = createRandomIds();
-  let port = 0;
-  const episodes = createEpisodeStore({
+  const config = configSchema.parse({
+    data_dir: dataDir,
+    body_limit_bytes: 16 * 1024 * 1024,
+    ...options.config,
+  });
+  let server: ReturnType<typeof Bun.serve> | undefined;
+  const { app, episodes, abortUpstream } = await composeApp({
     config,
-    dataDir,
-    defaultManifest: manifestSchema.parse(defaultManifestJson),
-    imageCache: config.images.cache,
-    ids,
-    clock: Date.now,
-    redact: (line) => line,
-    registerSecret: () => {},
-    baseUrl: () => `http://127.0.0.1:${port}`,
+    secrets: { upstreamApiKey: undefined, controlPassword: testControlPassword },
+    version: "test",
+    codecs,
+    baseUrl: () => `http://127.0.0.1:${server?.port ?? 0}`,
+    logLevel: "error",
+    logWrite: () => {},
     ...(options.createExecutor ? { createExecutor: options.createExecutor } : {}),
   });
-  const logger = createLogger({ level: "error", redact: (line) => line, write: () => {} });
-  const app = createApp({
-    episodes,
-    exchange: {} as ExchangeDeps,
-    logger,
-    clock: Date.now,
-    ids,
-    control: { episodes, controlPassword: testControlPassword, shutdown: () => {} },
-    version: "test",
-    demoUpstream: true,
-    bodyLimitBytes: 16 * 1024 * 1024,
-    isShuttingDown: () => false,
-    episodeRoutes: episodeRouteGroups,
-  });
-  const server = Bun.serve({
+  server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     fetch: (req) => app.fetch(req),
     idleTimeout: 0,
   });
-  port = server.port ?? 0;
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://127.0.0.1:${server.port}`;
   return {
     app,
     episodes,
     url,
     mcpUrl: (episode: Episode) => `${url}/e/${episode.id}/mcp`,
-    stop: () => server.stop(true),
+    stop: () => {
+      abortUpstream("test over");
+      server?.stop(true);
+    },
   };
 }
 

@@ -12,9 +12,9 @@ import type { Episode } from "../../episodes/episode.ts";
 import { type Rendered, runExchange } from "../../exchange/run-exchange.ts";
 import type { HubResponse } from "../../hub/schema.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
+import { type JsonBody, parseJsonBody } from "../../lib/parse-json-body.ts";
+import type { RouteDeps } from "../../server/route-deps.ts";
 import { authenticateIngress } from "../authenticate-ingress.ts";
-import type { IngressDeps } from "../ingress-deps.ts";
-import { type JsonBody, parseJsonBody } from "../parse-json-body.ts";
 import { classifyGeminiOperation, type GeminiOperation } from "./classify-operation.ts";
 import { renderGeminiError } from "./errors.ts";
 import { hubToGeminiResponse } from "./from-hub.ts";
@@ -40,7 +40,7 @@ function renderFor(operation: GeminiOperation, response: HubResponse): Rendered 
 
 /** countTokens: a local, final 400 so the CLI uses its own estimate. Not an exchange, not a turn. */
 function answerCountTokens(
-  deps: IngressDeps,
+  deps: RouteDeps,
   episode: Episode,
   path: string,
   model: string,
@@ -64,7 +64,7 @@ function answerCountTokens(
   return renderGeminiError(error);
 }
 
-export function createGeminiRoutes(deps: IngressDeps): Hono {
+export function createGeminiRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
   /** Qwen's arguments text per delivered call id, per episode (see `DeliveredArguments`). */
   const deliveredArguments = new WeakMap<Episode, Map<string, string>>();

@@ -12,9 +12,9 @@ import { Hono } from "hono";
 import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
+import { parseJsonBody } from "../../lib/parse-json-body.ts";
+import type { RouteDeps } from "../../server/route-deps.ts";
 import { authenticateIngress } from "../authenticate-ingress.ts";
-import type { IngressDeps } from "../ingress-deps.ts";
-import { parseJsonBody } from "../parse-json-body.ts";
 import { renderMessagesError } from "./errors.ts";
 import { toMessagesResponse } from "./from-hub.ts";
 import { renderMessagesStream } from "./stream.ts";
@@ -35,7 +35,7 @@ function requestPath(c: Context): string {
   return `${url.pathname}${url.search}`;
 }
 
-export function createMessagesRoutes(deps: IngressDeps): Hono {
+export function createMessagesRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
   const authenticate = (c: Context): Episode =>
     authenticateIngress(deps.episodes, c.req.param("episode") ?? "", c.req.raw.headers);

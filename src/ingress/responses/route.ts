@@ -12,9 +12,9 @@ import { Hono } from "hono";
 import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
+import { parseJsonBody } from "../../lib/parse-json-body.ts";
+import type { RouteDeps } from "../../server/route-deps.ts";
 import { authenticateIngress } from "../authenticate-ingress.ts";
-import type { IngressDeps } from "../ingress-deps.ts";
-import { parseJsonBody } from "../parse-json-body.ts";
 import { renderResponsesError } from "./errors.ts";
 import { type RenderContext, toOutputItems, toResponseObject } from "./from-hub.ts";
 import { parseResponsesRequest } from "./parse-request.ts";
@@ -32,7 +32,7 @@ import { toHub } from "./to-hub.ts";
 const compactMessage =
   "/responses/compact is not offered by this sidecar: compact with an ordinary /responses request (Codex does so with a custom model provider), or send the conversation in input";
 
-export function createResponsesRoutes(deps: IngressDeps): Hono {
+export function createResponsesRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
   const seconds = () => Math.floor(deps.clock() / 1000);
 

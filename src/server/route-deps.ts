@@ -1,10 +1,10 @@
-/** What every ingress route needs: the episodes and the shared exchange pipeline. */
+/** What every route group under /e/{episode} gets: the episodes, the exchange pipeline, logging, time and ids. */
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import type { Ids } from "../episodes/ids.ts";
 import type { ExchangeDeps } from "../exchange/run-exchange.ts";
 import type { Logger } from "../lib/logger.ts";
 
-export type IngressDeps = {
+export type RouteDeps = {
   episodes: EpisodeStore;
   exchange: ExchangeDeps;
   logger: Logger;
