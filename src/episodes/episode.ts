@@ -130,6 +130,8 @@ export function createEpisode(init: EpisodeInit) {
 
   /** Exchanges holding one of max_turns: counted before they go upstream, so concurrent requests cannot overrun the cap. */
   let turnsInFlight = 0;
+  /** The exact arguments text of each tool call the model made, by call id. */
+  const modelArguments = new Map<string, string>();
   let persistTimer: ReturnType<typeof setTimeout> | undefined;
   const episode = {
     ...init,
@@ -154,6 +156,16 @@ export function createEpisode(init: EpisodeInit) {
     /** The manifest tool behind a model-visible name (undefined: one of the client's own tools). */
     toolFor(modelName: string): string | undefined {
       return manifestToolFor(modelName, init.manifest.server, toolNames);
+    },
+    /**
+     * Keeps the arguments text of the model's calls: a client that echoes a call's
+     * arguments back as an object (Gemini) gets Qwen's exact bytes sent upstream again.
+     */
+    rememberArguments(calls: readonly { id: string; arguments: string }[]): void {
+      for (const call of calls) modelArguments.set(call.id, call.arguments);
+    },
+    argumentsOf(callId: string): string | undefined {
+      return modelArguments.get(callId);
     },
     /** Version pin and MCP-connected checks of a model request; throws (400) when it must be refused. */
     checkModelRequest(headers: Headers): void {
@@ -219,6 +231,12 @@ export function createEpisode(init: EpisodeInit) {
         : await ledger.drain({ timeoutMs: drainTimeoutMs });
       episode.persist();
       return drained;
+    },
+    /** An answer given without a model exchange (no turn, e.g. a local countTokens 400): counted and recorded. */
+    auxiliaryResponse(entry: Record<string, unknown>): void {
+      counters.auxiliary_responses += 1;
+      init.records.auxiliary(entry);
+      episode.persist();
     },
     /** Tracks a running handler so shutdown can wait for it. */
     track<T>(work: Promise<T>): Promise<T> {

@@ -26,6 +26,14 @@ export type Protocol = "responses" | "gemini" | "messages";
 /** A rendered answer: whole frames (SSE) or one JSON document, each written in one piece. */
 export type Rendered = { contentType: string; chunks: string[] };
 
+/** A client request translated (an ingress's `toHub`): the hub request, and how to render the answer to it. */
+export type Translation = {
+  hub: HubRequest;
+  render: (response: HubResponse) => Rendered;
+  /** Told once whether the rendered answer was fully delivered or revoked (e.g. to store it). */
+  settled?: (outcome: "delivered" | "revoked") => void;
+};
+
 export type ExchangeDeps = {
   upstream: UpstreamClient;
   images: { codecs: Codecs; settings: WebpSettings };
@@ -50,16 +58,11 @@ export type ExchangeSpec = {
   path: string;
   /** The client's request exactly as received. */
   clientRequest: JsonBody;
-  /** Client → hub; throws SidecarError naming the field. */
-  translate: () => HubRequest;
-  render: (response: HubResponse, request: HubRequest) => Rendered;
+  /** Client → hub; throws SidecarError naming the field (or refusing the request). */
+  translate: () => Translation;
   renderError: (error: SidecarError) => Response;
   /** The client's request signal: a client that leaves cancels the upstream work. */
   clientSignal: AbortSignal;
-  /** Set when the ingress already knows the request must fail (e.g. unknown Gemini model). */
-  refuse?: SidecarError;
-  /** Told once whether the rendered answer was fully delivered or revoked (e.g. to store it). */
-  onSettled?: (outcome: "delivered" | "revoked") => void;
 };
 
 const encoder = new TextEncoder();
@@ -126,7 +129,6 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     if (episode.state === "running") episode.fail("max_turns", closed);
     return fail(new SidecarError("episode_closed", closed));
   }
-  if (spec.refuse) return fail(spec.refuse);
   if (!episode.reserveTurn()) {
     return fail(
       new SidecarError(
@@ -137,10 +139,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   }
   holdsTurn = true;
 
-  let hub: HubRequest;
+  let translation: Translation;
   let upstreamRequest: ReturnType<typeof buildChatRequest>;
   try {
-    hub = spec.translate();
+    translation = spec.translate();
+    const { hub } = translation;
     const { request: filtered, decision } = applyContextPolicy(hub, episode.context);
     // The translated request is kept only when the policy changed it; otherwise the
     // upstream_request line already shows it, and writing it twice doubled the cost.
@@ -223,8 +226,9 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   let rendered: Rendered;
   let batchId: string | undefined;
   try {
-    const raw = spec.render(response, hub);
+    const raw = translation.render(response);
     rendered = { ...raw, chunks: raw.chunks.map(deps.redact) };
+    episode.rememberArguments(response.toolCalls);
     const robotCalls = response.toolCalls.flatMap((call) => {
       const tool = episode.toolFor(call.name);
       return tool
@@ -254,7 +258,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     return fail(exchangeError(error));
   }
 
-  return deliver(spec, exchangeId, rendered, batchId, log);
+  return deliver(spec, exchangeId, rendered, batchId, log, translation.settled);
 }
 
 /**
@@ -267,6 +271,7 @@ function deliver(
   rendered: Rendered,
   batchId: string | undefined,
   log: Logger,
+  onSettled?: Translation["settled"],
 ): Response {
   const { episode } = spec;
   let next = 0;
@@ -292,7 +297,7 @@ function deliver(
     }
     episode.persistSoon();
     // A delivery whose record failed is not built upon (e.g. not continued as a stored response).
-    spec.onSettled?.(recorded ? outcome : "revoked");
+    onSettled?.(recorded ? outcome : "revoked");
   };
   const settleRecords = (outcome: "delivered" | "revoked", reason?: string) => {
     if (outcome === "delivered") {
