@@ -189,12 +189,12 @@ describe("control API", () => {
     const { create, episodes } = await setup();
     const capped = episodes.get((await create({ max_turns: 2 })).id);
     expect(capped.closedReason()).toBeUndefined();
-    capped.counters.delivered_exchanges = 1;
+    capped.exchangeDelivered(undefined);
     expect(capped.closedReason()).toBeUndefined();
-    capped.counters.delivered_exchanges = 2;
+    capped.exchangeDelivered(undefined);
     expect(capped.closedReason()).toContain("max_turns (2)");
     const uncapped = episodes.get((await create({ max_turns: 0 })).id);
-    uncapped.counters.delivered_exchanges = 10_000;
+    for (let turn = 0; turn < 10_000; turn++) uncapped.exchangeDelivered(undefined);
     expect(uncapped.closedReason()).toBeUndefined();
   });
 });

@@ -99,10 +99,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
 
   let holdsTurn = false;
   const fail = (error: SidecarError, extra: Record<string, unknown> = {}): Response => {
-    if (holdsTurn) episode.releaseTurn();
+    episode.exchangeFailed({
+      heldTurn: holdsTurn,
+      ...(isProviderFailure(error) ? { providerError: error.message } : {}),
+    });
     holdsTurn = false;
-    episode.counters.failed_exchanges += 1;
-    if (isProviderFailure(error)) episode.fail("provider_error", error.message);
     try {
       episode.records.exchange(exchangeId, "status", {
         status: "failed",
@@ -119,7 +120,6 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       // The exchange fails anyway; the records failure is in the episode's status.
       log.error("cannot record the exchange's failure", { message: (recordsError as Error).message });
     }
-    episode.persistSoon();
     log.warn("exchange failed", { kind: error.kind, status: error.status, message: error.message });
     return spec.renderError(redactError(error, deps.redact));
   };
@@ -286,7 +286,6 @@ function deliver(
     settled = true;
     episode.deliveries.delete(revokeOnShutdown);
     resolveSettled();
-    episode.releaseTurn();
     let recorded = true;
     try {
       settleRecords(outcome, reason);
@@ -295,14 +294,12 @@ function deliver(
       recorded = false;
       log.error("cannot record the delivery outcome", { outcome, message: (error as Error).message });
     }
-    episode.persistSoon();
     // A delivery whose record failed is not built upon (e.g. not continued as a stored response).
     onSettled?.(recorded ? outcome : "revoked");
   };
   const settleRecords = (outcome: "delivered" | "revoked", reason?: string) => {
     if (outcome === "delivered") {
-      if (batchId) episode.ledger.delivered(batchId);
-      episode.counters.delivered_exchanges += 1;
+      episode.exchangeDelivered(batchId);
       const delivered = rendered.chunks.join("");
       const isJson = rendered.contentType.startsWith("application/json");
       episode.records.exchange(
@@ -313,8 +310,7 @@ function deliver(
       );
       episode.records.exchange(exchangeId, "status", { status: "delivered", batch: batchId ?? null });
     } else {
-      if (batchId) episode.ledger.revoke(batchId);
-      episode.counters.revoked_exchanges += 1;
+      episode.exchangeRevoked(batchId);
       episode.records.exchange(exchangeId, "status", {
         status: "revoked",
         reason: reason ?? "client went away",

@@ -35,10 +35,7 @@ export function createUraServer(deps: UraServerDeps): Server {
   );
   server.setNotificationHandler(CancelledNotificationSchema, () => {});
   server.setRequestHandler(ListToolsRequestSchema, () => {
-    if (!episode.mcp.tools_listed) {
-      episode.mcp.tools_listed = true;
-      episode.persist();
-    }
+    episode.mcpToolsListed();
     return {
       tools: episode.manifest.tools.map((tool) => ({
         name: tool.name,

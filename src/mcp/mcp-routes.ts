@@ -60,7 +60,7 @@ export function createMcpRoutes(deps: RouteDeps): Hono {
     const session = sessions.get(id);
     if (!session) return;
     sessions.delete(id);
-    episode.mcp.sessions_closed += 1;
+    episode.mcpSessionClosed();
     void session.server.close().catch(() => {});
   }
 
@@ -91,7 +91,7 @@ export function createMcpRoutes(deps: RouteDeps): Hono {
       ...(deps.bodyLimitBytes === undefined ? {} : { maxRequestBodySize: deps.bodyLimitBytes }),
       onsessioninitialized: (id) => {
         sessions.set(id, { episodeId: episode.id, transport, server, openedAt: deps.clock(), calls });
-        episode.mcp.sessions_opened += 1;
+        episode.mcpSessionOpened();
       },
       onsessionclosed: (id) => closeSession(id, episode),
     });
@@ -101,9 +101,7 @@ export function createMcpRoutes(deps: RouteDeps): Hono {
     await server.connect(transport);
     const response = await transport.handleRequest(request, { parsedBody: body });
     if (response.ok) {
-      episode.mcp.initialized = true;
-      episode.mcp.user_agent = request.headers.get("user-agent") ?? undefined;
-      episode.persist();
+      episode.mcpInitialized(request.headers.get("user-agent") ?? undefined);
     }
     return response;
   }
