@@ -9,6 +9,7 @@ import { runDurabilityBench } from "./durability.ts";
 import { runGatewayBench } from "./gateway.ts";
 import { runImageBench } from "./images.ts";
 import { runLongCameraBench } from "./long-camera.ts";
+import { runTracingBench } from "./tracing.ts";
 import { runWarmUpBench } from "./warm-up.ts";
 
 const results: Record<string, number> = {};
@@ -24,6 +25,8 @@ console.log("\n## Context filter");
 Object.assign(results, await runContextBench());
 console.log("\n## Durability (fdatasync of claims)");
 Object.assign(results, await runDurabilityBench(console.log));
+console.log("\n## Tracing on / off");
+Object.assign(results, await runTracingBench(console.log));
 const path = resolve(import.meta.dir, "results.json");
 writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
 console.log(`\nwrote ${path}`);

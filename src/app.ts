@@ -4,23 +4,25 @@
  *   GET  /health, /health/live, /health/ready   (container probes)
  *   GET  /metrics                       Prometheus metrics (control password)
  *   /control/*                          control API (control password)
+ *   /ui                                 episode timeline pages (control password, cookie)
  *   /e/{episode}/v1/responses           OpenAI Responses (OpenCode, Codex)
  *   /e/{episode}/gemini/v1beta/models/… Gemini GenerateContent (Gemini CLI)
  *   /e/{episode}/anthropic/v1/messages  Anthropic Messages (Claude Code)
  *   /e/{episode}/mcp                    the episode's `ura` MCP server
  */
-import { Hono } from "hono";
+import { Hono, type MiddlewareHandler } from "hono";
 import { bodyLimit } from "hono/body-limit";
 import { type ControlDeps, createControlRoutes } from "./control/control-routes.ts";
 import { createHealthRoutes } from "./health/health-routes.ts";
 import { notDrainingCheck, type ReadinessCheck } from "./health/readiness.ts";
-import type { IngressDeps } from "./ingress/ingress-deps.ts";
 import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
 import { SidecarError } from "./lib/errors.ts";
 import type { Metrics } from "./observe/metrics.ts";
 import { createMetricsRoute } from "./observe/metrics-route.ts";
+import type { RouteDeps } from "./server/route-deps.ts";
+import { createUiRoutes, type UiDeps } from "./ui/ui-routes.tsx";
 
-export type AppDeps = IngressDeps & {
+export type AppDeps = RouteDeps & {
   control: ControlDeps;
   version: string;
   demoUpstream: boolean;
@@ -31,8 +33,12 @@ export type AppDeps = IngressDeps & {
   readiness?: readonly ReadinessCheck[];
   /** Served at GET /metrics behind the control password; no route when absent. */
   metrics?: Metrics;
+  /** One span per request to an episode or the control API, when tracing is configured. */
+  tracing?: { middleware: MiddlewareHandler };
+  /** The timeline pages at /ui (login with the control password); no route when absent. */
+  ui?: Omit<UiDeps, "controlPassword">;
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
-  episodeRoutes: ((deps: IngressDeps) => Hono)[];
+  episodeRoutes: ((deps: RouteDeps) => Hono)[];
 };
 
 export function createApp(deps: AppDeps): Hono {
@@ -52,6 +58,10 @@ export function createApp(deps: AppDeps): Hono {
       ms: deps.clock() - started,
     });
   });
+  if (deps.tracing) {
+    app.use("/e/*", deps.tracing.middleware);
+    app.use("/control/*", deps.tracing.middleware);
+  }
   app.use(
     "*",
     bodyLimit({
@@ -82,6 +92,8 @@ export function createApp(deps: AppDeps): Hono {
   );
   if (deps.metrics) app.route("/metrics", createMetricsRoute(deps.metrics, deps.control.controlPassword));
   app.route("/control", createControlRoutes(deps.control));
+  if (deps.ui)
+    app.route("/ui", createUiRoutes({ ...deps.ui, controlPassword: deps.control.controlPassword }));
   for (const routes of deps.episodeRoutes) app.route("/e/:episode", routes(deps));
   app.notFound((c) =>
     c.json({ error: { type: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404),

@@ -9,6 +9,7 @@
 import { parseArgs } from "node:util";
 import packageJson from "../package.json" with { type: "json" };
 import { clientConfigCommand } from "./cli/client-config-command.ts";
+import { exportDatasetCommand } from "./cli/export-dataset-command.ts";
 import { helpText } from "./cli/help.ts";
 import { recordsCommand } from "./cli/records-command.ts";
 import { validateCommand } from "./cli/validate-command.ts";
@@ -31,6 +32,7 @@ async function main(argv: string[]): Promise<number> {
   if (command === "client-config") return clientConfigCommand(rest, process.env);
   if (command === "validate") return validateCommand(rest, version);
   if (command === "records") return recordsCommand(rest, process.env);
+  if (command === "export") return exportDatasetCommand(rest, version, process.env);
   if (command !== "serve") {
     console.error(`ura-sidecar: unknown command "${command}"\n\n${helpText(version)}`);
     return 2;

@@ -20,6 +20,12 @@ Usage:
                                     read a data directory's records: list episodes, one line per
                                     exchange, the exact bytes of a client/upstream/delivered body,
                                     or the exchange lines with every image inline (docs/records.md)
+  ura-sidecar export dataset --out DIR (EPISODE_ID… | --all) [--data-dir DIR] [--client NAME]…
+                     [--model NAME]… [--since DATE] [--until DATE] [--include-failed]
+                     [--include-interrupted] [--inline-images]
+                                    episodes → a validated chat fine-tuning dataset (dataset.jsonl,
+                                    images/, manifest.json; docs/dataset.md); by default only
+                                    episodes that finished with a submitted finish receipt
   ura-sidecar --version | --help
 
 Serve flags (flags win over environment, which wins over the config file):

@@ -48,6 +48,15 @@ export const upstreamSchema = z
      * recorded with the exchange.
      */
     max_output_tokens: z.number().int().positive().default(8192),
+    /**
+     * Largest upstream answer read, in bytes (the whole answer is buffered before delivery):
+     * over it the exchange is an upstream fault (upstream_invalid), nothing delivered.
+     */
+    max_response_bytes: z
+      .number()
+      .int()
+      .positive()
+      .default(32 * 1024 * 1024),
     /** Per-attempt timeout, whole exchange buffered. */
     timeout_ms: z.number().int().positive().default(120_000),
     retry: retrySchema.default(retrySchema.parse({})),
@@ -157,4 +166,3 @@ export const configSchema = z
 export type Config = z.infer<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
 export type RetryPolicy = z.infer<typeof retrySchema>;
-export type UpstreamConfig = z.infer<typeof upstreamSchema>;

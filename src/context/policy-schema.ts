@@ -56,8 +56,6 @@ export const contextPolicySchema = z
   .discriminatedUnion("policy", [identityPolicySchema, slidingWindowPolicySchema, bodyBudgetPolicySchema])
   .default({ policy: "identity" });
 
-export type IdentityPolicy = z.infer<typeof identityPolicySchema>;
 export type SlidingWindowPolicy = z.infer<typeof slidingWindowPolicySchema>;
 export type BodyBudgetPolicy = z.infer<typeof bodyBudgetPolicySchema>;
 export type ContextPolicy = z.infer<typeof contextPolicySchema>;
-export type ContextPolicyInput = z.input<typeof contextPolicySchema>;

@@ -1,7 +1,12 @@
 import { afterEach, describe, expect, test } from "bun:test";
 import { createInertExecutor } from "../executor/inert-executor.ts";
-import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { connectMcp, deliverBatch, startTestSidecar, testControlPassword } from "../mcp/mcp-test-kit.ts";
+import {
+  connectMcp,
+  deliverBatch,
+  plainManifest,
+  startTestSidecar,
+  testControlPassword,
+} from "../mcp/mcp-test-kit.ts";
 
 let stops: (() => void)[] = [];
 afterEach(() => {
@@ -9,8 +14,8 @@ afterEach(() => {
   stops = [];
 });
 
-function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
-  const sidecar = startTestSidecar(options);
+async function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
+  const sidecar = await startTestSidecar(options);
   stops.push(sidecar.stop);
   const control = (path: string, init: RequestInit & { password?: string | null } = {}) => {
     const { password = testControlPassword, ...rest } = init;
@@ -32,7 +37,7 @@ function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
 
 describe("control API", () => {
   test("every route needs the control password", async () => {
-    const { control, create } = setup();
+    const { control, create } = await setup();
     const { id } = await create();
     for (const [path, method] of [
       ["/episodes", "GET"],
@@ -50,7 +55,7 @@ describe("control API", () => {
   });
 
   test("create returns what a launcher needs; list and get show the episode running", async () => {
-    const { control, create, url } = setup();
+    const { control, create, url } = await setup();
     const created = await create({ max_turns: 5, client: "codex", model: "qwen-test" });
     expect(created.id).toMatch(/^ep_[a-z0-9]+$/);
     expect(created.urls).toEqual({
@@ -79,7 +84,7 @@ describe("control API", () => {
   });
 
   test("bad creation bodies are 400 and name the problem", async () => {
-    const { control } = setup();
+    const { control } = await setup();
     for (const body of [
       '{"max_turns":-1}',
       '{"surprise":true}',
@@ -94,7 +99,7 @@ describe("control API", () => {
   });
 
   test("episode ids that are unknown or carry path characters are 404", async () => {
-    const { control, create } = setup();
+    const { control, create } = await setup();
     const { id } = await create();
     for (const bad of [
       "ep_unknown",
@@ -112,7 +117,7 @@ describe("control API", () => {
 
   test("cancel: the episode fails as cancelled, admission closes, and the report lists what did not finish", async () => {
     let release: () => void = () => {};
-    const { control, create, episodes } = setup({
+    const { control, create, episodes } = await setup({
       config: { shutdown: { drain_deadline_ms: 300 } },
       createExecutor: () => ({
         submit: async (job) => ({ jobId: `job_${job.callId}` }),
@@ -122,19 +127,7 @@ describe("control API", () => {
           }),
       }),
     });
-    const manifest = manifestSchema.parse({
-      finish_tool: "finish",
-      tools: [
-        {
-          name: "move",
-          description: "move",
-          input_schema: { type: "object" },
-          mode: "background",
-          route: "move",
-        },
-        { name: "finish", description: "finish", input_schema: { type: "object" }, route: "finish" },
-      ],
-    });
+    const manifest = plainManifest([{ name: "move", mode: "background" }, { name: "finish" }]);
     const created = await create({ manifest });
     const episode = episodes.get(created.id);
     const { client } = await connectMcp(created.urls.mcp, created.mcp_token);
@@ -168,7 +161,7 @@ describe("control API", () => {
   });
 
   test("states: finished on a submitted finish receipt, and cancelling then keeps it finished", async () => {
-    const { control, create, episodes } = setup({
+    const { control, create, episodes } = await setup({
       createExecutor: () => createInertExecutor({ random: () => 0 }),
     });
     const created = await create();
@@ -193,15 +186,15 @@ describe("control API", () => {
   });
 
   test("max_turns: exchanges are refused once the cap of delivered exchanges is reached; 0 is no cap", async () => {
-    const { create, episodes } = setup();
+    const { create, episodes } = await setup();
     const capped = episodes.get((await create({ max_turns: 2 })).id);
     expect(capped.closedReason()).toBeUndefined();
-    capped.counters.delivered_exchanges = 1;
+    capped.exchangeDelivered(undefined);
     expect(capped.closedReason()).toBeUndefined();
-    capped.counters.delivered_exchanges = 2;
+    capped.exchangeDelivered(undefined);
     expect(capped.closedReason()).toContain("max_turns (2)");
     const uncapped = episodes.get((await create({ max_turns: 0 })).id);
-    uncapped.counters.delivered_exchanges = 10_000;
+    for (let turn = 0; turn < 10_000; turn++) uncapped.exchangeDelivered(undefined);
     expect(uncapped.closedReason()).toBeUndefined();
   });
 });

@@ -9,6 +9,7 @@ import { episodeOptionsSchema } from "../episodes/episode-options.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../episodes/ids.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { manifestProblem } from "../mcp/tool-validators.ts";
 import type { ShippingStatus } from "../shipping/shipper.ts";
 
 export type ControlDeps = {
@@ -52,6 +53,8 @@ export function createControlRoutes(deps: ControlDeps) {
     }
     const parsed = episodeOptionsSchema.safeParse(body);
     if (!parsed.success) throw new SidecarError("invalid_request", describeZodError(parsed.error).join("; "));
+    const problem = parsed.data.manifest && manifestProblem(parsed.data.manifest);
+    if (problem) throw new SidecarError("invalid_request", problem.message, { param: problem.param });
     const episode = deps.episodes.create(parsed.data);
     return c.json(deps.episodes.launchInfo(episode), 201);
   });

@@ -14,7 +14,7 @@ import { type DetectedClient, detectClient } from "../clients/detect-client.ts";
 import { SidecarError } from "../lib/errors.ts";
 
 export type McpRequirement = "warn" | "refuse";
-export type McpSeen = { initialized: boolean; tools_listed: boolean; user_agent: string | undefined };
+export type McpSeen = { initialized: boolean; tools_listed: boolean; user_agent?: string | undefined };
 
 export type ClientIdentityInit = {
   episodeId: string;

@@ -4,6 +4,7 @@
  * episode only ever see this object.
  */
 
+import type { z } from "zod";
 import { manifestToolFor } from "../clients/tool-names.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { Executor } from "../executor/executor.ts";
@@ -16,10 +17,18 @@ import type { Manifest } from "../manifest/manifest-schema.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
 import { createClientIdentity, type McpRequirement } from "./client-identity.ts";
 import type { ClientKind } from "./episode-options.ts";
+import type {
+  EpisodeCounters,
+  EpisodeMcp,
+  EpisodeStatus,
+  episodeStateSchema,
+  failureReasonSchema,
+} from "./episode-status.ts";
 import { credentialDigest } from "./ids.ts";
 
-export type EpisodeState = "running" | "finished" | "failed" | "interrupted";
-export type FailureReason = "provider_error" | "max_turns" | "cancelled" | "interrupted";
+export type EpisodeState = z.infer<typeof episodeStateSchema>;
+export type FailureReason = z.infer<typeof failureReasonSchema>;
+export type { EpisodeCounters };
 
 export type EpisodeInit = {
   id: string;
@@ -63,15 +72,6 @@ export type RestoredEpisodeState = {
   report: Record<string, unknown>;
 };
 
-export type EpisodeCounters = {
-  delivered_exchanges: number;
-  failed_exchanges: number;
-  revoked_exchanges: number;
-  auxiliary_responses: number;
-  tool_calls_admitted: number;
-  tool_calls_refused: number;
-};
-
 export function createEpisode(init: EpisodeInit) {
   const abort = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
@@ -87,10 +87,10 @@ export function createEpisode(init: EpisodeInit) {
     ...restored?.counters,
   };
   /** What the MCP server saw: a CLI given a bad token silently runs without the tools (docs/clients.md). */
-  const mcp = {
+  const mcp: EpisodeMcp = {
     initialized: false,
     tools_listed: false,
-    user_agent: undefined as string | undefined,
+    user_agent: undefined,
     sessions_opened: 0,
     sessions_closed: 0,
   };
@@ -126,12 +126,15 @@ export function createEpisode(init: EpisodeInit) {
 
   /** Exchanges holding one of max_turns: counted before they go upstream, so concurrent requests cannot overrun the cap. */
   let turnsInFlight = 0;
+  /** The exact arguments text of each tool call the model made, by call id. */
+  const modelArguments = new Map<string, string>();
   let persistTimer: ReturnType<typeof setTimeout> | undefined;
   const episode = {
     ...init,
     ledger,
-    counters,
-    mcp,
+    /** Changed only by the verbs below, each of which decides how soon episode.json is rewritten. */
+    counters: counters as Readonly<EpisodeCounters>,
+    mcp: mcp as Readonly<EpisodeMcp>,
     abortSignal: abort.signal,
     get state() {
       return state;
@@ -149,6 +152,16 @@ export function createEpisode(init: EpisodeInit) {
     /** The manifest tool behind a model-visible name (undefined: one of the client's own tools). */
     toolFor(modelName: string): string | undefined {
       return manifestToolFor(modelName, init.manifest.server, toolNames);
+    },
+    /**
+     * Keeps the arguments text of the model's calls: a client that echoes a call's
+     * arguments back as an object (Gemini) gets Qwen's exact bytes sent upstream again.
+     */
+    rememberArguments(calls: readonly { id: string; arguments: string }[]): void {
+      for (const call of calls) modelArguments.set(call.id, call.arguments);
+    },
+    argumentsOf(callId: string): string | undefined {
+      return modelArguments.get(callId);
     },
     /** Version pin and MCP-connected checks of a model request; throws (400) when it must be refused. */
     checkModelRequest(headers: Headers): void {
@@ -215,6 +228,68 @@ export function createEpisode(init: EpisodeInit) {
       episode.persist();
       return drained;
     },
+    /** A model exchange reached the client: its turn counts against max_turns, its calls become claimable. */
+    exchangeDelivered(batchId: string | undefined): void {
+      episode.releaseTurn();
+      try {
+        if (batchId) ledger.delivered(batchId);
+        counters.delivered_exchanges += 1;
+      } finally {
+        episode.persistSoon();
+      }
+    },
+    /** The client went away before the last byte: the exchange's calls can never run. */
+    exchangeRevoked(batchId: string | undefined): void {
+      episode.releaseTurn();
+      try {
+        if (batchId) ledger.revoke(batchId);
+        counters.revoked_exchanges += 1;
+      } finally {
+        episode.persistSoon();
+      }
+    },
+    /** A model exchange failed; a provider failure also ends the episode's model work (at once on disk). */
+    exchangeFailed(outcome: { heldTurn: boolean; providerError?: string }): void {
+      if (outcome.heldTurn) episode.releaseTurn();
+      counters.failed_exchanges += 1;
+      if (outcome.providerError !== undefined) episode.fail("provider_error", outcome.providerError);
+      episode.persistSoon();
+    },
+    /** A tool call passed the ledger and the schema check and goes to the executor. */
+    toolCallAdmitted(): void {
+      counters.tool_calls_admitted += 1;
+      episode.persist();
+    },
+    /** A tool call was refused and never executed. */
+    toolCallRefused(): void {
+      counters.tool_calls_refused += 1;
+      episode.persist();
+    },
+    /** An MCP session began or ended (written with the next persist: sessions come and go often). */
+    mcpSessionOpened(): void {
+      mcp.sessions_opened += 1;
+    },
+    mcpSessionClosed(): void {
+      mcp.sessions_closed += 1;
+    },
+    /** The client's MCP side completed initialize: the tools can reach the model. */
+    mcpInitialized(userAgent: string | undefined): void {
+      mcp.initialized = true;
+      mcp.user_agent = userAgent;
+      episode.persist();
+    },
+    /** The client listed the tools (recorded once). */
+    mcpToolsListed(): void {
+      if (mcp.tools_listed) return;
+      mcp.tools_listed = true;
+      episode.persist();
+    },
+    /** An answer given without a model exchange (no turn, e.g. a local countTokens 400): counted and recorded. */
+    auxiliaryResponse(entry: Record<string, unknown>): void {
+      counters.auxiliary_responses += 1;
+      init.records.auxiliary(entry);
+      episode.persist();
+    },
     /** Tracks a running handler so shutdown can wait for it. */
     track<T>(work: Promise<T>): Promise<T> {
       inFlight.add(work);
@@ -228,7 +303,7 @@ export function createEpisode(init: EpisodeInit) {
     /** Deliveries still being written, each with its revocation (shutdown revokes what never settled). */
     deliveries: new Set<(reason: string) => void>(),
     abort: (reason: Error) => abort.abort(reason),
-    describe() {
+    describe(): EpisodeStatus {
       return {
         id: init.id,
         created_at: init.createdAt,

@@ -14,10 +14,10 @@ import type { PngToWebp } from "../images/png-to-webp.ts";
 import type { WebpSettings } from "../images/settings.ts";
 import type { SizeLimits } from "../images/size-guard.ts";
 import { checkUpstreamSize } from "../images/size-guard.ts";
-import type { JsonBody } from "../ingress/parse-json-body.ts";
 import { SidecarError, toSidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import type { Logger } from "../lib/logger.ts";
+import type { JsonBody } from "../lib/parse-json-body.ts";
 import { RecordsWriteError } from "../records/append-file.ts";
 import type { DataDirBudget } from "../records/data-dir-budget.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
@@ -28,6 +28,14 @@ export type Protocol = "responses" | "gemini" | "messages";
 
 /** A rendered answer: whole frames (SSE) or one JSON document, each written in one piece. */
 export type Rendered = { contentType: string; chunks: string[] };
+
+/** A client request translated (an ingress's `toHub`): the hub request, and how to render the answer to it. */
+export type Translation = {
+  hub: HubRequest;
+  render: (response: HubResponse) => Rendered;
+  /** Told once whether the rendered answer was fully delivered or revoked (e.g. to store it). */
+  settled?: (outcome: "delivered" | "revoked") => void;
+};
 
 export type ExchangeDeps = {
   upstream: UpstreamClient;
@@ -56,16 +64,11 @@ export type ExchangeSpec = {
   path: string;
   /** The client's request exactly as received. */
   clientRequest: JsonBody;
-  /** Client → hub; throws SidecarError naming the field. */
-  translate: () => HubRequest;
-  render: (response: HubResponse, request: HubRequest) => Rendered;
+  /** Client → hub; throws SidecarError naming the field (or refusing the request). */
+  translate: () => Translation;
   renderError: (error: SidecarError) => Response;
   /** The client's request signal: a client that leaves cancels the upstream work. */
   clientSignal: AbortSignal;
-  /** Set when the ingress already knows the request must fail (e.g. unknown Gemini model). */
-  refuse?: SidecarError;
-  /** Told once whether the rendered answer was fully delivered or revoked (e.g. to store it). */
-  onSettled?: (outcome: "delivered" | "revoked") => void;
 };
 
 const encoder = new TextEncoder();
@@ -109,10 +112,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
 
   let holdsTurn = false;
   const fail = (error: SidecarError, extra: Record<string, unknown> = {}): Response => {
-    if (holdsTurn) episode.releaseTurn();
+    episode.exchangeFailed({
+      heldTurn: holdsTurn,
+      ...(isProviderFailure(error) ? { providerError: error.message } : {}),
+    });
     holdsTurn = false;
-    episode.counters.failed_exchanges += 1;
-    if (isProviderFailure(error)) episode.fail("provider_error", error.message);
     try {
       episode.records.exchange(exchangeId, "status", {
         status: "failed",
@@ -129,7 +133,6 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       // The exchange fails anyway; the records failure is in the episode's status.
       log.error("cannot record the exchange's failure", { message: (recordsError as Error).message });
     }
-    episode.persistSoon();
     log.warn("exchange failed", { kind: error.kind, status: error.status, message: error.message });
     return spec.renderError(redactError(error, deps.redact));
   };
@@ -143,7 +146,6 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     if (episode.state === "running") episode.fail("max_turns", closed);
     return fail(new SidecarError("episode_closed", closed));
   }
-  if (spec.refuse) return fail(spec.refuse);
   if (!episode.reserveTurn()) {
     return fail(
       new SidecarError(
@@ -154,10 +156,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   }
   holdsTurn = true;
 
-  let hub: HubRequest;
+  let translation: Translation;
   let upstreamRequest: ReturnType<typeof buildChatRequest>;
   try {
-    hub = spec.translate();
+    translation = spec.translate();
+    const { hub } = translation;
     const { request: filtered, decision } = applyContextPolicy(hub, episode.context);
     // The translated request is kept only when the policy changed it; otherwise the
     // upstream_request line already shows it, and writing it twice doubled the cost.
@@ -244,8 +247,9 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   let rendered: Rendered;
   let batchId: string | undefined;
   try {
-    const raw = spec.render(response, hub);
+    const raw = translation.render(response);
     rendered = { ...raw, chunks: raw.chunks.map(deps.redact) };
+    episode.rememberArguments(response.toolCalls);
     const robotCalls = response.toolCalls.flatMap((call) => {
       const tool = episode.toolFor(call.name);
       return tool
@@ -275,7 +279,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     return fail(exchangeError(error));
   }
 
-  return deliver(spec, exchangeId, rendered, batchId, log);
+  return deliver(spec, exchangeId, rendered, batchId, log, translation.settled);
 }
 
 /**
@@ -288,6 +292,7 @@ function deliver(
   rendered: Rendered,
   batchId: string | undefined,
   log: Logger,
+  onSettled?: Translation["settled"],
 ): Response {
   const { episode } = spec;
   let next = 0;
@@ -302,7 +307,6 @@ function deliver(
     settled = true;
     episode.deliveries.delete(revokeOnShutdown);
     resolveSettled();
-    episode.releaseTurn();
     let recorded = true;
     try {
       settleRecords(outcome, reason);
@@ -311,14 +315,12 @@ function deliver(
       recorded = false;
       log.error("cannot record the delivery outcome", { outcome, message: (error as Error).message });
     }
-    episode.persistSoon();
     // A delivery whose record failed is not built upon (e.g. not continued as a stored response).
-    spec.onSettled?.(recorded ? outcome : "revoked");
+    onSettled?.(recorded ? outcome : "revoked");
   };
   const settleRecords = (outcome: "delivered" | "revoked", reason?: string) => {
     if (outcome === "delivered") {
-      if (batchId) episode.ledger.delivered(batchId);
-      episode.counters.delivered_exchanges += 1;
+      episode.exchangeDelivered(batchId);
       const delivered = rendered.chunks.join("");
       const isJson = rendered.contentType.startsWith("application/json");
       episode.records.exchange(
@@ -329,8 +331,7 @@ function deliver(
       );
       episode.records.exchange(exchangeId, "status", { status: "delivered", batch: batchId ?? null });
     } else {
-      if (batchId) episode.ledger.revoke(batchId);
-      episode.counters.revoked_exchanges += 1;
+      episode.exchangeRevoked(batchId);
       episode.records.exchange(exchangeId, "status", {
         status: "revoked",
         reason: reason ?? "client went away",

@@ -61,9 +61,6 @@ export const hubMessageSchema = z.discriminatedUnion("role", [
   hubAssistantMessageSchema,
   hubToolMessageSchema,
 ]);
-export type HubSystemMessage = z.infer<typeof hubSystemMessageSchema>;
-export type HubUserMessage = z.infer<typeof hubUserMessageSchema>;
-export type HubAssistantMessage = z.infer<typeof hubAssistantMessageSchema>;
 export type HubToolMessage = z.infer<typeof hubToolMessageSchema>;
 export type HubMessage = z.infer<typeof hubMessageSchema>;
 
@@ -109,7 +106,6 @@ export const hubRequestSchema = z.object({
   ignored: z.array(z.string()).default([]),
 });
 export type HubRequest = z.infer<typeof hubRequestSchema>;
-export type HubRequestInput = z.input<typeof hubRequestSchema>;
 
 export const hubFinishReasonSchema = z.enum(["stop", "length", "tool_calls", "content_filter"]);
 export type HubFinishReason = z.infer<typeof hubFinishReasonSchema>;
@@ -118,7 +114,6 @@ export const hubUsageSchema = z.object({
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
 });
-export type HubUsage = z.infer<typeof hubUsageSchema>;
 
 /** A complete, validated model answer: what an ingress renders for its client. */
 export const hubResponseSchema = z.object({

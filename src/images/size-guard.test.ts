@@ -1,4 +1,5 @@
 import { expect, test } from "bun:test";
+import { sidecarErrorOf } from "../../test/support/fixture-cases.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { checkUpstreamSize, sizeLimitsSchema } from "./size-guard.ts";
 
@@ -16,15 +17,7 @@ const body = (url: string, text = "hi") =>
     ],
   });
 
-function errorOf(fn: () => unknown): SidecarError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof SidecarError) return error;
-    throw error;
-  }
-  throw new Error("did not throw");
-}
+const errorOf = sidecarErrorOf;
 
 test("defaults are 6 MiB per body, 10 MiB per data URL, 50 megapixels per PNG", () => {
   expect(sizeLimitsSchema.parse({})).toEqual({

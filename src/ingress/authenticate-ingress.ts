@@ -8,6 +8,7 @@
  * digest of its key (see `credentialMatches`). Then the client's version pin and
  * MCP connection are checked (src/episodes/client-identity.ts).
  */
+import type { Context } from "hono";
 import type { Episode } from "../episodes/episode.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../episodes/ids.ts";
@@ -34,4 +35,17 @@ export function authenticateIngress(
   if (closing !== undefined) throw new SidecarError("unavailable", closing);
   episode.checkModelRequest(headers);
   return episode;
+}
+
+/**
+ * The episode of a request under /e/{episode}, authenticated. `keyInQuery`: the
+ * key may also come as `?key=` (Gemini's API-key convention).
+ */
+export function authenticateRequest(
+  store: EpisodeStore,
+  c: Context,
+  options: { keyInQuery?: boolean } = {},
+): Episode {
+  const query = options.keyInQuery ? new URL(c.req.url).searchParams : undefined;
+  return authenticateIngress(store, c.req.param("episode") ?? "", c.req.raw.headers, query);
 }

@@ -2,51 +2,26 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
-import { createApp } from "../app.ts";
 import { configSchema } from "../config/schema.ts";
 import type { Episode } from "../episodes/episode.ts";
-import { createEpisodeStore } from "../episodes/episode-store.ts";
-import { createRandomIds } from "../episodes/ids.ts";
-import type { ExchangeDeps } from "../exchange/run-exchange.ts";
-import { createLogger } from "../lib/logger.ts";
-import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { createBlobStore } from "../records/blob-store.ts";
-import { episodeRouteGroups } from "../server/episode-route-groups.ts";
+import { loadCodecs } from "../images/codecs.ts";
+import { composeApp } from "../server/compose.ts";
 import { ingressProtocolOf } from "./refuse-oversized-body.ts";
 
 const limit = 4_000;
 const controlPassword = "pw-0123456789";
+const codecs = await loadCodecs();
 
-function setup() {
+async function setup() {
   const dataDir = mkdtempSync(join(tmpdir(), "ura-body-limit-"));
-  const config = configSchema.parse({ data_dir: dataDir });
-  const ids = createRandomIds();
-  const logger = createLogger({ level: "error", redact: (l) => l, write: () => {} });
-  const episodes = createEpisodeStore({
-    config,
-    dataDir,
-    blobs: createBlobStore(dataDir),
-    defaultManifest: manifestSchema.parse(defaultManifestJson),
-    ids,
-    clock: Date.now,
-    redact: (l) => l,
-    registerSecret: () => {},
-    baseUrl: () => "http://127.0.0.1:1",
-  });
-  const app = createApp({
-    episodes,
-    logger,
-    clock: Date.now,
-    ids,
-    // Never reached: an oversized body is refused before any route runs.
-    exchange: {} as ExchangeDeps,
-    control: { episodes, controlPassword, shutdown: () => {} },
+  const { app, episodes } = await composeApp({
+    config: configSchema.parse({ data_dir: dataDir, body_limit_bytes: limit }),
+    secrets: { upstreamApiKey: undefined, controlPassword },
     version: "test",
-    demoUpstream: false,
-    bodyLimitBytes: limit,
-    isShuttingDown: () => false,
-    episodeRoutes: episodeRouteGroups,
+    codecs,
+    baseUrl: () => "http://127.0.0.1:1",
+    logLevel: "error",
+    logWrite: () => {},
   });
   return { app, episode: episodes.create({ max_turns: 0, model: "ura-qwen" }) };
 }
@@ -94,7 +69,7 @@ function recordLines(episode: Episode, file: string): Record<string, unknown>[] 
 describe("an oversized model request", () => {
   for (const [name, kit] of Object.entries(protocols)) {
     test(`${name}: a final 400 in the protocol's envelope, recorded without the body, sized or streamed`, async () => {
-      const { app, episode } = setup();
+      const { app, episode } = await setup();
       for (const streamed of [false, true]) {
         const res = await app.request(kit.path(episode.id), {
           method: "POST",
@@ -138,7 +113,7 @@ describe("an oversized model request", () => {
   }
 
   test("a wrong key or an unknown episode: the same envelope, nothing recorded", async () => {
-    const { app, episode } = setup();
+    const { app, episode } = await setup();
     for (const id of [episode.id, "ep_unknown0000000000"]) {
       const res = await app.request(protocols.messages.path(id), {
         method: "POST",
@@ -153,7 +128,7 @@ describe("an oversized model request", () => {
   });
 
   test("control and MCP keep the generic 413", async () => {
-    const { app, episode } = setup();
+    const { app, episode } = await setup();
     for (const [path, auth] of [
       ["/control/episodes", controlPassword],
       [`/e/${episode.id}/mcp`, episode.mcpToken],

@@ -10,20 +10,21 @@
  */
 import { credentialMatches } from "../episodes/ids.ts";
 import { SidecarError } from "../lib/errors.ts";
+import type { RouteDeps } from "../server/route-deps.ts";
+import { answerAuxiliary } from "./answer-auxiliary.ts";
 import { presentedKey } from "./authenticate-ingress.ts";
-import { renderGeminiError } from "./gemini/errors.ts";
-import type { IngressDeps } from "./ingress-deps.ts";
-import { renderMessagesError } from "./messages/errors.ts";
-import { renderResponsesError } from "./responses/errors.ts";
+import * as gemini from "./gemini/errors.ts";
+import * as messages from "./messages/errors.ts";
+import * as responses from "./responses/errors.ts";
 
 export type IngressProtocol = "responses" | "gemini" | "messages";
 
 const ingressPath = /^\/e\/([^/]+)\/(?:(v1\/responses)$|(gemini)\/|(anthropic)\/)/;
 
 const renderers: Record<IngressProtocol, (error: SidecarError) => Response> = {
-  responses: renderResponsesError,
-  gemini: renderGeminiError,
-  messages: renderMessagesError,
+  responses: responses.renderError,
+  gemini: gemini.renderError,
+  messages: messages.renderError,
 };
 
 /** Which ingress protocol a path belongs to, with its (still encoded) episode id segment. */
@@ -37,7 +38,7 @@ export function ingressProtocolOf(
 }
 
 export function refuseOversizedBody(
-  deps: IngressDeps,
+  deps: RouteDeps,
   request: Request,
   limitBytes: number,
 ): Response | undefined {
@@ -48,44 +49,30 @@ export function refuseOversizedBody(
     "request_too_large",
     `request body over the limit of ${limitBytes} bytes (body_limit_bytes)`,
   );
-  recordRefusal(deps, request, url, ingress, error.status, limitBytes);
-  return renderers[ingress.protocol](error);
+  const render = renderers[ingress.protocol];
+  const episode = authenticatedEpisode(deps, request, url, ingress.episodeId);
+  if (!episode) return render(error);
+  const declared = request.headers.get("content-length");
+  const entry = {
+    protocol: ingress.protocol,
+    operation: "body_limit",
+    path: url.pathname,
+    reason: "body over body_limit_bytes",
+    limit_bytes: limitBytes,
+    content_length: declared === null ? null : Number(declared),
+  };
+  return answerAuxiliary(deps.logger, episode, entry, error, render);
 }
 
-function recordRefusal(
-  deps: IngressDeps,
-  request: Request,
-  url: URL,
-  ingress: { protocol: IngressProtocol; episodeId: string },
-  status: number,
-  limitBytes: number,
-): void {
-  let episode: ReturnType<IngressDeps["episodes"]["get"]>;
+/** The episode a refusal is recorded in: only a known one whose key the request carries. */
+function authenticatedEpisode(deps: RouteDeps, request: Request, url: URL, encodedId: string) {
+  let episode: ReturnType<RouteDeps["episodes"]["get"]>;
   try {
-    episode = deps.episodes.get(decodeURIComponent(ingress.episodeId));
+    episode = deps.episodes.get(decodeURIComponent(encodedId));
   } catch {
-    return; // unknown episode (or an undecodable id): nothing to record it in
+    return undefined; // unknown episode (or an undecodable id): nothing to record it in
   }
-  if (!credentialMatches(presentedKey(request.headers, url.searchParams), episode.ingressKey)) return;
-  const declared = request.headers.get("content-length");
-  try {
-    episode.counters.auxiliary_responses += 1;
-    episode.records.auxiliary({
-      protocol: ingress.protocol,
-      operation: "body_limit",
-      path: url.pathname,
-      status,
-      reason: "body over body_limit_bytes",
-      limit_bytes: limitBytes,
-      content_length: declared === null ? null : Number(declared),
-    });
-    episode.persistSoon();
-  } catch (cause) {
-    // Frozen records (after shutdown, or a restored episode): the refusal still stands.
-    deps.logger.warn("oversized body refusal not recorded", {
-      episode: episode.id,
-      message: (cause as Error).message,
-    });
-  }
-  deps.logger.info("auxiliary response", { episode: episode.id, path: url.pathname, status });
+  return credentialMatches(presentedKey(request.headers, url.searchParams), episode.ingressKey)
+    ? episode
+    : undefined;
 }

@@ -112,7 +112,8 @@ describe("createEpisodeLedger", () => {
   });
 
   test("call 2 is admitted only after call 1 is acknowledged, even if its callback comes first", async () => {
-    const { ledger, journal } = setup();
+    // A wait bound far above the test's own pauses: under load, 200 ms ran out and refused call 2.
+    const { ledger, journal } = setup({ previousAckWaitMs: 10_000 });
     ledger.register({ batchId: "b1", calls: [record("c1", "a"), record("c2", "b")] });
     ledger.delivered("b1");
     const order: string[] = [];

@@ -21,7 +21,6 @@ export const ledgerCallInputSchema = z.object({
   /** The parsed JSON arguments the model produced. */
   args: z.record(z.string(), z.unknown()),
 });
-export type LedgerCallInput = z.infer<typeof ledgerCallInputSchema>;
 
 /**
  * The tool calls of one validated model response, registered just before it is sent.
@@ -80,7 +79,6 @@ export const ledgerEventSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("interrupted"), at, uncertain: z.array(id) }),
 ]);
 export type LedgerEvent = z.infer<typeof ledgerEventSchema>;
-export type LedgerEventType = LedgerEvent["type"];
 
 /** An event as the pure state machine produces it; the adapter stamps `at`. */
 export type LedgerEventBody = LedgerEvent extends infer E

@@ -19,6 +19,8 @@ export function createLogger(options: {
   write?: (line: string) => void;
   clock?: () => number;
   base?: Record<string, unknown>;
+  /** Fields of the moment added to every line (the current trace and span ids when tracing). */
+  fields?: () => Record<string, unknown>;
 }): Logger {
   const write = options.write ?? ((line: string) => process.stderr.write(`${line}\n`));
   const clock = options.clock ?? Date.now;
@@ -27,7 +29,14 @@ export function createLogger(options: {
     if (order[level] < order[options.level]) return;
     write(
       options.redact(
-        JSON.stringify({ time: new Date(clock()).toISOString(), level, msg: message, ...base, ...fields }),
+        JSON.stringify({
+          time: new Date(clock()).toISOString(),
+          level,
+          msg: message,
+          ...options.fields?.(),
+          ...base,
+          ...fields,
+        }),
       ),
     );
   };

@@ -46,4 +46,3 @@ export const manifestSchema = z
   });
 
 export type Manifest = z.infer<typeof manifestSchema>;
-export type ManifestTool = z.infer<typeof manifestToolSchema>;

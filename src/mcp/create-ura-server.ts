@@ -23,6 +23,8 @@ export type UraServerDeps = {
   checks: ReadonlyMap<string, ArgumentsCheck>;
   logger: Logger;
   version: string;
+  /** Tool calls of this server's session still running (a session with one is never evicted). */
+  calls?: { running: number };
 };
 
 export function createUraServer(deps: UraServerDeps): Server {
@@ -33,10 +35,7 @@ export function createUraServer(deps: UraServerDeps): Server {
   );
   server.setNotificationHandler(CancelledNotificationSchema, () => {});
   server.setRequestHandler(ListToolsRequestSchema, () => {
-    if (!episode.mcp.tools_listed) {
-      episode.mcp.tools_listed = true;
-      episode.persist();
-    }
+    episode.mcpToolsListed();
     return {
       tools: episode.manifest.tools.map((tool) => ({
         name: tool.name,
@@ -45,15 +44,20 @@ export function createUraServer(deps: UraServerDeps): Server {
       })),
     };
   });
-  server.setRequestHandler(CallToolRequestSchema, (request) =>
-    handleToolCall(
-      { episode, checks: deps.checks, logger: deps.logger },
-      {
-        name: request.params.name,
-        ...(request.params.arguments ? { arguments: request.params.arguments } : {}),
-        ...(request.params._meta ? { _meta: request.params._meta as Record<string, unknown> } : {}),
-      },
-    ),
-  );
+  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+    if (deps.calls) deps.calls.running += 1;
+    try {
+      return await handleToolCall(
+        { episode, checks: deps.checks, logger: deps.logger },
+        {
+          name: request.params.name,
+          ...(request.params.arguments ? { arguments: request.params.arguments } : {}),
+          ...(request.params._meta ? { _meta: request.params._meta as Record<string, unknown> } : {}),
+        },
+      );
+    } finally {
+      if (deps.calls) deps.calls.running -= 1;
+    }
+  });
   return server;
 }

@@ -45,8 +45,7 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
   const rawArgs = params.arguments ?? {};
   const log = ctx.logger.child({ episode: episode.id, tool: params.name });
   const refuse = (reason: string): ToolCallResult => {
-    episode.counters.tool_calls_refused += 1;
-    episode.persist();
+    episode.toolCallRefused();
     log.warn("tool call refused", { reason });
     return errorResult(`ura refused this tool call; it was not executed: ${reason}`);
   };
@@ -79,8 +78,7 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
     return refuse(reason);
   }
 
-  episode.counters.tool_calls_admitted += 1;
-  episode.persist();
+  episode.toolCallAdmitted();
   log.info("tool call admitted", { call: callId, claimed_by: admission.call.claimedBy });
 
   let jobId: string;

@@ -2,7 +2,16 @@ import { afterEach, describe, expect, test } from "bun:test";
 import type { Executor, Receipt } from "../executor/executor.ts";
 import { createInertExecutor, type InertExecutor } from "../executor/inert-executor.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { connectMcp, deliverBatch, readJournal, startTestSidecar, textOf } from "./mcp-test-kit.ts";
+import {
+  connectMcp,
+  deliverBatch,
+  plainManifest,
+  postMcp,
+  rawInitialize,
+  readJournal,
+  startTestSidecar,
+  textOf,
+} from "./mcp-test-kit.ts";
 
 let stops: (() => void)[] = [];
 afterEach(() => {
@@ -10,9 +19,9 @@ afterEach(() => {
   stops = [];
 });
 
-function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
+async function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
   const executors: InertExecutor[] = [];
-  const sidecar = startTestSidecar({
+  const sidecar = await startTestSidecar({
     createExecutor: () => {
       const executor = createInertExecutor({ random: () => 0.4, newNonce: () => "n0nce42" });
       executors.push(executor);
@@ -24,26 +33,12 @@ function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
   return { ...sidecar, executors };
 }
 
-const post = (url: string, headers: Record<string, string>, body: unknown = initializeBody) =>
-  fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      ...headers,
-    },
-    body: JSON.stringify(body),
-  });
-const initializeBody = {
-  jsonrpc: "2.0",
-  id: 0,
-  method: "initialize",
-  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
-};
+const post = postMcp;
+const initializeBody = rawInitialize;
 
 describe("MCP endpoint access", () => {
   test("no token, a wrong token and another episode's token get 401; the right token opens a session", async () => {
-    const { episodes, mcpUrl } = setup();
+    const { episodes, mcpUrl } = await setup();
     const a = episodes.create({ max_turns: 0 });
     const b = episodes.create({ max_turns: 0 });
     expect((await post(mcpUrl(a), {})).status).toBe(401);
@@ -63,14 +58,14 @@ describe("MCP endpoint access", () => {
   });
 
   test("an SDK client without the token cannot connect", async () => {
-    const { episodes, mcpUrl } = setup();
+    const { episodes, mcpUrl } = await setup();
     const a = episodes.create({ max_turns: 0 });
     await expect(connectMcp(mcpUrl(a), undefined)).rejects.toThrow();
     await expect(connectMcp(mcpUrl(a), "ura_mcp_forged")).rejects.toThrow();
   });
 
   test("a session of one episode is not found under another episode", async () => {
-    const { episodes, mcpUrl } = setup();
+    const { episodes, mcpUrl } = await setup();
     const a = episodes.create({ max_turns: 0 });
     const b = episodes.create({ max_turns: 0 });
     const opened = await post(mcpUrl(a), { authorization: `Bearer ${a.mcpToken}` });
@@ -84,7 +79,7 @@ describe("MCP endpoint access", () => {
   });
 
   test("unknown or path-like episode ids are 404; foreign Host and Origin headers are 403", async () => {
-    const { app, episodes, url } = setup();
+    const { app, episodes, url } = await setup();
     const a = episodes.create({ max_turns: 0 });
     expect((await post(`${url}/e/ep_nope/mcp`, {})).status).toBe(404);
     expect((await post(`${url}/e/..%2Fetc/mcp`, {})).status).toBe(404);
@@ -115,7 +110,7 @@ describe("MCP endpoint access", () => {
   });
 
   test("requests without a session must start with initialize; DELETE ends a session", async () => {
-    const { episodes, mcpUrl } = setup();
+    const { episodes, mcpUrl } = await setup();
     const a = episodes.create({ max_turns: 0 });
     const auth = { authorization: `Bearer ${a.mcpToken}` };
     expect((await post(mcpUrl(a), auth, { jsonrpc: "2.0", id: 1, method: "tools/list" })).status).toBe(400);
@@ -135,7 +130,7 @@ describe("MCP endpoint access", () => {
 
 describe("tools", () => {
   test("tools/list serves the manifest's input schemas verbatim and is recorded", async () => {
-    const { episodes, mcpUrl } = setup();
+    const { episodes, mcpUrl } = await setup();
     const a = episodes.create({ max_turns: 0 });
     const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
     const { tools } = await client.listTools();
@@ -146,7 +141,7 @@ describe("tools", () => {
   });
 
   test("a forged callback is refused, journaled, counted, and never reaches the executor", async () => {
-    const { episodes, mcpUrl, executors } = setup();
+    const { episodes, mcpUrl, executors } = await setup();
     const a = episodes.create({ max_turns: 0 });
     const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
     const result = await client.callTool({ name: "observe", arguments: {} });
@@ -159,7 +154,7 @@ describe("tools", () => {
   });
 
   test("observe → record ×2 (one batch, no identity) → third refused → finish makes the episode finished", async () => {
-    const { episodes, mcpUrl, executors } = setup();
+    const { episodes, mcpUrl, executors } = await setup();
     const a = episodes.create({ max_turns: 0 });
     const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
 
@@ -205,7 +200,7 @@ describe("tools", () => {
   });
 
   test("identity from _meta (Claude Code, Codex) and the _callID argument (OpenCode), stripped before schema validation", async () => {
-    const { episodes, mcpUrl, executors } = setup();
+    const { episodes, mcpUrl, executors } = await setup();
     const a = episodes.create({ max_turns: 0 });
     const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
     deliverBatch(a, [{ id: "call_o", tool: "observe", args: {} }]);
@@ -240,7 +235,7 @@ describe("tools", () => {
   });
 
   test("Gemini's wait_for_previous is stripped; schema-invalid arguments are refused and never executed", async () => {
-    const { episodes, mcpUrl, executors } = setup();
+    const { episodes, mcpUrl, executors } = await setup();
     const a = episodes.create({ max_turns: 0 });
     const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
     deliverBatch(a, [{ id: "c1", tool: "observe", args: { wait_for_previous: true } }]);
@@ -257,7 +252,7 @@ describe("tools", () => {
   });
 
   test("concurrent calls of one batch reach the executor one after another, each after the previous acknowledgement", async () => {
-    const { episodes, mcpUrl } = setup({
+    const { episodes, mcpUrl } = await setup({
       config: { executor: { kind: "inert", ack_delay_ms: 80 } },
       createExecutor: undefined,
     });
@@ -283,7 +278,7 @@ describe("tools", () => {
   });
 
   test("a callback that arrives while its batch is still being delivered waits for the delivery", async () => {
-    const { episodes, mcpUrl } = setup();
+    const { episodes, mcpUrl } = await setup();
     const a = episodes.create({ max_turns: 0 });
     const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
     const batch = deliverBatch(a, [{ id: "c1", tool: "observe", args: {} }], { deliver: false });
@@ -310,21 +305,12 @@ describe("tools", () => {
               ],
             }),
     };
-    const { episodes, mcpUrl } = setup({ createExecutor: () => executor });
-    const manifest = manifestSchema.parse({
-      finish_tool: "finish",
-      tools: [
-        { name: "grasp", description: "grasp", input_schema: { type: "object" }, route: "grasp" },
-        {
-          name: "move",
-          description: "move",
-          input_schema: { type: "object" },
-          mode: "background",
-          route: "move",
-        },
-        { name: "finish", description: "finish", input_schema: { type: "object" }, route: "finish" },
-      ],
-    });
+    const { episodes, mcpUrl } = await setup({ createExecutor: () => executor });
+    const manifest = plainManifest([
+      { name: "grasp" },
+      { name: "move", mode: "background" },
+      { name: "finish" },
+    ]);
     const a = episodes.create({ max_turns: 0, manifest });
     const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
     deliverBatch(a, [{ id: "g", tool: "grasp", args: {} }]);
@@ -404,7 +390,7 @@ describe("raw client traffic", () => {
       submit: async (j) => ({ jobId: `job_${j.callId}` }),
       receipt: async () => ({ ok: true, content: [{ type: "text", text: "seen" }] }),
     };
-    const { episodes, mcpUrl } = setup({ createExecutor: () => executor });
+    const { episodes, mcpUrl } = await setup({ createExecutor: () => executor });
     const a = episodes.create({ max_turns: 0, manifest: cameraManifest });
     // Both captures use JSON-RPC id 2, so each gets its own session (as two clients would).
     const callA = await openRawSession(mcpUrl(a), a.mcpToken);
@@ -438,7 +424,7 @@ describe("raw client traffic", () => {
       submit: async (j) => ({ jobId: `job_${j.callId}` }),
       receipt: () => receipt.promise,
     };
-    const { episodes, mcpUrl } = setup({ createExecutor: () => executor });
+    const { episodes, mcpUrl } = await setup({ createExecutor: () => executor });
     const a = episodes.create({ max_turns: 0, manifest: cameraManifest });
     const call = await openRawSession(mcpUrl(a), a.mcpToken);
     deliverBatch(a, [{ id: "c1", tool: "observe", args: {} }]);

@@ -13,19 +13,25 @@ import { Hono } from "hono";
 import packageJson from "../../package.json" with { type: "json" };
 import type { Episode } from "../episodes/episode.ts";
 import { credentialMatches } from "../episodes/ids.ts";
-import type { IngressDeps } from "../ingress/ingress-deps.ts";
+import type { RouteDeps } from "../server/route-deps.ts";
 import { checkHostAndOrigin } from "./check-host.ts";
 import { createUraServer } from "./create-ura-server.ts";
 import { type ArgumentsCheck, compileToolValidators } from "./tool-validators.ts";
 
-/** Sessions kept per episode; the oldest is closed when a client opens one more. */
-const maxSessionsPerEpisode = 16;
+/**
+ * Sessions kept per episode; when a client opens one more, the oldest session
+ * without a tool call in flight is closed (closing one with a call running would
+ * leave its client an empty answer for work the robot did). When every session
+ * has a call in flight, the new session is refused (503) until one finishes.
+ */
+export const maxSessionsPerEpisode = 16;
 
 type Session = {
   episodeId: string;
   transport: WebStandardStreamableHTTPServerTransport;
   server: Server;
   openedAt: number;
+  calls: { running: number };
 };
 
 function jsonRpcError(status: number, message: string, headers: Record<string, string> = {}): Response {
@@ -35,7 +41,7 @@ function jsonRpcError(status: number, message: string, headers: Record<string, s
   });
 }
 
-export function createMcpRoutes(deps: IngressDeps): Hono {
+export function createMcpRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
   const sessions = new Map<string, Session>();
   const checks = new WeakMap<Episode, Map<string, ArgumentsCheck>>();
@@ -54,7 +60,7 @@ export function createMcpRoutes(deps: IngressDeps): Hono {
     const session = sessions.get(id);
     if (!session) return;
     sessions.delete(id);
-    episode.mcp.sessions_closed += 1;
+    episode.mcpSessionClosed();
     void session.server.close().catch(() => {});
   }
 
@@ -62,18 +68,30 @@ export function createMcpRoutes(deps: IngressDeps): Hono {
     const mine = [...sessions.entries()]
       .filter(([, s]) => s.episodeId === episode.id)
       .sort((a, b) => a[1].openedAt - b[1].openedAt);
-    if (mine.length >= maxSessionsPerEpisode && mine[0]) closeSession(mine[0][0], episode);
+    if (mine.length >= maxSessionsPerEpisode) {
+      const idle = mine.find(([, s]) => s.calls.running === 0);
+      if (!idle) {
+        return jsonRpcError(
+          503,
+          `episode ${episode.id} has ${maxSessionsPerEpisode} MCP sessions (the limit), each with a tool call in flight; open a new session once one finishes`,
+        );
+      }
+      closeSession(idle[0], episode);
+    }
+    const calls = { running: 0 };
     const server = createUraServer({
       episode,
       checks: checksFor(episode),
       logger: deps.logger,
       version: packageJson.version,
+      calls,
     });
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),
+      ...(deps.bodyLimitBytes === undefined ? {} : { maxRequestBodySize: deps.bodyLimitBytes }),
       onsessioninitialized: (id) => {
-        sessions.set(id, { episodeId: episode.id, transport, server, openedAt: deps.clock() });
-        episode.mcp.sessions_opened += 1;
+        sessions.set(id, { episodeId: episode.id, transport, server, openedAt: deps.clock(), calls });
+        episode.mcpSessionOpened();
       },
       onsessionclosed: (id) => closeSession(id, episode),
     });
@@ -83,9 +101,7 @@ export function createMcpRoutes(deps: IngressDeps): Hono {
     await server.connect(transport);
     const response = await transport.handleRequest(request, { parsedBody: body });
     if (response.ok) {
-      episode.mcp.initialized = true;
-      episode.mcp.user_agent = request.headers.get("user-agent") ?? undefined;
-      episode.persist();
+      episode.mcpInitialized(request.headers.get("user-agent") ?? undefined);
     }
     return response;
   }

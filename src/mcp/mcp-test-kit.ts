@@ -9,66 +9,54 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
-import { createApp } from "../app.ts";
 import { type ConfigInput, configSchema } from "../config/schema.ts";
 import type { Episode } from "../episodes/episode.ts";
-import { createEpisodeStore } from "../episodes/episode-store.ts";
-import { createRandomIds } from "../episodes/ids.ts";
-import type { ExchangeDeps } from "../exchange/run-exchange.ts";
 import type { ExecutorFactory } from "../executor/create-executor.ts";
-import { createLogger } from "../lib/logger.ts";
+import { loadCodecs } from "../images/codecs.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { createBlobStore } from "../records/blob-store.ts";
-import { episodeRouteGroups } from "../server/episode-route-groups.ts";
+import { composeApp } from "../server/compose.ts";
 
 export const testControlPassword = "test-control-password";
 
-export function startTestSidecar(options: { config?: ConfigInput; createExecutor?: ExecutorFactory } = {}) {
+// Loaded once per test process; these tests never convert an image, the exchange pipeline just needs them.
+const codecs = await loadCodecs();
+
+export async function startTestSidecar(
+  options: { config?: ConfigInput; createExecutor?: ExecutorFactory } = {},
+) {
   const dataDir = mkdtempSync(join(tmpdir(), "ura-mcp-test-"));
-  const config = configSchema.parse({ data_dir: dataDir, ...options.config });
-  const ids = createRandomIds();
-  let port = 0;
-  const episodes = createEpisodeStore({
+  const config = configSchema.parse({
+    data_dir: dataDir,
+    body_limit_bytes: 16 * 1024 * 1024,
+    ...options.config,
+  });
+  let server: ReturnType<typeof Bun.serve> | undefined;
+  const { app, episodes, abortUpstream } = await composeApp({
     config,
-    dataDir,
-    blobs: createBlobStore(dataDir),
-    defaultManifest: manifestSchema.parse(defaultManifestJson),
-    ids,
-    clock: Date.now,
-    redact: (line) => line,
-    registerSecret: () => {},
-    baseUrl: () => `http://127.0.0.1:${port}`,
+    secrets: { upstreamApiKey: undefined, controlPassword: testControlPassword },
+    version: "test",
+    codecs,
+    baseUrl: () => `http://127.0.0.1:${server?.port ?? 0}`,
+    logLevel: "error",
+    logWrite: () => {},
     ...(options.createExecutor ? { createExecutor: options.createExecutor } : {}),
   });
-  const logger = createLogger({ level: "error", redact: (line) => line, write: () => {} });
-  const app = createApp({
-    episodes,
-    exchange: {} as ExchangeDeps,
-    logger,
-    clock: Date.now,
-    ids,
-    control: { episodes, controlPassword: testControlPassword, shutdown: () => {} },
-    version: "test",
-    demoUpstream: true,
-    bodyLimitBytes: 16 * 1024 * 1024,
-    isShuttingDown: () => false,
-    episodeRoutes: episodeRouteGroups,
-  });
-  const server = Bun.serve({
+  server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
     fetch: (req) => app.fetch(req),
     idleTimeout: 0,
   });
-  port = server.port ?? 0;
-  const url = `http://127.0.0.1:${port}`;
+  const url = `http://127.0.0.1:${server.port}`;
   return {
     app,
     episodes,
     url,
     mcpUrl: (episode: Episode) => `${url}/e/${episode.id}/mcp`,
-    stop: () => server.stop(true),
+    stop: () => {
+      abortUpstream("test over");
+      server?.stop(true);
+    },
   };
 }
 
@@ -120,4 +108,33 @@ export function readJournal(episode: Episode): Record<string, unknown>[] {
 export function textOf(result: unknown): string {
   const parts = ((result as { content?: unknown }).content ?? []) as { type: string; text?: string }[];
   return parts.map((p) => (p.type === "text" ? (p.text ?? "") : `[${p.type}]`)).join("\n");
+}
+
+/** A raw MCP `initialize`, for tests that look at the HTTP exchange rather than use a client. */
+export const rawInitialize = {
+  jsonrpc: "2.0",
+  id: 0,
+  method: "initialize",
+  params: { protocolVersion: "2025-11-25", capabilities: {}, clientInfo: { name: "raw", version: "0" } },
+};
+
+/** POSTs a JSON-RPC message to an MCP endpoint as a Streamable HTTP client would. */
+export function postMcp(url: string, headers: Record<string, string>, body: unknown = rawInitialize) {
+  return fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      ...headers,
+    },
+    body: JSON.stringify(body),
+  });
+}
+
+/** A manifest of argument-free tools (description and route = name), the last one finishing the episode. */
+export function plainManifest(tools: { name: string; mode?: "foreground" | "background" }[]) {
+  return manifestSchema.parse({
+    finish_tool: tools.at(-1)?.name,
+    tools: tools.map((t) => ({ ...t, description: t.name, input_schema: { type: "object" }, route: t.name })),
+  });
 }

@@ -20,34 +20,28 @@ export function observeRecords(
       throw error;
     }
   };
-  return {
-    ...records,
-    exchange(exchange, stage, data, rawJson) {
-      guarded("exchanges.jsonl", () => records.exchange(exchange, stage, data, rawJson));
+  // Inherits from the records so every other member, getters included (frozen,
+  // failure), reads the live value; only the writes are wrapped.
+  const observed: EpisodeRecords = Object.create(records);
+  return Object.assign(observed, {
+    exchange(...args: Parameters<EpisodeRecords["exchange"]>) {
+      const [exchange, stage, data] = args;
+      guarded("exchanges.jsonl", () => records.exchange(...args));
       observer.observe({ kind: "exchange_stage", episode, exchange, stage, at: clock(), data });
     },
-    ledger(event) {
+    ledger(event: Record<string, unknown>) {
       guarded("ledger.jsonl", () => records.ledger(event));
       observer.observe({ kind: "ledger", episode, at: clock(), event });
     },
-    auxiliary(data) {
+    auxiliary(data: Record<string, unknown>) {
       guarded("auxiliary.jsonl", () => records.auxiliary(data));
       observer.observe({ kind: "auxiliary", episode, at: clock(), data });
     },
-    describe(description) {
+    describe(description: unknown) {
       guarded("episode.json", () => records.describe(description));
     },
-    freeze(marker) {
+    freeze(marker: Record<string, unknown>) {
       guarded("frozen.json", () => records.freeze(marker));
     },
-    sync() {
-      return guarded("fdatasync", () => records.sync());
-    },
-    get frozen() {
-      return records.frozen;
-    },
-    get failure() {
-      return records.failure;
-    },
-  };
+  });
 }

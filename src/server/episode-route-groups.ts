@@ -3,15 +3,15 @@
  * MCP server. Each module owns its routes; this list is the only place they meet.
  */
 import type { Hono } from "hono";
-import { createGeminiRoutes } from "../ingress/gemini/route.ts";
-import type { IngressDeps } from "../ingress/ingress-deps.ts";
-import { createMessagesRoutes } from "../ingress/messages/route.ts";
-import { createResponsesRoutes } from "../ingress/responses/route.ts";
+import * as gemini from "../ingress/gemini/route.ts";
+import * as messages from "../ingress/messages/route.ts";
+import * as responses from "../ingress/responses/route.ts";
 import { createMcpRoutes } from "../mcp/mcp-routes.ts";
+import type { RouteDeps } from "./route-deps.ts";
 
-export const episodeRouteGroups: ((deps: IngressDeps) => Hono)[] = [
+export const episodeRouteGroups: ((deps: RouteDeps) => Hono)[] = [
   createMcpRoutes,
-  createMessagesRoutes,
-  createResponsesRoutes,
-  createGeminiRoutes,
+  messages.createRoutes,
+  responses.createRoutes,
+  gemini.createRoutes,
 ];

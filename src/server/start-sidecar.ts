@@ -1,45 +1,21 @@
 /**
- * Composition root: builds every dependency from the config, restores the
- * episodes found in the data directory (read-only, src/lifecycle), serves the
- * app and owns the graceful shutdown (stop accepting, cancel upstream work and
- * retry waits, drain handlers and admitted callbacks up to a deadline, freeze
- * records; exit code 0 when drained, 3 when the drain overran its deadline).
+ * The binary's server: loads and warms the image codecs, composes the app
+ * (compose.ts), listens, starts shipping, and prints the banner (demo model
+ * warning, URL, restored episodes, a generated control password, the default
+ * episode).
  */
-import { randomBytes } from "node:crypto";
 import { join, resolve } from "node:path";
-import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
-import { createApp } from "../app.ts";
 import type { Secrets } from "../config/load-config.ts";
 import { ConfigError, parseListen } from "../config/load-config.ts";
 import type { Config } from "../config/schema.ts";
 import { secretWeakness } from "../config/secret-strength.ts";
-import { createEpisodeStore, episodeUrls } from "../episodes/episode-store.ts";
-import { createRandomIds, type Ids } from "../episodes/ids.ts";
-import { codecsWarmedCheck, dataDirWritableCheck } from "../health/readiness.ts";
+import { episodeUrls } from "../episodes/episode-store.ts";
+import type { Ids } from "../episodes/ids.ts";
 import { loadCodecs } from "../images/codecs.ts";
 import { defaultWorkerCount } from "../images/conversion-pool.ts";
-import { createImageCache } from "../images/image-cache.ts";
 import { startImageConversion } from "../images/start-image-conversion.ts";
-import type { IngressDeps } from "../ingress/ingress-deps.ts";
-import { createLogger } from "../lib/logger.ts";
-import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
-import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
-import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { createMetrics } from "../observe/metrics.ts";
-import { combineObservers, type Observer } from "../observe/observer.ts";
-import { createBlobStore } from "../records/blob-store.ts";
-import { createDataDirBudget } from "../records/data-dir-budget.ts";
 import { lockDataDir } from "../records/data-dir-lock.ts";
-import { createRedactor } from "../records/episode-records.ts";
-import { writeFileAtomically } from "../records/write-file-atomically.ts";
-import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
-import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
-import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
-import { applyLocalRetention } from "../shipping/local-retention.ts";
-import { CredentialsError } from "../shipping/s3-credentials.ts";
-import { noShippingTotals } from "../shipping/shipper.ts";
-import { createUpstreamClient } from "../upstream/upstream-client.ts";
-import { episodeRouteGroups } from "./episode-route-groups.ts";
+import { composeApp } from "./compose.ts";
 
 export type StartOptions = {
   config: Config;
@@ -56,225 +32,43 @@ export type StartOptions = {
 
 export async function startSidecar(options: StartOptions) {
   const { config, out } = options;
-  const clock = options.clock ?? Date.now;
-  const ids = options.ids ?? createRandomIds();
   const weak = [
     secretWeakness("URA_UPSTREAM_API_KEY", options.secrets.upstreamApiKey),
     secretWeakness("URA_CONTROL_PASSWORD", options.secrets.controlPassword),
   ].filter((problem) => problem !== undefined);
   if (weak.length > 0) throw new ConfigError(weak);
-  const secrets: string[] = [];
-  const registerSecret = (s: string) => secrets.push(s);
-  if (options.secrets.upstreamApiKey) registerSecret(options.secrets.upstreamApiKey);
-  const controlPassword = options.secrets.controlPassword ?? randomBytes(18).toString("base64url");
-  registerSecret(controlPassword);
-  const redact = createRedactor(() => secrets);
-  const logger = createLogger({ level: config.log_level, redact, write: options.logWrite });
   // Before anything reads or writes the data directory: one sidecar per directory.
   const dataDirLock = lockDataDir(resolve(config.data_dir));
-
-  // Conversion runs in workers, each warmed up with a real-sized frame. The listener opens
-  // only after this warm-up today; readiness still checks the flag so that a warm-up moved
-  // off the start-up path can never serve exchanges cold.
+  // The demo model reads pixels with these codecs; exchanges convert in the worker pool,
+  // each worker warmed up with a real-sized frame. The listener opens only after this
+  // warm-up today; readiness still checks the flag so that a warm-up moved off the
+  // start-up path can never serve exchanges cold.
+  const codecs = await loadCodecs();
   let codecsWarmed = false;
   const conversion = await startImageConversion(
     config.images.workers ?? defaultWorkerCount(),
     config.images.webp,
   );
+  const warmUpMs = conversion.warmUpMs;
   codecsWarmed = true;
-  logger.debug("image conversion ready", { workers: conversion.workers, warm_up_ms: conversion.warmUpMs });
-
-  const demo = config.upstream.url === undefined;
-  // The demo model reads pixels of the images it is sent, with codecs of its own.
-  const scripted = demo
-    ? createScriptedUpstream({
-        readPixel: createPixelReader(await loadCodecs()),
-        defaultModel: config.upstream.model,
-      })
-    : undefined;
-  const upstream = createUpstreamClient({
-    baseUrl: config.upstream.url ?? "http://scripted-upstream.invalid/v1",
-    apiKey: options.secrets.upstreamApiKey,
-    retry: config.upstream.retry,
-    timeoutMs: config.upstream.timeout_ms,
-    newId: ids.callId,
-    clock,
-    // The demo model runs in-process: no socket, nothing leaves the machine.
-    ...(scripted
-      ? {
-          fetch: ((input: string | URL | Request, init?: RequestInit) =>
-            scripted.fetch(new Request(input as string, init))) as typeof fetch,
-        }
-      : {}),
-  });
-
-  const shutdownController = new AbortController();
-  let shuttingDown = false;
   let server: ReturnType<typeof Bun.serve> | undefined;
   const { hostname, port } = parseListen(config.listen);
   const baseUrl = () =>
     `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server?.port ?? port}`;
-
-  const defaultManifest = manifestSchema.parse(defaultManifestJson);
-  // Scrape-time figures read the store, which is built just below.
-  const episodeList = () => episodes.list();
-  // Built below, after the episode store it reads; /metrics is scraped only once serving.
-  let shipping: Shipping | undefined;
-  const metrics = createMetrics({
-    version: options.version,
-    episodeStates: () => episodeList().map((e) => e.state),
-    openMcpSessions: () =>
-      episodeList().reduce((n, e) => n + e.mcp.sessions_opened - e.mcp.sessions_closed, 0),
-    uncertainCalls: () => episodeList().reduce((n, e) => n + e.ledger.summary().uncertain.length, 0),
-    ...(config.shipping
-      ? {
-          shipping: {
-            states: () => shipping?.shipper.states() ?? [],
-            totals: () => shipping?.shipper.totals() ?? noShippingTotals,
-          },
-        }
-      : {}),
-  });
-  const budget = createDataDirBudget(resolve(config.data_dir), config.records.max_bytes);
-  const countWritten: Observer = {
-    observe: (event) => {
-      if (event.kind === "records_written") budget.add(event.bytes);
-    },
-  };
-  const observer = combineObservers([metrics.observer, countWritten], (error) =>
-    logger.warn("observer failed", { message: (error as Error).message }),
-  );
-  const blobs = createBlobStore(resolve(config.data_dir), (path, bytes) => {
-    writeFileAtomically(path, bytes);
-    budget.add(bytes.length);
-  });
-  const episodes = createEpisodeStore({
-    observer,
-    config,
-    dataDir: resolve(config.data_dir),
-    defaultManifest,
-    ids,
-    clock,
-    redact,
-    blobs,
-    registerSecret,
+  const composed = await composeApp({
+    ...options,
+    codecs,
+    codecsWarmed: () => codecsWarmed,
+    converter: conversion.converter,
+    closeConverter: () => conversion.close(),
     baseUrl,
-    logger,
-  });
-
-  if (config.shipping) {
-    try {
-      shipping = createShipping({
-        config: config.shipping,
-        env: options.env ?? process.env,
-        dataDir: config.data_dir,
-        episodes: () => episodes.list().map((e) => ({ id: e.id, state: e.state, dir: e.records.dir })),
-        registerSecret,
-        logger,
-        clock,
-      });
-    } catch (error) {
-      if (error instanceof CredentialsError) throw new ConfigError([error.message]);
-      throw error;
-    }
-    if (config.shipping.delete_local_after_ms !== undefined) {
-      await applyLocalRetention({
-        dataDir: resolve(config.data_dir),
-        journal: shipping.journal,
-        deleteAfterMs: config.shipping.delete_local_after_ms,
-        clock,
-        logger,
-      });
-    }
-  }
-
-  const restored = restoreEpisodes({
-    dataDir: resolve(config.data_dir),
-    config,
-    defaultManifest,
-    clock,
-    redact,
-    blobs,
-    logger,
-  });
-  for (const episode of restored.episodes) episodes.adopt(episode);
-
-  const ingress: IngressDeps = {
-    episodes,
-    logger,
-    clock,
-    ids,
-    exchange: {
-      recordsBudget: budget,
-      upstream,
-      images: {
-        converter: conversion.converter,
-        settings: config.images.webp,
-        cache: createImageCache(config.images.cache_bytes),
-      },
-      sizeLimits: config.images.limits,
-      imageInput: config.upstream.image_input,
-      parallelToolCalls: config.upstream.parallel_tool_calls,
-      maxOutputTokens: config.upstream.max_output_tokens,
-      logger,
-      shutdownSignal: shutdownController.signal,
-      redact,
+    stopServer: () => {
+      server?.stop(true);
+      dataDirLock.release();
     },
-  };
-
-  let resolveClosed: (code: number) => void = () => {};
-  const closed = new Promise<number>((r) => {
-    resolveClosed = r;
   });
-
-  async function shutdown(reason: string): Promise<number> {
-    if (shuttingDown) return closed;
-    shuttingDown = true;
-    // Order matters: refuse new work first, then cancel upstream requests and retry waits, then wait.
-    episodes.stopAccepting();
-    shipping?.shipper.stop();
-    logger.info("shutting down", { reason, drain_deadline_ms: config.shutdown.drain_deadline_ms });
-    shutdownController.abort(new Error(`shutdown: ${reason}`));
-    const all = episodes.list();
-    const drain = await drainEpisodes(all, { deadlineMs: config.shutdown.drain_deadline_ms, clock });
-    let frozeAll = true;
-    try {
-      freezeEpisodes(all, drain, reason);
-    } catch (error) {
-      frozeAll = false;
-      logger.error("cleanup failure: records could not be frozen", { message: (error as Error).message });
-    }
-    server?.stop(true);
-    if (!drain.complete) {
-      logger.error("cleanup failure: drain overran its deadline; records are frozen with complete:false", {
-        deadline_ms: drain.deadlineMs,
-        unfinished_calls: Object.fromEntries(drain.unfinishedCalls),
-        pending_handlers: Object.fromEntries(drain.pendingHandlers),
-      });
-    } else logger.info("shutdown complete", { drain_ms: drain.elapsedMs, episodes: all.length });
-    await conversion.close();
-    const code = drain.complete && frozeAll ? 0 : 3;
-    dataDirLock.release();
-    resolveClosed(code);
-    return code;
-  }
-
-  const app = createApp({
-    ...ingress,
-    control: {
-      episodes,
-      controlPassword,
-      shutdown: () => void shutdown("control API"),
-      shippingStatus: shipping ? (id) => shipping.shipper.status(id) : undefined,
-    },
-    version: options.version,
-    demoUpstream: demo,
-    bodyLimitBytes: config.body_limit_bytes,
-    isShuttingDown: () => shuttingDown,
-    metrics,
-    readiness: [codecsWarmedCheck(() => codecsWarmed), dataDirWritableCheck(resolve(config.data_dir))],
-    episodeRoutes: episodeRouteGroups,
-  });
+  const { app, episodes, logger, restored, demo, dataDir, controlPassword, shipping } = composed;
+  logger.debug("image codecs ready", { warm_up_ms: warmUpMs });
 
   server = Bun.serve({
     hostname,
@@ -282,7 +76,7 @@ export async function startSidecar(options: StartOptions) {
     fetch: (req, srv) => app.fetch(req, { server: srv }),
     idleTimeout: 0,
   });
-  logger.info("listening", { url: baseUrl(), data_dir: resolve(config.data_dir), demo_upstream: demo });
+  logger.info("listening", { url: baseUrl(), data_dir: dataDir, demo_upstream: demo });
   if (demo) {
     out("");
     out(
@@ -317,23 +111,9 @@ export async function startSidecar(options: StartOptions) {
     out(`  MCP server (ura)           ${urls.mcp}`);
     out(`  API key                    ${defaultEpisode.ingressKey}`);
     out(`  MCP bearer token           ${defaultEpisode.mcpToken}`);
-    out(`  records                    ${join(resolve(config.data_dir), "episodes", defaultEpisode.id)}`);
+    out(`  records                    ${join(dataDir, "episodes", defaultEpisode.id)}`);
   }
-
-  return {
-    app,
-    server,
-    episodes,
-    shutdown,
-    closed,
-    baseUrl,
-    controlPassword,
-    defaultEpisode,
-    scripted,
-    logger,
-    restored,
-    shipping,
-  };
+  return { ...composed, server, baseUrl, defaultEpisode };
 }
 
 export type Sidecar = Awaited<ReturnType<typeof startSidecar>>;

@@ -4,6 +4,7 @@
  * journal of this data directory, and the background shipper. Credentials are
  * registered with the redactor so no log line or record can carry them.
  */
+import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { S3Client } from "bun";
 import type { Logger } from "../lib/logger.ts";
@@ -43,8 +44,9 @@ export function createShipping(deps: ShippingDeps) {
     clock: deps.clock,
   });
   const logger = deps.logger.child({ component: "shipping" });
+  // In a pod the host name is the pod name: shipped.json then says which robot shipped it.
   const shipper = createShipper({
-    config,
+    config: { ...config, source: config.source ?? hostname() },
     s3,
     journal,
     dataDir,

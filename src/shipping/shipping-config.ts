@@ -35,7 +35,7 @@ export const shippingSchema = z
     credentials_file: z.string().min(1).optional(),
     /** Profile in the credentials file (default: AWS_PROFILE, else "default"). */
     profile: z.string().min(1).optional(),
-    /** Who shipped it (written into each episode's shipped.json), e.g. the robot or pod name. */
+    /** Who shipped it (written into each episode's shipped.json), e.g. the robot or pod name (default: the host name). */
     source: z.string().min(1).max(200).optional(),
     /** An ended episode is shipped once its records have not changed for this long (the client's last text answer comes after the finish call). */
     settle_ms: z.number().int().min(0).default(5_000),

@@ -77,9 +77,3 @@ export const chatChunkSchema = z.object({
   ),
   usage: chatUsageSchema.nullish(),
 });
-export type ChatChunk = z.infer<typeof chatChunkSchema>;
-
-/** OpenAI-style error body (Qwen's compatible mode uses it). */
-export const chatErrorBodySchema = z.object({
-  error: z.object({ message: z.string().optional(), code: z.string().nullish(), type: z.string().nullish() }),
-});

@@ -37,6 +37,8 @@ export type UpstreamClientOptions = {
   apiKey: string | undefined;
   retry: RetryPolicy;
   timeoutMs: number;
+  /** Largest upstream answer read (config upstream.max_response_bytes); over it the attempt fails, nothing is delivered. */
+  maxResponseBytes?: number;
   fetch?: typeof fetch;
   clock?: () => number;
   newId: () => string;
@@ -85,6 +87,36 @@ function errorMessageOf(body: string): string {
   }
 }
 
+export const defaultMaxResponseBytes = 32 * 1024 * 1024;
+
+/**
+ * The body as text, read while counting: an answer over `limit` bytes is an
+ * upstream fault, stopped as soon as it is known (the socket is closed), so a huge
+ * answer costs at most `limit` bytes of memory, never its whole size.
+ */
+async function readCapped(res: Response, limit: number): Promise<string> {
+  if (res.body === null) return "";
+  const reader = res.body.getReader();
+  const decoder = new TextDecoder();
+  const parts: string[] = [];
+  let bytes = 0;
+  for (;;) {
+    const { done, value } = await reader.read();
+    if (done) break;
+    bytes += value.byteLength;
+    if (bytes > limit) {
+      await reader.cancel().catch(() => {});
+      throw new SidecarError(
+        "upstream_invalid",
+        `upstream answer is larger than upstream.max_response_bytes (${limit} bytes); nothing of it is delivered`,
+      );
+    }
+    parts.push(decoder.decode(value, { stream: true }));
+  }
+  parts.push(decoder.decode());
+  return parts.join("");
+}
+
 export function createUpstreamClient(options: UpstreamClientOptions) {
   const doFetch = options.fetch ?? fetch;
   const clock = options.clock ?? Date.now;
@@ -108,7 +140,7 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
       onHeaders();
       // The whole exchange is buffered before anything is delivered, so the body is
       // read in one piece and its frames parsed synchronously afterwards.
-      raw = await res.text();
+      raw = await readCapped(res, options.maxResponseBytes ?? defaultMaxResponseBytes);
       if (!res.ok) return { status: res.status, raw, retryAfter: res.headers.get("retry-after") };
       const answer = emptyChatAnswer();
       for (const event of parseSseText(raw)) foldChatChunk(answer, event.data);

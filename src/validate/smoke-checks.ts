@@ -6,6 +6,7 @@
  *   observe (image + nonce) → record(nonce) twice in one batch → finish(colour) → text
  */
 import { join } from "node:path";
+import type { EpisodeStatus } from "../episodes/episode-status.ts";
 import { readJsonLines } from "../records/jsonl-file.ts";
 import { imagesSent, isLosslessWebp, type UpstreamExchange } from "./upstream-evidence.ts";
 
@@ -19,7 +20,6 @@ type LedgerLine = {
   result?: unknown;
 };
 type ExchangeLine = { exchange: string; stage: string; status?: string };
-type EpisodeStatus = { state: string; failure: unknown; result: unknown };
 
 export function checkSmokeEpisode(input: {
   recordsDir: string;

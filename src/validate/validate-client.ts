@@ -5,12 +5,14 @@
  * (checkSmokeEpisode, the MCP connection, the CLI's exit and User-Agents).
  * Everything it used is left in `<out>/<client>/` and named by the checks.
  */
+
 import { randomBytes } from "node:crypto";
 import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type ClientName, clientManifests } from "../clients/client-manifests.ts";
 import type { ClientBinary } from "../clients/installed-clients.ts";
 import { episodeOptionsSchema } from "../episodes/episode-options.ts";
+import { episodeStatusSchema } from "../episodes/episode-status.ts";
 import { createKit } from "../kits/create-kit.ts";
 import { launchInfoSchema } from "../kits/launch-info.ts";
 import type { Sidecar } from "../server/start-sidecar.ts";
@@ -50,21 +52,6 @@ export type ValidateClientOptions = {
   wrongMcpToken?: boolean;
   target: ValidationTarget;
   progress: (line: string) => void;
-};
-
-type Status = {
-  state: string;
-  failure: unknown;
-  result: unknown;
-  records_dir: string;
-  mcp: { initialized: boolean; tools_listed: boolean; user_agent?: string };
-  client_identity: {
-    pinned: boolean | null;
-    model_user_agent: string | null;
-    model_client: { client: string; version: string | null } | null;
-    mcp_client: { client: string; version: string | null } | null;
-    model_requests_without_mcp: number;
-  };
 };
 
 /** Evidence files behind each smoke check (by check name prefix). */
@@ -122,7 +109,7 @@ export async function validateClient(options: ValidateClientOptions): Promise<Cl
 
   // Handlers still finishing (an admitted callback, a record write) settle before judging.
   await Promise.race([Promise.allSettled([...episode.inFlight]), Bun.sleep(10_000)]);
-  const status = JSON.parse(JSON.stringify(episode.describe())) as Status;
+  const status = episodeStatusSchema.parse(JSON.parse(JSON.stringify(episode.describe())));
   const statusFile = join(dir, "episode-status.json");
   writeFileSync(statusFile, `${JSON.stringify(status, null, 2)}\n`);
   const records = status.records_dir;

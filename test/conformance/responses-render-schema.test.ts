@@ -6,21 +6,24 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { HubResponse } from "../../src/hub/schema.ts";
-import { type RenderContext, toResponseObject } from "../../src/ingress/responses/from-hub.ts";
-import { parseResponsesRequest } from "../../src/ingress/responses/parse-request.ts";
+import { fromHub, type RenderContext } from "../../src/ingress/responses/from-hub.ts";
+import { parseRequest } from "../../src/ingress/responses/parse-request.ts";
 import { readTools } from "../../src/ingress/responses/read-tools.ts";
-import { toStreamEvents } from "../../src/ingress/responses/stream.ts";
+import { streamEvents } from "../../src/ingress/responses/stream.ts";
+import { jsonBody } from "../support/fixture-cases.ts";
 import { responseResourceErrors, streamingEventErrors } from "../support/open-responses-schema.ts";
 
-const request = parseResponsesRequest({
-  model: "ura-qwen",
-  input: "go",
-  reasoning: { summary: "auto" },
-  tools: [
-    { type: "function", name: "ura_record" },
-    { type: "namespace", name: "mcp__ura", tools: [{ type: "function", name: "observe" }] },
-  ],
-});
+const request = parseRequest(
+  jsonBody({
+    model: "ura-qwen",
+    input: "go",
+    reasoning: { summary: "auto" },
+    tools: [
+      { type: "function", name: "ura_record" },
+      { type: "namespace", name: "mcp__ura", tools: [{ type: "function", name: "observe" }] },
+    ],
+  }),
+);
 const tools = readTools(request.tools ?? []);
 const ctx: RenderContext = {
   responseId: "resp_r1",
@@ -63,8 +66,8 @@ const answers: [string, HubResponse][] = [
 describe("rendered Responses objects and events against the published schema", () => {
   for (const [name, answer] of answers) {
     test(name, () => {
-      expect(responseResourceErrors(toResponseObject(answer, ctx))).toEqual([]);
-      const events = toStreamEvents(answer, ctx);
+      expect(responseResourceErrors(fromHub(answer, ctx))).toEqual([]);
+      const events = streamEvents(answer, ctx);
       expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
       for (const event of events) expect(streamingEventErrors(event)).toEqual([]);
     });

@@ -11,6 +11,8 @@
  *    as environment variables, records on the volume claim at the configured data_dir,
  *    scrape annotations on the container port, and a config.json the compiled binary
  *    accepts (`serve --validate-config`).
+ * The base is also rendered with `kubectl kustomize` (kubectl ships in the machine
+ * image) and what it renders validated the same way.
  * What needs a cluster (scheduling, the kubelet's sidecar ordering, probes passing,
  * PVC binding) is not checked here.
  */
@@ -167,6 +169,29 @@ describe("deploy/kubernetes", () => {
     const claim = statefulSet.spec.volumeClaimTemplates[0].metadata.name;
     expect(sidecar.volumeMounts).toContainEqual({ name: claim, mountPath: config.data_dir });
     expect(pod.securityContext.runAsNonRoot).toBe(true);
+  });
+
+  test("kustomize (kubectl's) renders the base; what it renders validates too, image tag and labels applied", async () => {
+    const proc = Bun.spawn(["kubectl", "kustomize", dir], { stdout: "pipe", stderr: "pipe" });
+    const [out, err, code] = [
+      await new Response(proc.stdout).text(),
+      await new Response(proc.stderr).text(),
+      await proc.exited,
+    ];
+    expect({ code, err }).toEqual({ code: 0, err: "" });
+    const rendered = Bun.YAML.parse(out) as Manifest[];
+    expect(rendered.map((m) => m.kind).sort()).toEqual(["ConfigMap", "Secret", "Service", "StatefulSet"]);
+    for (const manifest of rendered) {
+      expect({ kind: manifest.kind, problems: validate(manifest) }).toEqual({
+        kind: manifest.kind,
+        problems: [],
+      });
+      expect(manifest.metadata.labels["app.kubernetes.io/part-of"]).toBe("ura-fleet");
+    }
+    const renderedPod = rendered.find((m) => m.kind === "StatefulSet")?.spec.template.spec;
+    // The tag of the image `make image` builds: the package version.
+    const { version } = JSON.parse(await Bun.file(join(dir, "../../package.json")).text());
+    expect(renderedPod.initContainers[0].image).toBe(`ura-sidecar:${version}`);
   });
 
   test("config.json is accepted by the compiled binary", async () => {

@@ -121,7 +121,8 @@ describe("OCI image", () => {
     // buildah run (1.28, chroot) mounts the image's declared volume over a --volume on the same path:
     // this working container drops the declaration so the host directory is what /data shows.
     await run(["buildah", "config", "--volume", "/data-", container]);
-    const port = 20_000 + Math.floor(Math.random() * 20_000);
+    // Below the kernel's ephemeral range (32768+), where outgoing connections and port-0 listeners land.
+    const port = 20_000 + Math.floor(Math.random() * 12_000);
     const url = `http://127.0.0.1:${port}`;
     const proc = Bun.spawn(
       [

@@ -9,7 +9,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import { existsSync, mkdtempSync, readdirSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import { startS3Server } from "../support/s3-server.ts";
@@ -50,7 +50,12 @@ async function expectEpisodeInBucket(bucket: string, dataDir: string, id: string
       sha256: object.sha256,
     });
   }
-  return manifest as { episode: string; state: string; objects: { key: string; kind: string }[] };
+  return manifest as {
+    episode: string;
+    state: string;
+    source: string;
+    objects: { key: string; kind: string }[];
+  };
 }
 
 /** The sidecar's /metrics as series → value (series with their labels, as exposed). */
@@ -80,6 +85,7 @@ describe("records shipped to an S3-compatible bucket", () => {
     expect(shipped.last_error).toBeNull();
     const manifest = await expectEpisodeInBucket("records", dataDir, episode.id);
     expect(manifest.state).toBe("failed");
+    expect(manifest.source).toBe(hostname()); // no shipping.source: the host name (a pod's name)
     const exchangesKey = `lab/episodes/${episode.id}/exchanges.jsonl`;
     expect(s3.putCount("records", exchangesKey)).toBe(1);
 

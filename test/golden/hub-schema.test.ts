@@ -7,19 +7,29 @@ import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type HubRequest, hubRequestSchema } from "../../src/hub/schema.ts";
-import { geminiToHub } from "../../src/ingress/gemini/to-hub.ts";
-import { messagesToHub } from "../../src/ingress/messages/to-hub.ts";
-import { parseResponsesRequest } from "../../src/ingress/responses/parse-request.ts";
-import { toHub as responsesToHub } from "../../src/ingress/responses/to-hub.ts";
+import * as gemini from "../../src/ingress/gemini/to-hub.ts";
+import * as messages from "../../src/ingress/messages/to-hub.ts";
+import { responseStoreOf } from "../../src/ingress/responses/stored-responses.ts";
+import * as responses from "../../src/ingress/responses/to-hub.ts";
+import { jsonBody } from "../support/fixture-cases.ts";
 
 const fixturesDir = resolve(import.meta.dir, "../../fixtures");
 
 const translators: Record<string, (body: unknown, meta: { headers?: Record<string, string> }) => HubRequest> =
   {
-    responses: (body) => responsesToHub(parseResponsesRequest(body)),
-    gemini: (body) => geminiToHub(body, "ura-qwen"),
+    responses: (body) =>
+      responses.toHub(jsonBody(body), {
+        createdAt: 0,
+        now: () => 0,
+        newResponseId: () => "resp_0",
+        store: responseStoreOf({}),
+      }).hub,
+    gemini: (body) =>
+      gemini.toHub(jsonBody(body), {
+        operation: { kind: "generate", model: "ura-qwen", stream: false, sse: false },
+      }).hub,
     messages: (body, meta) =>
-      messagesToHub(body, { betaFlags: meta.headers?.["anthropic-beta"]?.split(",") ?? [] }),
+      messages.toHub(jsonBody(body), { betaFlags: meta.headers?.["anthropic-beta"]?.split(",") ?? [] }).hub,
   };
 
 describe("translated hub requests match the hub schema", () => {

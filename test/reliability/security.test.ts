@@ -14,6 +14,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { postMcp } from "../../src/mcp/mcp-test-kit.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { ingressKits, protocols, readJsonLines } from "../support/ingress-kit.ts";
 import { sendRaw } from "../support/raw-http.ts";
@@ -62,25 +63,6 @@ async function newEpisode(options?: Record<string, unknown>): Promise<LaunchInfo
   const episode = await sidecar.createEpisode(options);
   launched.push(episode);
   return episode;
-}
-
-const initialize = {
-  jsonrpc: "2.0",
-  id: 0,
-  method: "initialize",
-  params: { protocolVersion: "2025-06-18", capabilities: {}, clientInfo: { name: "x", version: "0" } },
-};
-
-function postMcp(url: string, headers: Record<string, string>, body: unknown = initialize) {
-  return fetch(url, {
-    method: "POST",
-    headers: {
-      "content-type": "application/json",
-      accept: "application/json, text/event-stream",
-      ...headers,
-    },
-    body: JSON.stringify(body),
-  });
 }
 
 async function connect(url: string, token: string): Promise<Client> {

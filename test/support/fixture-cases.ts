@@ -9,6 +9,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type HubRequest, hubRequestSchema } from "../../src/hub/schema.ts";
 import { SidecarError } from "../../src/lib/errors.ts";
+import type { JsonBody } from "../../src/lib/parse-json-body.ts";
 import { buildChatRequest } from "../../src/upstream/build-chat-request.ts";
 
 const goldenTarget = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
@@ -39,6 +40,11 @@ export function fixtureCases(protocol: "responses" | "gemini" | "messages") {
       expect(actual).toBe(readFileSync(file, "utf8"));
     },
   };
+}
+
+/** A client body as an ingress receives it, from a value. */
+export function jsonBody(value: unknown): JsonBody {
+  return { parsed: true, value, text: JSON.stringify(value) };
 }
 
 /** The SidecarError a call throws (fails the test if it throws nothing or something else). */

@@ -2,35 +2,21 @@
  * The whole sidecar app in process (tests only): `createApp` with every route
  * group (control, the three ingresses, MCP), the real exchange pipeline and the
  * scripted upstream called without a socket. Tests drive it with `app.request()`;
- * `serve()` puts it on a loopback port when a real socket is needed. Built the
- * way `src/server/start-sidecar.ts` composes the binary, with a quiet logger
+ * `serve()` puts it on a loopback port when a real socket is needed. Composed
+ * by `src/server/compose.ts` exactly as the binary is, with a debug logger
  * whose lines are kept for inspection. Also the reader of a streamed
  * response's SSE events such tests share.
  */
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
-import { createApp } from "../../src/app.ts";
 import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
 import type { Episode } from "../../src/episodes/episode.ts";
 import type { EpisodeOptions } from "../../src/episodes/episode-options.ts";
-import { createEpisodeStore } from "../../src/episodes/episode-store.ts";
-import { createRandomIds, type Ids } from "../../src/episodes/ids.ts";
+import type { Ids } from "../../src/episodes/ids.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
-import { createImageCache } from "../../src/images/image-cache.ts";
-import { convertOnThisThread } from "../../src/images/png-to-webp.ts";
-import { createLogger } from "../../src/lib/logger.ts";
-import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
-import { createBlobStore } from "../../src/records/blob-store.ts";
-import {
-  createScriptedUpstream,
-  type ScriptedUpstream,
-} from "../../src/scripted-upstream/create-scripted-upstream.ts";
-import { createPixelReader } from "../../src/scripted-upstream/pixel-reader.ts";
-import { episodeRouteGroups } from "../../src/server/episode-route-groups.ts";
+import { composeApp } from "../../src/server/compose.ts";
 import { readSse } from "../../src/sse/read-sse.ts";
-import { createUpstreamClient } from "../../src/upstream/upstream-client.ts";
 
 export const inProcessControlPassword = "in-process-control-password-0123";
 
@@ -59,76 +45,32 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     data_dir: dataDir,
     upstream: { ...input.upstream, retry: { max_attempts: 1, ...input.upstream?.retry } },
   });
-  const codecs = await testCodecs();
-  const ids = options.ids ?? createRandomIds();
-  const clock = options.clock ?? Date.now;
-  const scripted: ScriptedUpstream = createScriptedUpstream({
-    readPixel: createPixelReader(codecs),
-    defaultModel: config.upstream.model,
-  });
-  const answer = options.upstreamFetch ?? scripted.fetch;
   const logLines: string[] = [];
-  const secrets: string[] = [];
-  const redact = (line: string) => line;
-  const logger = createLogger({ level: "debug", redact, write: (line) => logLines.push(line) });
-  let port = 0;
-  const episodes = createEpisodeStore({
-    config,
-    dataDir,
-    blobs: createBlobStore(dataDir),
-    defaultManifest: manifestSchema.parse(defaultManifestJson),
-    ids,
-    clock,
-    redact,
-    registerSecret: (secret) => secrets.push(secret),
-    baseUrl: () => `http://127.0.0.1:${port}`,
-  });
-  const shutdown = new AbortController();
-  const app = createApp({
-    episodes,
-    logger,
-    clock,
-    ids,
-    exchange: {
-      upstream: createUpstreamClient({
-        baseUrl: "http://scripted-upstream.invalid/v1",
-        apiKey: "sk-in-process-upstream",
-        retry: config.upstream.retry,
-        timeoutMs: config.upstream.timeout_ms,
-        newId: ids.callId,
-        fetch: ((request: string | URL | Request, init?: RequestInit) =>
-          answer(new Request(request as string, init))) as typeof fetch,
-      }),
-      images: {
-        converter: convertOnThisThread(codecs),
-        settings: config.images.webp,
-        cache: createImageCache(config.images.cache_bytes),
-      },
-      sizeLimits: config.images.limits,
-      imageInput: config.upstream.image_input,
-      parallelToolCalls: config.upstream.parallel_tool_calls,
-      maxOutputTokens: config.upstream.max_output_tokens,
-      logger,
-      shutdownSignal: shutdown.signal,
-      redact,
-    },
-    control: { episodes, controlPassword: inProcessControlPassword, shutdown: () => {} },
-    version: "test",
-    demoUpstream: false,
-    bodyLimitBytes: config.body_limit_bytes,
-    isShuttingDown: () => false,
-    episodeRoutes: episodeRouteGroups,
-  });
   let server: ReturnType<typeof Bun.serve> | undefined;
+  const origin = () => `http://127.0.0.1:${server?.port ?? 0}`;
+  const composed = await composeApp({
+    config,
+    secrets: { upstreamApiKey: "sk-in-process-upstream", controlPassword: inProcessControlPassword },
+    version: "test",
+    codecs: await testCodecs(),
+    baseUrl: origin,
+    logLevel: "debug",
+    logWrite: (line) => logLines.push(line),
+    ...(options.upstreamFetch ? { upstreamFetch: options.upstreamFetch } : {}),
+    ...(options.ids ? { ids: options.ids } : {}),
+    ...(options.clock ? { clock: options.clock } : {}),
+  });
+  const { app, episodes } = composed;
+  const scripted = composed.scripted;
+  if (!scripted) throw new Error("the in-process sidecar runs the scripted upstream (no upstream.url)");
   return {
     app,
     config,
     dataDir,
-    blobs: createBlobStore(dataDir),
     episodes,
     scripted,
     logLines,
-    secrets,
+    secrets: composed.secrets,
     createEpisode: (episodeOptions: EpisodeOptions = { max_turns: 0 }): Episode =>
       episodes.create(episodeOptions),
     /** Serves the app on a loopback port (once); returns its origin. */
@@ -139,11 +81,10 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
         fetch: (req) => app.fetch(req),
         idleTimeout: 0,
       });
-      port = server.port ?? 0;
-      return `http://127.0.0.1:${port}`;
+      return origin();
     },
     stop(): void {
-      shutdown.abort(new Error("test over"));
+      composed.abortUpstream("test over");
       server?.stop(true);
     },
   };

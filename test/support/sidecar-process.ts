@@ -3,9 +3,11 @@
  * loopback port, a temporary data directory, and a given upstream. Reads the
  * URL from its banner; stops it with SIGTERM and reports the exit code.
  */
+
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { type EpisodeStatus, episodeStatusSchema } from "../../src/episodes/episode-status.ts";
 
 export const binaryPath = process.env.URA_BINARY ?? resolve(import.meta.dir, "../../dist/ura-sidecar");
 export const controlPassword = "test-control-password-0123456789";
@@ -28,13 +30,7 @@ export type LaunchInfo = {
   mcp_token: string;
   records_dir: string;
 };
-export type EpisodeStatus = LaunchInfo & {
-  state: string;
-  failure: unknown;
-  result: unknown;
-  counters: Record<string, number>;
-  mcp: Record<string, unknown>;
-};
+export type { EpisodeStatus };
 
 export async function startSidecarProcess(
   options: { upstreamUrl?: string; dataDir?: string; args?: string[]; env?: Record<string, string> } = {},
@@ -102,7 +98,7 @@ export async function startSidecarProcess(
     },
     async episode(id: string) {
       const res = await control(`/episodes/${id}`);
-      return (await res.json()) as EpisodeStatus;
+      return episodeStatusSchema.parse(await res.json());
     },
     async stop(signal: NodeJS.Signals = "SIGTERM") {
       if (proc.exitCode === null) proc.kill(signal);

@@ -6,10 +6,12 @@
  * validate verdict, what is particular to that client from the same evidence:
  * one smoke run per client in the whole suite.
  */
+
 import { expect } from "bun:test";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ClientName } from "../../src/clients/client-manifests.ts";
+import { episodeStatusSchema } from "../../src/episodes/episode-status.ts";
 import { insideNamespaceEnv } from "../../src/validate/network-namespace.ts";
 import { binaryPath, type EpisodeStatus } from "./sidecar-process.ts";
 
@@ -101,7 +103,7 @@ export async function validateSmokeEpisode(client: ClientName): Promise<SmokeEvi
   const validation = expectClientValidated(run, client);
   const dir = join(run.out, client);
   const read = (name: string) => readFileSync(join(dir, name), "utf8");
-  const status = JSON.parse(read("episode-status.json")) as EpisodeStatus;
+  const status = episodeStatusSchema.parse(JSON.parse(read("episode-status.json")));
   expect(status.mcp).toMatchObject({ initialized: true, tools_listed: true });
   return {
     validation,

@@ -1,9 +1,9 @@
 import { expect, test } from "bun:test";
 import { type ErrorKind, SidecarError } from "../../lib/errors.ts";
-import { geminiStatus, renderGeminiError } from "./errors.ts";
+import { geminiStatus, renderError } from "./errors.ts";
 
 test("the Gemini envelope carries the HTTP code, the message and Google's status name", async () => {
-  const response = renderGeminiError(
+  const response = renderError(
     new SidecarError("invalid_request", "generationConfig.seed: unsupported field", {
       param: "generationConfig.seed",
     }),
@@ -27,7 +27,7 @@ test.each([
   ["internal", 500, "INTERNAL"],
 ] as const)("%s → HTTP %d %s", async (kind: ErrorKind, code, status) => {
   expect(geminiStatus(kind)).toBe(status);
-  const response = renderGeminiError(new SidecarError(kind, "m"));
+  const response = renderError(new SidecarError(kind, "m"));
   expect(response.status).toBe(code);
   expect(((await response.json()) as { error: { code: number } }).error.code).toBe(code);
 });

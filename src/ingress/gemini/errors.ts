@@ -4,7 +4,7 @@
  * error that retrying cannot fix is a 400 (Gemini CLI retries 5xx and 429).
  * Spec: https://ai.google.dev/gemini-api/docs/troubleshooting#error-codes
  */
-import type { ErrorKind, SidecarError } from "../../lib/errors.ts";
+import { type ErrorKind, SidecarError } from "../../lib/errors.ts";
 
 export function geminiStatus(kind: ErrorKind): string {
   switch (kind) {
@@ -35,6 +35,17 @@ export function geminiErrorBody(error: SidecarError) {
   return { error: { code: error.status, message: error.message, status: geminiStatus(error.kind) } };
 }
 
-export function renderGeminiError(error: SidecarError): Response {
-  return Response.json(geminiErrorBody(error), { status: error.status });
+/**
+ * The client is also told what an episode-ending refusal did (the records keep the
+ * plain reason): Gemini CLI shows the message, and its user must know the episode
+ * is over rather than retry.
+ */
+export function renderError(error: SidecarError): Response {
+  const told = error.episodeFatal
+    ? new SidecarError(
+        error.kind,
+        `${error.message}. The episode is now in provider_error; no upstream request was made.`,
+      )
+    : error;
+  return Response.json(geminiErrorBody(told), { status: error.status });
 }

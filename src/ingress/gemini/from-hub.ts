@@ -74,7 +74,7 @@ export function usageMetadata(response: HubResponse): GeminiUsageMetadata {
 }
 
 /** One GenerateContentResponse for the JSON route (`:generateContent`). */
-export function hubToGeminiResponse(response: HubResponse): GenerateContentResponse {
+export function fromHub(response: HubResponse): GenerateContentResponse {
   return {
     candidates: [
       {

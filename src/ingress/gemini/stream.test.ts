@@ -2,8 +2,8 @@ import { describe, expect, test } from "bun:test";
 import type { HubResponse } from "../../hub/schema.ts";
 import { SidecarError } from "../../lib/errors.ts";
 import { readSse } from "../../sse/read-sse.ts";
-import { hubToGeminiResponse, mapFinishReason } from "./from-hub.ts";
-import { geminiStreamChunks, renderGeminiSse } from "./stream.ts";
+import { fromHub, mapFinishReason } from "./from-hub.ts";
+import { renderStream, streamEvents } from "./stream.ts";
 
 const base: HubResponse = {
   id: "chatcmpl-1",
@@ -24,20 +24,20 @@ const twoRecords: HubResponse = {
 
 describe("SSE", () => {
   test("a text answer is one data-only frame with finishReason, usage, modelVersion and responseId (exact bytes)", () => {
-    expect(renderGeminiSse({ ...base, text: "The cube is red." })).toEqual([
+    expect(renderStream({ ...base, text: "The cube is red." })).toEqual([
       `data: {"candidates":[{"content":{"role":"model","parts":[{"text":"The cube is red."}]},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":120,"candidatesTokenCount":7,"totalTokenCount":127},"modelVersion":"qwen3-vl-plus","responseId":"chatcmpl-1"}\n\n`,
     ]);
   });
 
   test("one frame per functionCall, Qwen's ids as functionCall.id, finishReason and usage only on the last", () => {
-    const frames = renderGeminiSse({ ...twoRecords, text: "Recording." });
+    const frames = renderStream({ ...twoRecords, text: "Recording." });
     expect(frames).toHaveLength(3);
     for (const frame of frames) {
       expect(frame.startsWith("data: ")).toBe(true);
       expect(frame.endsWith("\n\n")).toBe(true);
       expect(frame).not.toContain("event:");
     }
-    const chunks = geminiStreamChunks({ ...twoRecords, text: "Recording." });
+    const chunks = streamEvents({ ...twoRecords, text: "Recording." });
     expect(chunks.map((c) => c.candidates[0]?.content.parts)).toEqual([
       [{ text: "Recording." }],
       [{ functionCall: { id: "call_a", name: "mcp_ura_record", args: { nonce: "n1" } } }],
@@ -51,15 +51,15 @@ describe("SSE", () => {
   });
 
   test("the frames parse back with a standard SSE reader into the same chunks", async () => {
-    const body = renderGeminiSse(twoRecords).join("");
+    const body = renderStream(twoRecords).join("");
     const events = [];
     for await (const event of readSse(new Response(body).body as ReadableStream<Uint8Array>))
       events.push(JSON.parse(event.data));
-    expect(events).toEqual(JSON.parse(JSON.stringify(geminiStreamChunks(twoRecords))));
+    expect(events).toEqual(JSON.parse(JSON.stringify(streamEvents(twoRecords))));
   });
 
   test("an empty answer still ends with one chunk carrying the finish reason", () => {
-    const chunks = geminiStreamChunks({ ...base, finishReason: "length" });
+    const chunks = streamEvents({ ...base, finishReason: "length" });
     expect(chunks).toHaveLength(1);
     expect(chunks[0]?.candidates[0]).toEqual({
       content: { role: "model", parts: [] },
@@ -71,7 +71,7 @@ describe("SSE", () => {
 
 describe("JSON", () => {
   test("all parts in one candidate", () => {
-    expect(hubToGeminiResponse({ ...twoRecords, text: "Recording." })).toEqual({
+    expect(fromHub({ ...twoRecords, text: "Recording." })).toEqual({
       candidates: [
         {
           content: {
@@ -93,9 +93,9 @@ describe("JSON", () => {
   });
 
   test("arguments that are not a JSON object are never delivered", () => {
-    expect(() =>
-      hubToGeminiResponse({ ...base, toolCalls: [{ id: "c", name: "a", arguments: "[1]" }] }),
-    ).toThrow(SidecarError);
+    expect(() => fromHub({ ...base, toolCalls: [{ id: "c", name: "a", arguments: "[1]" }] })).toThrow(
+      SidecarError,
+    );
   });
 
   test.each([

@@ -16,7 +16,7 @@ import {
 } from "./from-hub.ts";
 
 /** The chunks of a streamed answer, in order (also the body of a non-SSE stream, as a JSON array). */
-export function geminiStreamChunks(response: HubResponse): GenerateContentResponse[] {
+export function streamEvents(response: HubResponse): GenerateContentResponse[] {
   const parts = responseParts(response);
   // An answer with nothing to say still ends with one chunk carrying the finish reason.
   const groups: GeminiResponsePart[][] = parts.length > 0 ? parts.map((p) => [p]) : [[]];
@@ -38,6 +38,6 @@ export function geminiStreamChunks(response: HubResponse): GenerateContentRespon
 }
 
 /** SSE frames, one per chunk. */
-export function renderGeminiSse(response: HubResponse): string[] {
-  return geminiStreamChunks(response).map((chunk) => formatSseFrame(chunk));
+export function renderStream(response: HubResponse): string[] {
+  return streamEvents(response).map((chunk) => formatSseFrame(chunk));
 }

@@ -1,7 +1,18 @@
 import { describe, expect, test } from "bun:test";
-import { fixtureCases, sidecarErrorOf, toGoldenUpstream } from "../../../test/support/fixture-cases.ts";
+import {
+  fixtureCases,
+  jsonBody,
+  sidecarErrorOf,
+  toGoldenUpstream,
+} from "../../../test/support/fixture-cases.ts";
 import type { HubRequest } from "../../hub/schema.ts";
-import { geminiToHub, removeWaitForPrevious } from "./to-hub.ts";
+import { type DeliveredArguments, removeWaitForPrevious, toHub } from "./to-hub.ts";
+
+const geminiToHub = (body: unknown, model: string, deliveredArguments?: DeliveredArguments): HubRequest =>
+  toHub(jsonBody(body), {
+    operation: { kind: "generate", model, stream: false, sse: false },
+    ...(deliveredArguments ? { deliveredArguments } : {}),
+  }).hub;
 
 const cases = fixtureCases("gemini");
 

@@ -23,19 +23,26 @@
  * Spec: https://ai.google.dev/api/generate-content
  */
 import { geminiSchedulingHint as waitForPrevious } from "../../clients/private-arguments.ts";
+import type { Rendered, Translation } from "../../exchange/run-exchange.ts";
 import type {
   HubMessage,
   HubPart,
   HubRequest,
+  HubResponse,
   HubTool,
   HubToolCall,
   HubToolChoice,
   HubToolMessage,
 } from "../../hub/schema.ts";
-import { invalidField } from "../../lib/errors.ts";
+import { invalidField, SidecarError } from "../../lib/errors.ts";
+import type { JsonBody } from "../../lib/parse-json-body.ts";
+import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
+import type { GeminiOperation } from "./classify-operation.ts";
+import { fromHub } from "./from-hub.ts";
 import { liftErrorImages } from "./lift-error-images.ts";
-import { parseGenerateContentRequest } from "./parse-request.ts";
+import { parseRequest } from "./parse-request.ts";
 import type { Content, FunctionDeclaration, GenerateContentRequest, Part } from "./schema.ts";
+import { renderStream, streamEvents } from "./stream.ts";
 import { toJsonSchema } from "./to-json-schema.ts";
 
 export const skipThoughtSignature = "skip_thought_signature_validator";
@@ -45,17 +52,7 @@ const partKinds: readonly PartKind[] = ["text", "inlineData", "functionCall", "f
 
 type PendingCall = { id: string; name: string; answered: boolean };
 
-class Notes {
-  private readonly seen = new Set<string>();
-  readonly list: string[] = [];
-  add(note: string): void {
-    if (this.seen.has(note)) return;
-    this.seen.add(note);
-    this.list.push(note);
-  }
-}
-
-function kindOf(part: Part, param: string, notes: Notes): PartKind {
+function kindOf(part: Part, param: string, notes: IgnoredFields): PartKind {
   if (part.thoughtSignature !== undefined) {
     if (part.thoughtSignature !== skipThoughtSignature) {
       throw invalidField(
@@ -94,7 +91,7 @@ function responseText(response: Record<string, unknown>): string {
 }
 
 /**
- * The arguments text Qwen produced for a delivered call id, if the route kept it.
+ * The arguments text Qwen produced for a delivered call id, if the episode kept it.
  * Gemini carries arguments as an object, so the original bytes are lost on the
  * client's side; when the echoed object equals the delivered one, the history
  * sent upstream uses the exact text Qwen wrote.
@@ -114,7 +111,7 @@ function argumentsText(
 function convertModelContent(
   content: Content,
   i: number,
-  notes: Notes,
+  notes: IgnoredFields,
   delivered: DeliveredArguments,
 ): { message: HubMessage; calls: PendingCall[] } {
   const texts: string[] = [];
@@ -151,7 +148,12 @@ function convertModelContent(
   };
 }
 
-function convertUserContent(content: Content, i: number, pending: PendingCall[], notes: Notes): HubMessage[] {
+function convertUserContent(
+  content: Content,
+  i: number,
+  pending: PendingCall[],
+  notes: IgnoredFields,
+): HubMessage[] {
   const toolMessages: HubToolMessage[] = [];
   const userParts: HubPart[] = [];
   let current: HubToolMessage | undefined;
@@ -217,7 +219,11 @@ function convertUserContent(content: Content, i: number, pending: PendingCall[],
   return userParts.length > 0 ? [...toolMessages, { role: "user", content: userParts }] : toolMessages;
 }
 
-function convertContents(contents: Content[], notes: Notes, delivered: DeliveredArguments): HubMessage[] {
+function convertContents(
+  contents: Content[],
+  notes: IgnoredFields,
+  delivered: DeliveredArguments,
+): HubMessage[] {
   const messages: HubMessage[] = [];
   let pending: PendingCall[] = [];
   contents.forEach((content, i) => {
@@ -232,7 +238,7 @@ function convertContents(contents: Content[], notes: Notes, delivered: Delivered
   return messages;
 }
 
-function convertSystem(request: GenerateContentRequest, notes: Notes): HubMessage[] {
+function convertSystem(request: GenerateContentRequest, notes: IgnoredFields): HubMessage[] {
   const system = request.systemInstruction;
   if (!system) return [];
   const content = system.parts.map((part, j) => {
@@ -259,7 +265,7 @@ export function removeWaitForPrevious(schema: Record<string, unknown>): {
   return { schema: out, removed: true };
 }
 
-function convertDeclaration(declaration: FunctionDeclaration, param: string, notes: Notes): HubTool {
+function convertDeclaration(declaration: FunctionDeclaration, param: string, notes: IgnoredFields): HubTool {
   if (declaration.parameters && declaration.parametersJsonSchema) {
     throw invalidField(`${param}.parameters`, "give either parameters or parametersJsonSchema, not both");
   }
@@ -276,7 +282,7 @@ function convertDeclaration(declaration: FunctionDeclaration, param: string, not
   return { name: declaration.name, description: declaration.description ?? "", parameters: schema };
 }
 
-function convertTools(request: GenerateContentRequest, notes: Notes): HubTool[] {
+function convertTools(request: GenerateContentRequest, notes: IgnoredFields): HubTool[] {
   const tools: HubTool[] = [];
   const names = new Set<string>();
   (request.tools ?? []).forEach((tool, i) => {
@@ -328,7 +334,10 @@ function convertToolChoice(request: GenerateContentRequest, tools: HubTool[]): H
   }
 }
 
-function convertResponseFormat(request: GenerateContentRequest, notes: Notes): HubRequest["responseFormat"] {
+function convertResponseFormat(
+  request: GenerateContentRequest,
+  notes: IgnoredFields,
+): HubRequest["responseFormat"] {
   const config = request.generationConfig;
   if (!config) return undefined;
   const param = "generationConfig";
@@ -360,14 +369,38 @@ function convertResponseFormat(request: GenerateContentRequest, notes: Notes): H
   return undefined;
 }
 
+export type ToHubContext = {
+  /** What the request path asks for (classify-operation.ts); countTokens is answered by the route. */
+  operation: Exclude<GeminiOperation, { kind: "count_tokens" }>;
+  deliveredArguments?: DeliveredArguments;
+};
+
+/**
+ * An unsupported operation is refused before anything else: it ends the episode's
+ * model work (provider_error) and nothing goes upstream.
+ */
+export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
+  const { operation } = ctx;
+  if (operation.kind === "unsupported")
+    throw new SidecarError("invalid_request", operation.reason, { episodeFatal: true });
+  const hub = requestToHub(parseRequest(body), operation.model, ctx.deliveredArguments ?? (() => undefined));
+  return { hub, render: (response): Rendered => render(response, operation) };
+}
+
+function render(response: HubResponse, operation: { stream: boolean; sse: boolean }): Rendered {
+  if (operation.sse) return { contentType: "text/event-stream", chunks: renderStream(response) };
+  if (operation.stream)
+    return { contentType: "application/json", chunks: [JSON.stringify(streamEvents(response))] };
+  return { contentType: "application/json", chunks: [JSON.stringify(fromHub(response))] };
+}
+
 /** `model` is the model name from the request path (already checked against the episode). */
-export function geminiToHub(
-  body: unknown,
+function requestToHub(
+  request: GenerateContentRequest,
   model: string,
-  delivered: DeliveredArguments = () => undefined,
+  delivered: DeliveredArguments,
 ): HubRequest {
-  const request = parseGenerateContentRequest(body);
-  const notes = new Notes();
+  const notes = createIgnoredFields();
   const messages = [...convertSystem(request, notes), ...convertContents(request.contents, notes, delivered)];
   const tools = convertTools(request, notes);
   const hub: HubRequest = { model, messages, tools, ignored: [] };
@@ -385,6 +418,6 @@ export function geminiToHub(
     notes.add("generationConfig.thinkingConfig (upstream runs with thinking disabled)");
   if (request.safetySettings !== undefined)
     notes.add("safetySettings (Google safety filters; no upstream counterpart)");
-  hub.ignored = notes.list;
+  hub.ignored = notes.list();
   return hub;
 }

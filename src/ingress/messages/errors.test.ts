@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
 import { type ErrorKind, SidecarError } from "../../lib/errors.ts";
-import { renderMessagesError, toAnthropicError } from "./errors.ts";
+import { renderError, toAnthropicError } from "./errors.ts";
 
 describe("Anthropic error envelope", () => {
   test("envelope and status", async () => {
-    const res = renderMessagesError(new SidecarError("invalid_request", "tools[0].type: server tool"));
+    const res = renderError(new SidecarError("invalid_request", "tools[0].type: server tool"));
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
       type: "error",

@@ -44,7 +44,7 @@ export function toAnthropicError(kind: ErrorKind): { status: number; type: Anthr
   }
 }
 
-export function renderMessagesError(error: SidecarError): Response {
+export function renderError(error: SidecarError): Response {
   const { status, type } = toAnthropicError(error.kind);
   return Response.json({ type: "error", error: { type, message: error.message } }, { status });
 }

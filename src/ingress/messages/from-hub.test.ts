@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { HubRequest, HubResponse } from "../../hub/schema.ts";
 import { SidecarError } from "../../lib/errors.ts";
-import { toMessagesResponse } from "./from-hub.ts";
+import { fromHub } from "./from-hub.ts";
 
 const request: HubRequest = { model: "claude-sonnet-4-5", messages: [], tools: [], ignored: [] };
 const base: HubResponse = {
@@ -13,10 +13,10 @@ const base: HubResponse = {
   usage: { inputTokens: 10, outputTokens: 3 },
 };
 
-describe("toMessagesResponse", () => {
+describe("fromHub", () => {
   test("text and tool_use blocks, the model's call ids unchanged", () => {
     expect(
-      toMessagesResponse(
+      fromHub(
         {
           ...base,
           text: "ok",
@@ -46,25 +46,21 @@ describe("toMessagesResponse", () => {
   });
 
   test("stop reasons", () => {
-    expect(toMessagesResponse({ ...base, text: "x" }, request).stop_reason).toBe("end_turn");
-    expect(toMessagesResponse({ ...base, text: "x", finishReason: "length" }, request).stop_reason).toBe(
-      "max_tokens",
+    expect(fromHub({ ...base, text: "x" }, request).stop_reason).toBe("end_turn");
+    expect(fromHub({ ...base, text: "x", finishReason: "length" }, request).stop_reason).toBe("max_tokens");
+    expect(fromHub({ ...base, text: "x", finishReason: "content_filter" }, request).stop_reason).toBe(
+      "refusal",
     );
-    expect(
-      toMessagesResponse({ ...base, text: "x", finishReason: "content_filter" }, request).stop_reason,
-    ).toBe("refusal");
-    expect(toMessagesResponse({ ...base, text: "x", finishReason: "tool_calls" }, request).stop_reason).toBe(
-      "end_turn",
-    );
+    expect(fromHub({ ...base, text: "x", finishReason: "tool_calls" }, request).stop_reason).toBe("end_turn");
   });
 
   test("message ids are path-safe and keep an existing msg_ prefix", () => {
-    expect(toMessagesResponse({ ...base, id: "a b/c" }, request).id).toBe("msg_abc");
-    expect(toMessagesResponse({ ...base, id: "msg_x" }, request).id).toBe("msg_x");
+    expect(fromHub({ ...base, id: "a b/c" }, request).id).toBe("msg_abc");
+    expect(fromHub({ ...base, id: "msg_x" }, request).id).toBe("msg_x");
   });
 
   test("arguments that are not a JSON object cannot become a tool_use input", () => {
     const bad = { ...base, toolCalls: [{ id: "c", name: "t", arguments: "[1]" }] };
-    expect(() => toMessagesResponse(bad, request)).toThrow(SidecarError);
+    expect(() => fromHub(bad, request)).toThrow(SidecarError);
   });
 });

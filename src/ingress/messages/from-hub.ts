@@ -68,7 +68,7 @@ export function toUsage(response: HubResponse): MessagesUsage {
   };
 }
 
-export function toMessagesResponse(response: HubResponse, request: HubRequest): MessagesResponse {
+export function fromHub(response: HubResponse, request: HubRequest): MessagesResponse {
   return {
     id: messageId(response),
     type: "message",

@@ -4,21 +4,19 @@
  *   POST /anthropic/v1/messages/count_tokens  local, final 400 (auxiliary: no
  *     exchange, no turn) — Claude Code then uses its own estimate
  * The key comes as `x-api-key` (ANTHROPIC_API_KEY) or `Authorization: Bearer`
- * (ANTHROPIC_AUTH_TOKEN). Everything else is the shared exchange pipeline.
+ * (ANTHROPIC_AUTH_TOKEN). Everything else is the shared exchange pipeline; any
+ * error is answered in the Anthropic envelope.
  */
-
 import type { Context } from "hono";
 import { Hono } from "hono";
-import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
-import { authenticateIngress } from "../authenticate-ingress.ts";
-import type { IngressDeps } from "../ingress-deps.ts";
-import { parseJsonBody } from "../parse-json-body.ts";
-import { renderMessagesError } from "./errors.ts";
-import { toMessagesResponse } from "./from-hub.ts";
-import { renderMessagesStream } from "./stream.ts";
-import { messagesToHub } from "./to-hub.ts";
+import { parseJsonBody } from "../../lib/parse-json-body.ts";
+import type { RouteDeps } from "../../server/route-deps.ts";
+import { answerAuxiliary } from "../answer-auxiliary.ts";
+import { authenticateRequest } from "../authenticate-ingress.ts";
+import { renderError } from "./errors.ts";
+import { toHub } from "./to-hub.ts";
 
 const countTokensMessage =
   "count_tokens is not offered by this sidecar (the upstream has no token counting endpoint); estimate the count locally";
@@ -35,68 +33,30 @@ function requestPath(c: Context): string {
   return `${url.pathname}${url.search}`;
 }
 
-export function createMessagesRoutes(deps: IngressDeps): Hono {
+export function createRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
-  const authenticate = (c: Context): Episode =>
-    authenticateIngress(deps.episodes, c.req.param("episode") ?? "", c.req.raw.headers);
+  app.onError((error) => renderError(toSidecarError(error)));
 
   app.post("/anthropic/v1/messages/count_tokens", async (c) => {
-    let episode: Episode;
-    try {
-      episode = authenticate(c);
-    } catch (error) {
-      return renderMessagesError(toSidecarError(error));
-    }
+    const episode = authenticateRequest(deps.episodes, c);
     await c.req.text();
-    const path = requestPath(c);
-    episode.counters.auxiliary_responses += 1;
-    episode.records.auxiliary({
-      path,
-      status: 400,
-      protocol: "messages",
-      operation: "count_tokens",
-      message: countTokensMessage,
-    });
-    episode.persist();
-    deps.logger.info("auxiliary response", { episode: episode.id, path, status: 400 });
-    return renderMessagesError(new SidecarError("invalid_request", countTokensMessage));
+    const error = new SidecarError("invalid_request", countTokensMessage);
+    const entry = { protocol: "messages" as const, operation: "count_tokens", path: requestPath(c) };
+    return answerAuxiliary(deps.logger, episode, { ...entry, message: error.message }, error, renderError);
   });
 
   app.post("/anthropic/v1/messages", async (c) => {
-    let episode: Episode;
-    try {
-      episode = authenticate(c);
-    } catch (error) {
-      return renderMessagesError(toSidecarError(error));
-    }
+    const episode = authenticateRequest(deps.episodes, c);
     const body = parseJsonBody(await c.req.text());
-    const context = { betaFlags: betaFlags(c.req.header("anthropic-beta")) };
-    const stream =
-      body.parsed &&
-      typeof body.value === "object" &&
-      body.value !== null &&
-      (body.value as { stream?: unknown }).stream === true;
+    const ctx = { betaFlags: betaFlags(c.req.header("anthropic-beta")) };
     return episode.track(
       runExchange(deps.exchange, {
         protocol: "messages",
         episode,
         path: requestPath(c),
         clientRequest: body,
-        translate: () => {
-          if (!body.parsed) throw new SidecarError("invalid_request", body.reason, { param: "body" });
-          return messagesToHub(body.value, context);
-        },
-        render: (response, request) =>
-          stream
-            ? {
-                contentType: "text/event-stream; charset=utf-8",
-                chunks: renderMessagesStream(response, request),
-              }
-            : {
-                contentType: "application/json",
-                chunks: [JSON.stringify(toMessagesResponse(response, request))],
-              },
-        renderError: renderMessagesError,
+        translate: () => toHub(body, ctx),
+        renderError,
         clientSignal: c.req.raw.signal,
       }),
     );

@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import type { HubRequest, HubResponse } from "../../hub/schema.ts";
 import { readSse } from "../../sse/read-sse.ts";
-import { renderMessagesStream, toMessagesEvents } from "./stream.ts";
+import { renderStream, streamEvents } from "./stream.ts";
 
 const request: HubRequest = { model: "ura-qwen", messages: [], tools: [], ignored: [] };
 const base: HubResponse = {
@@ -14,7 +14,7 @@ const base: HubResponse = {
 };
 
 function typesOf(response: HubResponse): string[] {
-  return toMessagesEvents(response, request).map((e) => e.type);
+  return streamEvents(response, request).map((e) => e.type);
 }
 
 describe("Messages SSE", () => {
@@ -42,7 +42,7 @@ describe("Messages SSE", () => {
       "message_delta",
       "message_stop",
     ]);
-    const events = toMessagesEvents(response, request);
+    const events = streamEvents(response, request);
     expect(events[0]).toEqual({
       type: "message_start",
       message: {
@@ -96,13 +96,13 @@ describe("Messages SSE", () => {
       "message_delta",
       "message_stop",
     ]);
-    expect(toMessagesEvents({ ...base, text: "done" }, request).at(-2)).toMatchObject({
+    expect(streamEvents({ ...base, text: "done" }, request).at(-2)).toMatchObject({
       delta: { stop_reason: "end_turn" },
     });
   });
 
   test("max tokens and empty answers", () => {
-    expect(toMessagesEvents({ ...base, text: "cut", finishReason: "length" }, request).at(-2)).toMatchObject({
+    expect(streamEvents({ ...base, text: "cut", finishReason: "length" }, request).at(-2)).toMatchObject({
       delta: { stop_reason: "max_tokens" },
     });
     expect(typesOf(base)).toEqual(["message_start", "message_delta", "message_stop"]);
@@ -115,14 +115,14 @@ describe("Messages SSE", () => {
       toolCalls: [{ id: "call_9", name: "t", arguments: "" }],
       finishReason: "tool_calls",
     };
-    const frames = renderMessagesStream(response, request);
+    const frames = renderStream(response, request);
     expect(frames[0]?.startsWith("event: message_start\ndata: {")).toBe(true);
     for (const frame of frames) expect(frame.endsWith("\n\n")).toBe(true);
     expect(frames.at(-1)).toBe('event: message_stop\ndata: {"type":"message_stop"}\n\n');
     const body = new Response(frames.join("")).body as ReadableStream<Uint8Array>;
     const parsed: { event: string | undefined; data: unknown }[] = [];
     for await (const e of readSse(body)) parsed.push({ event: e.event, data: JSON.parse(e.data) });
-    const events = toMessagesEvents(response, request);
+    const events = streamEvents(response, request);
     expect(parsed).toEqual(events.map((e) => ({ event: e.type, data: e })));
     // Empty arguments are an empty input object.
     expect(events[5]).toEqual({
@@ -133,7 +133,7 @@ describe("Messages SSE", () => {
   });
 
   test("exact bytes of a text answer", () => {
-    const frames = renderMessagesStream({ ...base, text: "Hi" }, request);
+    const frames = renderStream({ ...base, text: "Hi" }, request);
     expect(frames.join("")).toBe(
       [
         'event: message_start\ndata: {"type":"message_start","message":{"id":"msg_chatcmpl-42","type":"message","role":"assistant","model":"ura-qwen","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":120,"output_tokens":0,"cache_creation_input_tokens":0,"cache_read_input_tokens":0}}}\n\n',

@@ -10,12 +10,12 @@
  */
 import type { HubRequest, HubResponse } from "../../hub/schema.ts";
 import { formatSseFrame } from "../../sse/format-sse.ts";
-import { toMessagesResponse } from "./from-hub.ts";
+import { fromHub } from "./from-hub.ts";
 
 export type MessagesEvent = { type: string } & Record<string, unknown>;
 
-export function toMessagesEvents(response: HubResponse, request: HubRequest): MessagesEvent[] {
-  const message = toMessagesResponse(response, request);
+export function streamEvents(response: HubResponse, request: HubRequest): MessagesEvent[] {
+  const message = fromHub(response, request);
   const events: MessagesEvent[] = [
     {
       type: "message_start",
@@ -63,6 +63,6 @@ export function toMessagesEvents(response: HubResponse, request: HubRequest): Me
 }
 
 /** The events as whole SSE frames, `event:` line included. */
-export function renderMessagesStream(response: HubResponse, request: HubRequest): string[] {
-  return toMessagesEvents(response, request).map((event) => formatSseFrame(event, event.type));
+export function renderStream(response: HubResponse, request: HubRequest): string[] {
+  return streamEvents(response, request).map((event) => formatSseFrame(event, event.type));
 }

@@ -1,6 +1,13 @@
 import { describe, expect, test } from "bun:test";
-import { fixtureCases, sidecarErrorOf, toGoldenUpstream } from "../../../test/support/fixture-cases.ts";
-import { messagesToHub } from "./to-hub.ts";
+import {
+  fixtureCases,
+  jsonBody,
+  sidecarErrorOf,
+  toGoldenUpstream,
+} from "../../../test/support/fixture-cases.ts";
+import { type ToHubContext, toHub } from "./to-hub.ts";
+
+const messagesToHub = (body: unknown, ctx?: ToHubContext) => toHub(jsonBody(body), ctx).hub;
 
 const cases = fixtureCases("messages");
 

@@ -13,6 +13,8 @@
  * - `thinking`/`redacted_thinking` history, cache_control and the other
  *   provider-only options are recorded in `ignored` (see schema.ts).
  */
+
+import type { Translation } from "../../exchange/run-exchange.ts";
 import type {
   HubMessage,
   HubPart,
@@ -22,10 +24,14 @@ import type {
   HubToolChoice,
 } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import { parseMessagesRequest } from "./parse-request.ts";
+import type { JsonBody } from "../../lib/parse-json-body.ts";
+import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
+import { fromHub } from "./from-hub.ts";
+import { parseRequest } from "./parse-request.ts";
 import type { ImageBlock, MessagesRequest, TextBlock, ToolChoice, ToolResultBlock } from "./schema.ts";
+import { renderStream } from "./stream.ts";
 
-export type MessagesRequestContext = {
+export type ToHubContext = {
   /** The `anthropic-beta` header's flags (recorded as ignored: none changes what we forward). */
   betaFlags?: string[];
 };
@@ -66,31 +72,31 @@ function toToolChoice(choice: ToolChoice): HubToolChoice {
   }
 }
 
-/** Collects what was accepted but not forwarded, one readable line per kind. */
-function createIgnoredList() {
-  const cacheControl: string[] = [];
-  const other: string[] = [];
+/** `cache_control` hints are many (one per block): one note lists where they were. */
+function noteCacheControl(ignored: IgnoredFields, path: string, block: { cache_control?: unknown }): void {
+  if (block.cache_control !== undefined) ignored.addAt("cache_control", path);
+}
+
+export function toHub(body: JsonBody, ctx: ToHubContext = {}): Translation {
+  const request: MessagesRequest = parseRequest(body);
+  const hub = requestToHub(request, ctx);
   return {
-    cacheControl: (path: string, block: { cache_control?: unknown }) => {
-      if (block.cache_control !== undefined) cacheControl.push(path);
-    },
-    add: (entry: string) => other.push(entry),
-    list: (): string[] => [
-      ...(cacheControl.length > 0 ? [`cache_control at ${cacheControl.join(", ")}`] : []),
-      ...other,
-    ],
+    hub,
+    render: (response) =>
+      request.stream
+        ? { contentType: "text/event-stream; charset=utf-8", chunks: renderStream(response, hub) }
+        : { contentType: "application/json", chunks: [JSON.stringify(fromHub(response, hub))] },
   };
 }
 
-export function messagesToHub(body: unknown, context: MessagesRequestContext = {}): HubRequest {
-  const request: MessagesRequest = parseMessagesRequest(body);
-  const ignored = createIgnoredList();
+function requestToHub(request: MessagesRequest, context: ToHubContext): HubRequest {
+  const ignored = createIgnoredFields();
   const messages: HubMessage[] = [];
   const toolNames = new Map<string, string>();
 
   const systemBlocks = request.system ?? [];
   systemBlocks.forEach((block, i) => {
-    ignored.cacheControl(`system[${i}]`, block);
+    noteCacheControl(ignored, `system[${i}]`, block);
   });
   if (systemBlocks.length > 0) messages.push({ role: "system", content: systemBlocks.map(toTextPart) });
 
@@ -99,7 +105,7 @@ export function messagesToHub(body: unknown, context: MessagesRequestContext = {
     switch (message.role) {
       case "system":
         message.content.forEach((block, j) => {
-          ignored.cacheControl(at(j), block);
+          noteCacheControl(ignored, at(j), block);
         });
         messages.push({ role: "system", content: message.content.map(toTextPart) });
         break;
@@ -109,12 +115,12 @@ export function messagesToHub(body: unknown, context: MessagesRequestContext = {
         message.content.forEach((block, j) => {
           switch (block.type) {
             case "text":
-              ignored.cacheControl(at(j), block);
+              noteCacheControl(ignored, at(j), block);
               if (block.citations && block.citations.length > 0) ignored.add(`${at(j)}.citations`);
               texts.push(block.text);
               break;
             case "tool_use":
-              ignored.cacheControl(at(j), block);
+              noteCacheControl(ignored, at(j), block);
               if (toolNames.has(block.id))
                 throw invalidField(`${at(j)}.id`, `tool_use id ${block.id} appears twice in messages`);
               toolNames.set(block.id, block.name);
@@ -140,7 +146,7 @@ export function messagesToHub(body: unknown, context: MessagesRequestContext = {
       case "user": {
         const parts: HubPart[] = [];
         message.content.forEach((block, j) => {
-          ignored.cacheControl(at(j), block);
+          noteCacheControl(ignored, at(j), block);
           switch (block.type) {
             case "text":
               if (block.citations && block.citations.length > 0) ignored.add(`${at(j)}.citations`);
@@ -150,7 +156,7 @@ export function messagesToHub(body: unknown, context: MessagesRequestContext = {
               parts.push(toImagePart(block, at(j)));
               break;
             case "tool_result":
-              messages.push(toToolMessage(block, at(j), toolNames, ignored.cacheControl));
+              messages.push(toToolMessage(block, at(j), toolNames, ignored));
               break;
             default: {
               const never: never = block;
@@ -169,7 +175,7 @@ export function messagesToHub(body: unknown, context: MessagesRequestContext = {
   });
 
   const tools = (request.tools ?? []).map((tool, i) => {
-    ignored.cacheControl(`tools[${i}]`, tool);
+    noteCacheControl(ignored, `tools[${i}]`, tool);
     return { name: tool.name, description: tool.description ?? "", parameters: tool.input_schema };
   });
   const names = new Set<string>();
@@ -213,14 +219,14 @@ function toToolMessage(
   block: ToolResultBlock,
   path: string,
   toolNames: Map<string, string>,
-  noteCacheControl: (path: string, block: { cache_control?: unknown }) => void,
+  ignored: IgnoredFields,
 ): HubMessage {
   const name = toolNames.get(block.tool_use_id);
   if (name === undefined) {
     throw invalidField(`${path}.tool_use_id`, `no earlier tool_use has id ${block.tool_use_id}`);
   }
   const content = (block.content ?? []).map((part, k): HubPart => {
-    noteCacheControl(`${path}.content[${k}]`, part);
+    noteCacheControl(ignored, `${path}.content[${k}]`, part);
     return part.type === "text" ? toTextPart(part) : toImagePart(part, `${path}.content[${k}]`);
   });
   return {

@@ -7,7 +7,7 @@
  * its member functions, each keeping `namespace` beside its name, the same
  * `{namespace, name}` pair its calls come back with.
  */
-import { parseAt } from "./parse-request.ts";
+import { parseAt } from "../parse-at.ts";
 import { type FunctionTool, functionToolSchema, namespaceToolSchema, type Tool } from "./schema.ts";
 
 export type EchoedFunctionTool = {

@@ -76,6 +76,6 @@ export function toOpenAiError(error: SidecarError): OpenAiErrorBody {
   };
 }
 
-export function renderResponsesError(error: SidecarError): Response {
+export function renderError(error: SidecarError): Response {
   return Response.json(toOpenAiError(error), { status: error.status });
 }

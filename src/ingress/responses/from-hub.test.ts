@@ -1,7 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import { jsonBody } from "../../../test/support/fixture-cases.ts";
 import type { HubResponse } from "../../hub/schema.ts";
-import { type RenderContext, toResponseObject } from "./from-hub.ts";
-import { parseResponsesRequest } from "./parse-request.ts";
+import { fromHub, type RenderContext } from "./from-hub.ts";
+import { parseRequest } from "./parse-request.ts";
 import { readTools } from "./read-tools.ts";
 
 /** The required fields of the Open Responses ResponseResource (schema/components/schemas/ResponseResource.json). */
@@ -41,7 +42,7 @@ const requiredFields = [
 ];
 
 function contextFor(body: Record<string, unknown>): RenderContext {
-  const request = parseResponsesRequest(body);
+  const request = parseRequest(jsonBody(body));
   const tools = readTools(request.tools ?? []);
   return {
     responseId: "resp_x1",
@@ -64,7 +65,7 @@ const hub: HubResponse = {
 
 describe("response object", () => {
   test("every required field of the published schema is present; unset ones are null", () => {
-    const object = toResponseObject(hub, contextFor({ model: "ura-qwen", input: "x" }));
+    const object = fromHub(hub, contextFor({ model: "ura-qwen", input: "x" }));
     expect(Object.keys(object).sort()).toEqual([...requiredFields].sort());
     expect(object).toMatchObject({
       id: "resp_x1",
@@ -95,7 +96,7 @@ describe("response object", () => {
         { type: "web_search" },
       ],
     });
-    const object = toResponseObject(hub, ctx);
+    const object = fromHub(hub, ctx);
     expect(object.output).toEqual([
       {
         type: "function_call",
@@ -115,7 +116,7 @@ describe("response object", () => {
   });
 
   test("usage always carries input, output and total tokens with details", () => {
-    expect(toResponseObject(hub, contextFor({ model: "m", input: "x" })).usage).toEqual({
+    expect(fromHub(hub, contextFor({ model: "m", input: "x" })).usage).toEqual({
       input_tokens: 7,
       input_tokens_details: { cached_tokens: 0 },
       output_tokens: 3,
@@ -125,7 +126,7 @@ describe("response object", () => {
   });
 
   test("an empty answer still yields one (empty) message, never an empty output", () => {
-    const object = toResponseObject(
+    const object = fromHub(
       { ...hub, toolCalls: [], text: null, finishReason: "stop" },
       contextFor({ model: "m", input: "x" }),
     );
@@ -141,7 +142,7 @@ describe("response object", () => {
   });
 
   test("request settings are echoed", () => {
-    const object = toResponseObject(
+    const object = fromHub(
       hub,
       contextFor({
         model: "m",

@@ -188,7 +188,7 @@ export function toPendingResponse(response: HubResponse, ctx: RenderContext): Re
 }
 
 /** The finished response object (the JSON answer, and the payload of `response.completed`). */
-export function toResponseObject(response: HubResponse, ctx: RenderContext): ResponseObject {
+export function fromHub(response: HubResponse, ctx: RenderContext): ResponseObject {
   const reason = incompleteReason(response.finishReason);
   return {
     ...toPendingResponse(response, ctx),

@@ -1,62 +1,11 @@
 /**
- * Validates a Responses request body against schema.ts and turns the first zod
- * issue into a 400 naming the field in wire spelling (`input[3].content[0].type`),
- * so the client's user sees exactly what we could not honour.
+ * Validates a Responses request body against schema.ts; the first problem is a
+ * 400 naming the field in wire spelling (`input[3].content[0].type`).
  */
-import type { z } from "zod";
-import { invalidField } from "../../lib/errors.ts";
+import type { JsonBody } from "../../lib/parse-json-body.ts";
+import { parseAt, requestObject } from "../parse-at.ts";
 import { type ResponsesRequest, responsesRequestSchema } from "./schema.ts";
 
-type Issue = z.core.$ZodIssue;
-
-/** `["input", 0, "content", 1]` → `input[0].content[1]` (appended to a prefix). */
-export function formatPath(path: readonly PropertyKey[], prefix = ""): string {
-  let out = prefix;
-  for (const key of path)
-    out += typeof key === "number" ? `[${key}]` : out === "" ? String(key) : `.${String(key)}`;
-  return out;
-}
-
-/**
- * A union of a string and an array (`input`, `content`, `output`) reports one issue
- * per branch, with paths relative to the union: follow the branch that got further
- * than a wrong type at its root, so the message names the innermost field.
- */
-function innermost(issue: Issue, base: PropertyKey[]): { issue: Issue; path: PropertyKey[] } {
-  const path = [...base, ...issue.path];
-  if (issue.code !== "invalid_union" || issue.errors.length === 0) return { issue, path };
-  const branches = issue.errors.map((branch) => branch[0]).filter((i): i is Issue => i !== undefined);
-  const deeper = branches.find((i) => !(i.code === "invalid_type" && i.path.length === 0));
-  return deeper ? innermost(deeper, path) : { issue, path };
-}
-
-function describeIssue(top: Issue, prefix: string): ReturnType<typeof invalidField> {
-  const { issue, path } = innermost(top, []);
-  if (issue.code === "unrecognized_keys") {
-    return invalidField(
-      formatPath([...path, issue.keys[0] ?? ""], prefix),
-      "unknown field; this endpoint does not support it",
-    );
-  }
-  const param = formatPath(path, prefix) || "body";
-  if (issue.code === "invalid_union" && "options" in issue) {
-    return invalidField(param, `unsupported value; expected one of ${JSON.stringify(issue.options)}`);
-  }
-  return invalidField(param, issue.message);
-}
-
-/** Parses `value` with `schema`, throwing a SidecarError that names the field under `prefix`. */
-export function parseAt<S extends z.ZodType>(schema: S, value: unknown, prefix: string): z.infer<S> {
-  const parsed = schema.safeParse(value);
-  if (parsed.success) return parsed.data;
-  const issue = parsed.error.issues[0];
-  if (!issue) throw invalidField(prefix || "body", "invalid value");
-  throw describeIssue(issue, prefix);
-}
-
-export function parseResponsesRequest(body: unknown): ResponsesRequest {
-  if (body === null || typeof body !== "object" || Array.isArray(body)) {
-    throw invalidField("body", "the request body must be a JSON object");
-  }
-  return parseAt(responsesRequestSchema, body, "");
+export function parseRequest(body: JsonBody): ResponsesRequest {
+  return parseAt(responsesRequestSchema, requestObject(body, "OpenAI Responses"), "");
 }

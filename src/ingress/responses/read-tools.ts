@@ -10,12 +10,13 @@
  * namespaces (`multi_agent_v1`: spawning and steering sub-agents, which would start
  * model sessions outside the episode) and the provider's built-in tools
  * (`web_search`, …), which Qwen cannot run, are not offered; the dropping is
- * recorded in `ignored`. Refusing them would make Codex unusable: it declares them
+ * noted as ignored. Refusing them would make Codex unusable: it declares them
  * on every request. An unknown tool type is a 400.
  */
 import type { HubTool } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import { parseAt } from "./parse-request.ts";
+import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
+import { parseAt } from "../parse-at.ts";
 import { type FunctionTool, functionToolSchema, namespaceToolSchema, type Tool } from "./schema.ts";
 
 /** How a model-visible (flattened) name maps back to what the client declared. */
@@ -25,7 +26,6 @@ export type ReadTools = {
   hub: HubTool[];
   /** The declared tools that were offered, as the client wrote them (echoed in the response). */
   offered: Tool[];
-  ignored: string[];
   /** Flattened name → declared name and namespace. */
   names: Map<string, DeclaredName>;
 };
@@ -66,15 +66,16 @@ function toHubTool(tool: FunctionTool, name: string): HubTool {
   };
 }
 
-export function readTools(tools: readonly Tool[]): ReadTools {
-  const out: ReadTools = { hub: [], offered: [], ignored: [], names: new Map() };
+/** Sorts the declared tools; what is not offered is noted in `ignored`. */
+export function readTools(tools: readonly Tool[], ignored: IgnoredFields = createIgnoredFields()): ReadTools {
+  const out: ReadTools = { hub: [], offered: [], names: new Map() };
   const add = (tool: FunctionTool, namespace: string | undefined, param: string) => {
     const flat = flattenName(namespace, tool.name);
     if (out.names.has(flat)) throw invalidField(param, `duplicate tool name ${JSON.stringify(flat)}`);
     out.names.set(flat, namespace ? { name: tool.name, namespace } : { name: tool.name });
     out.hub.push(toHubTool(tool, flat));
     if (tool.strict)
-      out.ignored.push(
+      ignored.add(
         `${param}.strict: Qwen does not enforce strict schemas; arguments are still validated as JSON`,
       );
   };
@@ -86,7 +87,7 @@ export function readTools(tools: readonly Tool[]): ReadTools {
     } else if (raw.type === "namespace") {
       const ns = parseAt(namespaceToolSchema, raw, param);
       if (!isOfferedNamespace(ns.name)) {
-        out.ignored.push(
+        ignored.add(
           `${param}: namespace ${ns.name} (${ns.tools.map((t) => t.name).join(", ")}) not offered: only MCP server namespaces (mcp__*) are`,
         );
         return;
@@ -96,7 +97,7 @@ export function readTools(tools: readonly Tool[]): ReadTools {
       });
       out.offered.push(raw);
     } else if (builtInTypes.has(raw.type)) {
-      out.ignored.push(`${param}: built-in tool ${raw.type} not offered (Qwen cannot provide it)`);
+      ignored.add(`${param}: built-in tool ${raw.type} not offered (Qwen cannot provide it)`);
     } else {
       throw invalidField(`${param}.type`, `unsupported tool type ${JSON.stringify(raw.type.slice(0, 80))}`);
     }

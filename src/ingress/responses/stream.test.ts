@@ -1,28 +1,31 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
+import { jsonBody } from "../../../test/support/fixture-cases.ts";
 import type { HubResponse } from "../../hub/schema.ts";
 import { readSse } from "../../sse/read-sse.ts";
 import type { RenderContext } from "./from-hub.ts";
-import { parseResponsesRequest } from "./parse-request.ts";
+import { parseRequest } from "./parse-request.ts";
 import { readTools } from "./read-tools.ts";
-import { renderStream, toStreamEvents } from "./stream.ts";
+import { renderStream, streamEvents } from "./stream.ts";
 
-const request = parseResponsesRequest({
-  model: "ura-qwen",
-  input: "go",
-  stream: true,
-  store: false,
-  tools: [
-    { type: "function", name: "ura_observe", parameters: { type: "object" } },
-    {
-      type: "namespace",
-      name: "mcp__ura",
-      description: "robot",
-      tools: [{ type: "function", name: "record", parameters: {} }],
-    },
-    { type: "web_search" },
-  ],
-});
+const request = parseRequest(
+  jsonBody({
+    model: "ura-qwen",
+    input: "go",
+    stream: true,
+    store: false,
+    tools: [
+      { type: "function", name: "ura_observe", parameters: { type: "object" } },
+      {
+        type: "namespace",
+        name: "mcp__ura",
+        description: "robot",
+        tools: [{ type: "function", name: "record", parameters: {} }],
+      },
+      { type: "web_search" },
+    ],
+  }),
+);
 const tools = readTools(request.tools ?? []);
 const ctx: RenderContext = {
   responseId: "resp_abc",
@@ -55,7 +58,7 @@ const calls: HubResponse = {
 
 describe("SSE event sequence", () => {
   test("text: the full sequence in order, numbered from 0", () => {
-    const events = toStreamEvents(text, ctx);
+    const events = streamEvents(text, ctx);
     expect(events.map((e) => e.type)).toEqual([
       "response.created",
       "response.in_progress",
@@ -107,7 +110,7 @@ describe("SSE event sequence", () => {
   });
 
   test("tool calls: added, arguments delta/done, done with the full item; namespace restored", () => {
-    const events = toStreamEvents(calls, ctx);
+    const events = streamEvents(calls, ctx);
     expect(events.map((e) => e.type)).toEqual([
       "response.created",
       "response.in_progress",
@@ -170,7 +173,7 @@ describe("SSE event sequence", () => {
   });
 
   test("text and calls together: the message comes first, then the calls", () => {
-    const events = toStreamEvents({ ...calls, text: "Recording." }, ctx);
+    const events = streamEvents({ ...calls, text: "Recording." }, ctx);
     const added = events
       .filter((e) => e.type === "response.output_item.added")
       .map((e) => (e.item as { type: string }).type);
@@ -178,7 +181,7 @@ describe("SSE event sequence", () => {
   });
 
   test("truncated by max tokens: response.incomplete with the reason", () => {
-    const last = toStreamEvents({ ...text, finishReason: "length" }, ctx).at(-1);
+    const last = streamEvents({ ...text, finishReason: "length" }, ctx).at(-1);
     expect(last).toMatchObject({
       type: "response.incomplete",
       response: {
@@ -191,7 +194,7 @@ describe("SSE event sequence", () => {
 
   test("every frame is one whole `event:` + `data:` block that parses back to its event", async () => {
     const frames = renderStream(calls, ctx);
-    const events = toStreamEvents(calls, ctx);
+    const events = streamEvents(calls, ctx);
     expect(frames).toHaveLength(events.length);
     frames.forEach((frame, i) => {
       expect(frame).toBe(`event: ${events[i]?.type}\ndata: ${JSON.stringify(events[i])}\n\n`);
@@ -222,7 +225,7 @@ describe("SSE invariants (property)", () => {
   test("numbered 0..n-1; each item added before done; deltas add up; done items are the final output", () => {
     fc.assert(
       fc.property(responseArb, (response) => {
-        const events = toStreamEvents(response, ctx);
+        const events = streamEvents(response, ctx);
         expect(events.map((e) => e.sequence_number)).toEqual(events.map((_, i) => i));
         expect(events[0]?.type).toBe("response.created");
         const final = events.at(-1) as {

@@ -12,7 +12,7 @@
  */
 import type { HubResponse } from "../../hub/schema.ts";
 import { formatSseFrame } from "../../sse/format-sse.ts";
-import { type OutputItem, type RenderContext, toPendingResponse, toResponseObject } from "./from-hub.ts";
+import { fromHub, type OutputItem, type RenderContext, toPendingResponse } from "./from-hub.ts";
 
 type EventBody = Record<string, unknown> & { type: string };
 
@@ -59,9 +59,9 @@ function itemEvents(item: OutputItem, outputIndex: number): EventBody[] {
 }
 
 /** The event bodies in order, numbered from 0. */
-export function toStreamEvents(response: HubResponse, ctx: RenderContext): EventBody[] {
+export function streamEvents(response: HubResponse, ctx: RenderContext): EventBody[] {
   const pending = toPendingResponse(response, ctx);
-  const final = toResponseObject(response, ctx);
+  const final = fromHub(response, ctx);
   const events: EventBody[] = [
     { type: "response.created", response: pending },
     { type: "response.in_progress", response: pending },
@@ -73,5 +73,5 @@ export function toStreamEvents(response: HubResponse, ctx: RenderContext): Event
 
 /** One SSE frame per event. */
 export function renderStream(response: HubResponse, ctx: RenderContext): string[] {
-  return toStreamEvents(response, ctx).map((event) => formatSseFrame(event, event.type));
+  return streamEvents(response, ctx).map((event) => formatSseFrame(event, event.type));
 }

@@ -1,7 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import { fixtureCases, sidecarErrorOf, toGoldenUpstream } from "../../../test/support/fixture-cases.ts";
+import {
+  fixtureCases,
+  jsonBody,
+  sidecarErrorOf,
+  toGoldenUpstream,
+} from "../../../test/support/fixture-cases.ts";
 import type { HubRequest } from "../../hub/schema.ts";
-import { parseResponsesRequest } from "./parse-request.ts";
+import { responseStoreOf } from "./stored-responses.ts";
 import { toHub } from "./to-hub.ts";
 
 const cases = fixtureCases("responses");
@@ -9,7 +14,12 @@ const cases = fixtureCases("responses");
 const loadCase = cases.clientRequest;
 
 function translate(body: unknown): HubRequest {
-  return toHub(parseResponsesRequest(body));
+  return toHub(jsonBody(body), {
+    createdAt: 0,
+    now: () => 0,
+    newResponseId: () => "resp_test",
+    store: responseStoreOf({}),
+  }).hub;
 }
 
 const { expectGolden } = cases;
@@ -196,7 +206,6 @@ describe("input items", () => {
 
 describe("refused with a 400 naming the field", () => {
   const cases: [string, Record<string, unknown>, string][] = [
-    ["previous_response_id", { ...minimal, previous_response_id: "resp_1" }, "previous_response_id"],
     ["background", { ...minimal, background: true }, "background"],
     ["conversation", { ...minimal, conversation: "conv_1" }, "conversation"],
     ["unknown top-level field", { ...minimal, frobnicate: 1 }, "frobnicate"],
@@ -268,4 +277,12 @@ describe("refused with a 400 naming the field", () => {
       expect(error.message).toStartWith(`${param}:`);
     });
   }
+
+  test("a previous_response_id this episode never delivered: 404 naming the field, before any translation", () => {
+    const error = errorOf(() => translate({ ...minimal, previous_response_id: "resp_1" }));
+    expect(error.kind).toBe("not_found");
+    expect(error.status).toBe(404);
+    expect(error.param).toBe("previous_response_id");
+    expect(error.message).toStartWith("previous_response_id:");
+  });
 });

@@ -5,26 +5,35 @@
  *   `function_call_output` (text, or parts with `input_image`) → a tool message whose
  *   images the upstream builder shows Qwen in the next user message.
  * - `reasoning` items carry nothing upstream (Qwen runs non-thinking): dropped, recorded.
- * - `previous_response_id` and `item_reference` items are resolved before this
- *   (stored-responses.ts); the request given here carries its whole conversation.
+ * - `previous_response_id` and `item_reference` items are resolved first against
+ *   the episode's delivered responses (stored-responses.ts); a rendered response
+ *   is stored, and becomes resolvable once it was delivered.
  * - Options we cannot honour and that change meaning (`background:true`, a
  *   `tool_choice` forcing a tool we do not offer, …) → 400 naming the field.
  *   Options that only tune OpenAI's service are recorded in `ignored`.
  */
+import type { Translation } from "../../exchange/run-exchange.ts";
 import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import { parseAt } from "./parse-request.ts";
+import type { JsonBody } from "../../lib/parse-json-body.ts";
+import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
+import { parseAt } from "../parse-at.ts";
+import { fromHub, type RenderContext, toOutputItems } from "./from-hub.ts";
+import { parseRequest } from "./parse-request.ts";
 import { flattenName, readTools } from "./read-tools.ts";
 import {
   type ContentPart,
   functionToolChoiceSchema,
+  type InputItem,
   type ResponsesRequest,
   type ToolChoice,
 } from "./schema.ts";
+import { type ResponseStore, resolveStoredInput } from "./stored-responses.ts";
+import { renderStream } from "./stream.ts";
 
 const dataUrlPattern = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s;
 
-function toHubParts(content: string | ContentPart[], param: string, ignored: Set<string>): HubPart[] {
+function toHubParts(content: string | ContentPart[], param: string, ignored: IgnoredFields): HubPart[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
   return content.map((part, j): HubPart => {
     switch (part.type) {
@@ -63,7 +72,7 @@ function textOnly(parts: HubPart[], param: string): string {
   return parts.map((p) => (p.type === "text" ? p.text : "")).join("");
 }
 
-function toMessages(request: ResponsesRequest, ignored: Set<string>): HubMessage[] {
+function toMessages(request: ResponsesRequest, ignored: IgnoredFields): HubMessage[] {
   const messages: HubMessage[] = [];
   if (request.instructions)
     messages.push({ role: "system", content: [{ type: "text", text: request.instructions }] });
@@ -121,7 +130,7 @@ function toMessages(request: ResponsesRequest, ignored: Set<string>): HubMessage
         reasoningItems += 1;
         break;
       case "item_reference":
-        // The route resolves references against the episode's stored responses before translating.
+        // toHub resolves references against the episode's stored responses before translating.
         throw invalidField(`${param}.id`, `item_reference ${JSON.stringify(item.id)} was not resolved`);
       default: {
         const never: never = item;
@@ -159,9 +168,6 @@ function toToolChoice(
 
 /** Fields that change meaning and that a stateless proxy to Qwen cannot honour. */
 function refuseUnsupported(request: ResponsesRequest): void {
-  if (request.previous_response_id) {
-    throw invalidField("previous_response_id", "must be resolved against the stored responses first");
-  }
   if (request.conversation !== undefined && request.conversation !== null) {
     throw invalidField(
       "conversation",
@@ -178,7 +184,7 @@ function refuseUnsupported(request: ResponsesRequest): void {
 }
 
 /** Options that only tune OpenAI's service (or Codex's bookkeeping): accepted, recorded, not forwarded. */
-function recordIgnored(request: ResponsesRequest, ignored: Set<string>): void {
+function recordIgnored(request: ResponsesRequest, ignored: IgnoredFields): void {
   const notes: [keyof ResponsesRequest, string][] = [
     ["reasoning", "Qwen runs non-thinking"],
     ["include", "no reasoning or logprobs are produced"],
@@ -198,18 +204,27 @@ function recordIgnored(request: ResponsesRequest, ignored: Set<string>): void {
   if (request.text?.verbosity) ignored.add(`text.verbosity (no such Qwen setting)`);
 }
 
-export function toHub(request: ResponsesRequest): HubRequest {
+/** What the response echoes that the request does not say: its id and times (Unix seconds). */
+export type ToHubContext = {
+  createdAt: number;
+  now: () => number;
+  newResponseId: () => string;
+  /** This episode's responses, for `previous_response_id` and `item_reference`. */
+  store: ResponseStore;
+};
+
+export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
+  const received = parseRequest(body);
+  const input = resolveStoredInput(received, ctx.store);
+  const effectiveInput: InputItem[] =
+    typeof input === "string" ? [{ type: "message", role: "user", content: input }] : input;
+  const request: ResponsesRequest = { ...received, input, previous_response_id: undefined };
   refuseUnsupported(request);
-  const ignored = new Set<string>();
-  const tools = readTools(request.tools ?? []);
+  const ignored = createIgnoredFields();
+  const tools = readTools(request.tools ?? [], ignored);
   const messages = toMessages(request, ignored);
   recordIgnored(request, ignored);
-  const hub: HubRequest = {
-    model: request.model,
-    messages,
-    tools: tools.hub,
-    ignored: [...tools.ignored, ...ignored],
-  };
+  const hub: HubRequest = { model: request.model, messages, tools: tools.hub, ignored: ignored.list() };
   const toolChoice = toToolChoice(request.tool_choice, new Set(tools.names.keys()));
   if (toolChoice !== undefined) hub.toolChoice = toolChoice;
   if (request.parallel_tool_calls !== undefined && request.parallel_tool_calls !== null)
@@ -221,5 +236,27 @@ export function toHub(request: ResponsesRequest): HubRequest {
   const format = request.text?.format;
   if (format?.type === "json_object") hub.responseFormat = { type: "json_object" };
   if (format?.type === "json_schema") hub.responseFormat = { type: "json_schema", schema: format.schema };
-  return hub;
+  let responseId: string | undefined;
+  return {
+    hub,
+    render: (response) => {
+      const rendering: RenderContext = {
+        responseId: ctx.newResponseId(),
+        createdAt: ctx.createdAt,
+        completedAt: ctx.now(),
+        request: received,
+        offeredTools: tools.offered,
+        names: tools.names,
+      };
+      responseId = rendering.responseId;
+      const output = toOutputItems(response, rendering);
+      ctx.store.put(responseId, effectiveInput, output, received.store !== false);
+      return received.stream
+        ? { contentType: "text/event-stream; charset=utf-8", chunks: renderStream(response, rendering) }
+        : { contentType: "application/json", chunks: [JSON.stringify(fromHub(response, rendering))] };
+    },
+    settled: (outcome) => {
+      if (responseId !== undefined) ctx.store.settle(responseId, outcome);
+    },
+  };
 }

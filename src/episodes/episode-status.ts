@@ -1,0 +1,86 @@
+/**
+ * An episode's status as the control API answers it (GET /control/episodes/{id},
+ * the list, cancel) and as episode.json holds it. The schema is the one source of
+ * truth: `Episode.describe()` is typed by it, and readers (validate, tests) parse
+ * with it instead of casting. Readers are lenient about keys added later.
+ */
+import { z } from "zod";
+import { contextPolicySchema } from "../context/policy-schema.ts";
+
+const callStatusCountsSchema = z.record(z.string(), z.number());
+
+export const episodeCountersSchema = z.object({
+  delivered_exchanges: z.number(),
+  failed_exchanges: z.number(),
+  revoked_exchanges: z.number(),
+  auxiliary_responses: z.number(),
+  tool_calls_admitted: z.number(),
+  tool_calls_refused: z.number(),
+});
+export type EpisodeCounters = z.infer<typeof episodeCountersSchema>;
+
+/** What the MCP server saw: a CLI given a bad token silently runs without the tools. */
+export const episodeMcpSchema = z.object({
+  initialized: z.boolean(),
+  tools_listed: z.boolean(),
+  user_agent: z.string().optional(),
+  sessions_opened: z.number(),
+  sessions_closed: z.number(),
+});
+export type EpisodeMcp = z.infer<typeof episodeMcpSchema>;
+
+const detectedClientSchema = z.object({ client: z.string(), version: z.string().nullable() });
+
+export const clientIdentityStatusSchema = z.looseObject({
+  expected: z.string().nullable(),
+  pinned_version: z.string().nullable(),
+  model_user_agent: z.string().nullable(),
+  model_client: detectedClientSchema.nullable(),
+  mcp_client: detectedClientSchema.nullable(),
+  pinned: z.boolean().nullable(),
+  unpinned_reason: z.string().nullable(),
+  require_pinned_client: z.boolean(),
+  mcp_required: z.enum(["warn", "refuse"]),
+  mcp_connected: z.boolean(),
+  model_requests: z.number(),
+  model_requests_without_mcp: z.number(),
+  flags: z.array(z.string()),
+});
+
+export const ledgerSummarySchema = z.object({
+  admission: z.enum(["open", "closed"]),
+  interrupted: z.boolean(),
+  batches: z.number(),
+  calls: z.number(),
+  counts: callStatusCountsSchema,
+  claimed: z.array(z.string()).readonly(),
+  unfinished: z.array(z.string()).readonly(),
+  uncertain: z.array(z.string()).readonly(),
+  refusedCallbacks: z.number(),
+});
+
+export const episodeStateSchema = z.enum(["running", "finished", "failed", "interrupted"]);
+export const failureReasonSchema = z.enum(["provider_error", "max_turns", "cancelled", "interrupted"]);
+
+export const episodeStatusSchema = z.looseObject({
+  id: z.string(),
+  created_at: z.string(),
+  state: episodeStateSchema,
+  failure: z.object({ reason: failureReasonSchema, message: z.string() }).nullable(),
+  result: z.unknown(),
+  model: z.string(),
+  client: z.string().nullable(),
+  max_turns: z.number(),
+  context_policy: contextPolicySchema,
+  manifest: z.object({ server: z.string(), tools: z.array(z.string()), finish_tool: z.string() }),
+  counters: episodeCountersSchema,
+  mcp: episodeMcpSchema,
+  client_identity: clientIdentityStatusSchema,
+  ledger: ledgerSummarySchema,
+  records_dir: z.string(),
+  /** Only on an episode restored after a restart: uncertain calls, torn tails, the frozen marker. */
+  restart: z.record(z.string(), z.unknown()).optional(),
+  /** When records shipping is configured. */
+  shipping: z.unknown().optional(),
+});
+export type EpisodeStatus = z.infer<typeof episodeStatusSchema>;

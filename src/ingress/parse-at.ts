@@ -1,0 +1,65 @@
+/**
+ * Parses a client's value against a protocol's zod schema and turns the first
+ * zod issue into a 400 naming the field in wire spelling
+ * (`input[3].content[0].type`, `contents[2].parts[0].fileData`), so the client's
+ * user sees exactly what the sidecar could not honour. Used by every ingress.
+ */
+import type { z } from "zod";
+import { invalidField, SidecarError } from "../lib/errors.ts";
+import type { JsonBody } from "../lib/parse-json-body.ts";
+
+type Issue = z.core.$ZodIssue;
+
+/** `["input", 0, "content", 1]` → `input[0].content[1]` (appended to a prefix). */
+export function formatPath(path: readonly PropertyKey[], prefix = ""): string {
+  let out = prefix;
+  for (const key of path)
+    out += typeof key === "number" ? `[${key}]` : out === "" ? String(key) : `.${String(key)}`;
+  return out;
+}
+
+/**
+ * A union of a string and an array (`input`, `content`, `output`) reports one issue
+ * per branch, with paths relative to the union: follow the branch that got further
+ * than a wrong type at its root, so the message names the innermost field.
+ */
+function innermost(issue: Issue, base: PropertyKey[]): { issue: Issue; path: PropertyKey[] } {
+  const path = [...base, ...issue.path];
+  if (issue.code !== "invalid_union" || issue.errors.length === 0) return { issue, path };
+  const branches = issue.errors.map((branch) => branch[0]).filter((i): i is Issue => i !== undefined);
+  const deeper = branches.find((i) => !(i.code === "invalid_type" && i.path.length === 0));
+  return deeper ? innermost(deeper, path) : { issue, path };
+}
+
+function describeIssue(top: Issue, prefix: string): SidecarError {
+  const { issue, path } = innermost(top, []);
+  if (issue.code === "unrecognized_keys") {
+    const param = issue.keys.map((key) => formatPath([...path, key], prefix)).join(", ");
+    return invalidField(param, "unknown field; this endpoint does not support it");
+  }
+  const param = formatPath(path, prefix) || "body";
+  if (issue.code === "invalid_union" && "options" in issue) {
+    return invalidField(param, `unsupported value; expected one of ${JSON.stringify(issue.options)}`);
+  }
+  return invalidField(param, issue.message);
+}
+
+/** Parses `value` with `schema`, throwing a SidecarError that names the field under `prefix`. */
+export function parseAt<S extends z.ZodType>(schema: S, value: unknown, prefix: string): z.infer<S> {
+  const parsed = schema.safeParse(value);
+  if (parsed.success) return parsed.data;
+  // An unknown field explains more than the required field it was probably sent instead of.
+  const issues = parsed.error.issues;
+  const issue = issues.find((i) => i.code === "unrecognized_keys") ?? issues[0];
+  if (!issue) throw invalidField(prefix || "body", "invalid value");
+  throw describeIssue(issue, prefix);
+}
+
+/** The request object of a received body: a 400 when it is not JSON, or not a JSON object. */
+export function requestObject(body: JsonBody, protocolName: string): Record<string, unknown> {
+  if (!body.parsed) throw new SidecarError("invalid_request", body.reason, { param: "body" });
+  const value = body.value;
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    throw invalidField("body", `the request body must be a JSON object (${protocolName} request)`);
+  return value as Record<string, unknown>;
+}

@@ -1,0 +1,323 @@
+/**
+ * The composition root: every dependency of the app, built once from the config —
+ * secrets and redaction, logger, upstream client (or the in-process demo model),
+ * episode store with the episodes restored from the data directory (read-only,
+ * src/lifecycle), the exchange pipeline, and the graceful shutdown (stop
+ * accepting, cancel upstream work and retry waits, drain handlers and admitted
+ * callbacks up to a deadline, freeze records; 0 when drained, 3 when the drain
+ * overran its deadline). The binary, `validate` and the tests that build an app
+ * all come through here, so they run the same wiring; only the socket differs.
+ */
+import { randomBytes } from "node:crypto";
+import { resolve } from "node:path";
+import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
+import { createApp } from "../app.ts";
+import { ConfigError, type Secrets } from "../config/load-config.ts";
+import type { Config } from "../config/schema.ts";
+import { createEpisodeStore } from "../episodes/episode-store.ts";
+import { createRandomIds, type Ids } from "../episodes/ids.ts";
+import type { ExecutorFactory } from "../executor/create-executor.ts";
+import { codecsWarmedCheck, dataDirWritableCheck } from "../health/readiness.ts";
+import type { Codecs } from "../images/codecs.ts";
+import { createImageCache } from "../images/image-cache.ts";
+import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
+import { createLogger, type LogLevel } from "../lib/logger.ts";
+import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
+import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
+import { manifestSchema } from "../manifest/manifest-schema.ts";
+import { createMetrics } from "../observe/metrics.ts";
+import { combineObservers, type Observer } from "../observe/observer.ts";
+import { loadTracing } from "../observe/tracing/tracing.ts";
+import { createBlobStore } from "../records/blob-store.ts";
+import { createDataDirBudget } from "../records/data-dir-budget.ts";
+import { createRedactor } from "../records/episode-records.ts";
+import { writeFileAtomically } from "../records/write-file-atomically.ts";
+import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
+import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
+import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
+import { applyLocalRetention } from "../shipping/local-retention.ts";
+import { CredentialsError } from "../shipping/s3-credentials.ts";
+import { noShippingTotals } from "../shipping/shipper.ts";
+import { createUpstreamClient } from "../upstream/upstream-client.ts";
+import { episodeRouteGroups } from "./episode-route-groups.ts";
+import type { RouteDeps } from "./route-deps.ts";
+
+export type ComposeOptions = {
+  config: Config;
+  secrets: Secrets;
+  version: string;
+  /** The loaded WASM codecs, and whether they are warmed yet (readiness; default: yes). */
+  codecs: Codecs;
+  codecsWarmed?: () => boolean;
+  /** PNG → WebP for the exchanges (the binary: the worker pool); default: on this thread with `codecs`. */
+  converter?: PngToWebp;
+  /** Closed after the drain (the worker pool). */
+  closeConverter?: () => Promise<void>;
+  /** The public origin of the app once it listens (episode URLs, the Host check). */
+  baseUrl: () => string;
+  /** Stops the listening socket (and lets go of the data directory) once the records are frozen. */
+  stopServer?: () => void;
+  ids?: Ids;
+  clock?: () => number;
+  /** Where log lines go (default: stderr), and from which level (default: config.log_level). */
+  logWrite?: (line: string) => void;
+  logLevel?: LogLevel;
+  /** Answers upstream requests in process instead of the network or the demo model. */
+  upstreamFetch?: (request: Request) => Response | Promise<Response>;
+  /** The executor of each new episode (default: from config.executor). */
+  createExecutor?: ExecutorFactory;
+  /** Where shipping reads its AWS_* credentials and tracing its OTEL_* settings (default: process.env). */
+  env?: Record<string, string | undefined>;
+};
+
+export async function composeApp(options: ComposeOptions) {
+  const { config, codecs } = options;
+  const clock = options.clock ?? Date.now;
+  const ids = options.ids ?? createRandomIds();
+  const dataDir = resolve(config.data_dir);
+  const secrets: string[] = [];
+  const registerSecret = (secret: string) => secrets.push(secret);
+  if (options.secrets.upstreamApiKey) registerSecret(options.secrets.upstreamApiKey);
+  const controlPassword = options.secrets.controlPassword ?? randomBytes(18).toString("base64url");
+  registerSecret(controlPassword);
+  const redact = createRedactor(() => secrets);
+  // Loaded before the logger so that log lines carry the current trace id; the
+  // OpenTelemetry SDK is imported only when an OTLP endpoint is configured.
+  let modelOf = (_episode: string): string | undefined => undefined;
+  const tracing = await loadTracing({
+    env: options.env ?? process.env,
+    version: options.version,
+    modelOf: (episode) => modelOf(episode),
+  });
+  const logger = createLogger({
+    level: options.logLevel ?? config.log_level,
+    redact,
+    write: options.logWrite,
+    ...(tracing ? { fields: tracing.logFields } : {}),
+  });
+
+  const demo = config.upstream.url === undefined;
+  const scripted = demo
+    ? createScriptedUpstream({ readPixel: createPixelReader(codecs), defaultModel: config.upstream.model })
+    : undefined;
+  // The demo model (or a test's stand-in) runs in-process: no socket, nothing leaves the machine.
+  const answer = options.upstreamFetch ?? scripted?.fetch;
+  const upstream = createUpstreamClient({
+    baseUrl: config.upstream.url ?? "http://scripted-upstream.invalid/v1",
+    apiKey: options.secrets.upstreamApiKey,
+    retry: config.upstream.retry,
+    timeoutMs: config.upstream.timeout_ms,
+    maxResponseBytes: config.upstream.max_response_bytes,
+    newId: ids.callId,
+    clock,
+    ...(answer
+      ? {
+          fetch: ((input: string | URL | Request, init?: RequestInit) =>
+            answer(new Request(input as string, init))) as typeof fetch,
+        }
+      : {}),
+  });
+
+  const defaultManifest = manifestSchema.parse(defaultManifestJson);
+  // Scrape-time figures read the store, which is built just below.
+  const episodeList = () => episodes.list();
+  // Built below, after the episode store it reads; /metrics is scraped only once serving.
+  let shipping: Shipping | undefined;
+  const metrics = createMetrics({
+    version: options.version,
+    episodeStates: () => episodeList().map((e) => e.state),
+    openMcpSessions: () =>
+      episodeList().reduce((n, e) => n + e.mcp.sessions_opened - e.mcp.sessions_closed, 0),
+    uncertainCalls: () => episodeList().reduce((n, e) => n + e.ledger.summary().uncertain.length, 0),
+    ...(config.shipping
+      ? {
+          shipping: {
+            states: () => shipping?.shipper.states() ?? [],
+            totals: () => shipping?.shipper.totals() ?? noShippingTotals,
+          },
+        }
+      : {}),
+  });
+  // Retention: every blob and record line written counts against records.max_bytes.
+  const budget = createDataDirBudget(dataDir, config.records.max_bytes);
+  const countWritten: Observer = {
+    observe: (event) => {
+      if (event.kind === "records_written") budget.add(event.bytes);
+    },
+  };
+  const observer = combineObservers(
+    [metrics.observer, countWritten, ...(tracing ? [tracing.observer] : [])],
+    (error) => logger.warn("observer failed", { message: (error as Error).message }),
+  );
+  const blobs = createBlobStore(dataDir, (path, bytes) => {
+    writeFileAtomically(path, bytes);
+    budget.add(bytes.length);
+  });
+  const episodes = createEpisodeStore({
+    observer,
+    config,
+    dataDir,
+    defaultManifest,
+    blobs,
+    ids,
+    clock,
+    redact,
+    registerSecret,
+    baseUrl: options.baseUrl,
+    logger,
+    ...(options.createExecutor ? { createExecutor: options.createExecutor } : {}),
+  });
+  shipping = await composeShipping(options, {
+    dataDir,
+    registerSecret,
+    logger,
+    clock,
+    episodes: () => episodes.list().map((e) => ({ id: e.id, state: e.state, dir: e.records.dir })),
+  });
+  const restored = restoreEpisodes({
+    dataDir,
+    config,
+    defaultManifest,
+    clock,
+    redact,
+    blobs,
+    logger,
+  });
+  for (const episode of restored.episodes) episodes.adopt(episode);
+  modelOf = (episode) => episodes.list().find((e) => e.id === episode)?.model;
+
+  const shutdownController = new AbortController();
+  const routeDeps: RouteDeps = {
+    episodes,
+    logger,
+    clock,
+    ids,
+    bodyLimitBytes: config.body_limit_bytes,
+    exchange: {
+      recordsBudget: budget,
+      upstream,
+      images: {
+        converter: options.converter ?? convertOnThisThread(codecs),
+        settings: config.images.webp,
+        cache: createImageCache(config.images.cache_bytes),
+      },
+      sizeLimits: config.images.limits,
+      imageInput: config.upstream.image_input,
+      parallelToolCalls: config.upstream.parallel_tool_calls,
+      maxOutputTokens: config.upstream.max_output_tokens,
+      logger,
+      shutdownSignal: shutdownController.signal,
+      redact,
+    },
+  };
+
+  let shuttingDown = false;
+  let resolveClosed: (code: number) => void = () => {};
+  const closed = new Promise<number>((r) => {
+    resolveClosed = r;
+  });
+  async function shutdown(reason: string): Promise<number> {
+    if (shuttingDown) return closed;
+    shuttingDown = true;
+    // Order matters: refuse new work first, then cancel upstream requests and retry waits, then wait.
+    episodes.stopAccepting();
+    logger.info("shutting down", { reason, drain_deadline_ms: config.shutdown.drain_deadline_ms });
+    shutdownController.abort(new Error(`shutdown: ${reason}`));
+    shipping?.shipper.stop();
+    const all = episodes.list();
+    const drain = await drainEpisodes(all, { deadlineMs: config.shutdown.drain_deadline_ms, clock });
+    let frozeAll = true;
+    try {
+      freezeEpisodes(all, drain, reason);
+    } catch (error) {
+      frozeAll = false;
+      logger.error("cleanup failure: records could not be frozen", { message: (error as Error).message });
+    }
+    options.stopServer?.();
+    if (!drain.complete) {
+      logger.error("cleanup failure: drain overran its deadline; records are frozen with complete:false", {
+        deadline_ms: drain.deadlineMs,
+        unfinished_calls: Object.fromEntries(drain.unfinishedCalls),
+        pending_handlers: Object.fromEntries(drain.pendingHandlers),
+      });
+    } else logger.info("shutdown complete", { drain_ms: drain.elapsedMs, episodes: all.length });
+    const code = drain.complete && frozeAll ? 0 : 3;
+    await options.closeConverter?.();
+    await tracing
+      ?.shutdown()
+      .catch((error: Error) =>
+        logger.warn("traces could not be exported at shutdown", { message: error.message }),
+      );
+    resolveClosed(code);
+    return code;
+  }
+
+  const app = createApp({
+    ...routeDeps,
+    control: {
+      episodes,
+      controlPassword,
+      shutdown: () => void shutdown("control API"),
+      shippingStatus: shipping ? (id) => shipping.shipper.status(id) : undefined,
+    },
+    version: options.version,
+    demoUpstream: demo && options.upstreamFetch === undefined,
+    bodyLimitBytes: config.body_limit_bytes,
+    isShuttingDown: () => shuttingDown,
+    metrics,
+    readiness: [codecsWarmedCheck(options.codecsWarmed ?? (() => true)), dataDirWritableCheck(dataDir)],
+    episodeRoutes: episodeRouteGroups,
+    ui: { episodes, dataDir },
+    ...(tracing ? { tracing } : {}),
+  });
+
+  return {
+    app,
+    config,
+    dataDir,
+    episodes,
+    logger,
+    scripted,
+    demo,
+    restored,
+    shipping,
+    controlPassword,
+    /** Every credential registered so far (logs and records redact them). */
+    secrets: secrets as readonly string[],
+    /** Cancels upstream work and retry waits without draining (tests that just stop). */
+    abortUpstream: (reason: string) => shutdownController.abort(new Error(reason)),
+    shutdown,
+    closed,
+  };
+}
+
+/** Records shipping (config.shipping), after the local retention ran: it may delete shipped episodes before they are restored. */
+async function composeShipping(
+  options: ComposeOptions,
+  deps: Pick<
+    Parameters<typeof createShipping>[0],
+    "dataDir" | "registerSecret" | "logger" | "clock" | "episodes"
+  >,
+): Promise<Shipping | undefined> {
+  const settings = options.config.shipping;
+  if (!settings) return undefined;
+  let shipping: Shipping;
+  try {
+    shipping = createShipping({ ...deps, config: settings, env: options.env ?? process.env });
+  } catch (error) {
+    if (error instanceof CredentialsError) throw new ConfigError([error.message]);
+    throw error;
+  }
+  if (settings.delete_local_after_ms !== undefined) {
+    await applyLocalRetention({
+      dataDir: deps.dataDir,
+      journal: shipping.journal,
+      deleteAfterMs: settings.delete_local_after_ms,
+      clock: deps.clock,
+      logger: deps.logger,
+    });
+  }
+  return shipping;
+}
+
+export type Composition = Awaited<ReturnType<typeof composeApp>>;

@@ -1,0 +1,18 @@
+/** What every route group under /e/{episode} gets: the episodes, the exchange pipeline, logging, time and ids. */
+import type { EpisodeStore } from "../episodes/episode-store.ts";
+import type { Ids } from "../episodes/ids.ts";
+import type { ExchangeDeps } from "../exchange/run-exchange.ts";
+import type { Logger } from "../lib/logger.ts";
+
+export type RouteDeps = {
+  episodes: EpisodeStore;
+  exchange: ExchangeDeps;
+  logger: Logger;
+  clock: () => number;
+  ids: Ids;
+  /**
+   * body_limit_bytes: the largest request body on every route, MCP included, so a call
+   * delivered with large arguments can always be called back (the MCP SDK's own default is 4 MiB).
+   */
+  bodyLimitBytes?: number;
+};

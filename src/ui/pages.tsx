@@ -1,0 +1,292 @@
+/**
+ * The timeline pages, server-rendered with hono's JSX: no client build step, no
+ * external assets, one small inline style sheet and one inline script (live
+ * reload while an episode runs), so the page works air-gapped.
+ */
+import type { Child, FC } from "hono/jsx";
+import type { FoundImage } from "./find-images.ts";
+import type { Line, Timeline, TimelineExchange } from "./read-timeline.ts";
+
+const style = `
+body{font:14px/1.4 system-ui,sans-serif;margin:0;background:#f6f7f9;color:#1d2330}
+header{background:#1d2330;color:#fff;padding:.6rem 1rem}header a{color:#fff}
+main{padding:1rem;max-width:1200px;margin:auto}
+table{border-collapse:collapse;width:100%;background:#fff}td,th{border:1px solid #dde;padding:.3rem .5rem;text-align:left;vertical-align:top}
+.exchange{background:#fff;border:1px solid #dde;border-radius:6px;margin:0 0 1rem;padding:.6rem 1rem}
+.exchange h2{font-size:1rem;margin:.2rem 0}.state{font-weight:600}
+.failed,.refused,.revoked{color:#b00020}.delivered,.finished,.receipt{color:#08660d}
+.images{display:flex;gap:1rem;flex-wrap:wrap}.images figure{margin:0;border:1px solid #dde;padding:.3rem}
+.images img{max-width:240px;max-height:180px;display:block;image-rendering:pixelated}
+pre{white-space:pre-wrap;word-break:break-all;background:#f0f1f4;padding:.4rem;margin:.2rem 0}
+.note{background:#fff6d6;padding:.2rem .4rem}nav.pages a{margin-right:1rem}
+`;
+
+export const Layout: FC<{ title: string; children?: Child; liveStamp?: { url: string; stamp: number } }> = ({
+  title,
+  children,
+  liveStamp,
+}) => (
+  <html lang="en">
+    <head>
+      <meta charset="utf-8" />
+      <title>{title}</title>
+      <style>{style}</style>
+    </head>
+    <body>
+      <header>
+        <a href="/ui">ura-sidecar</a> · {title}
+      </header>
+      <main>{children}</main>
+      {liveStamp ? (
+        <script
+          // Polls the records' size; reloads when something was appended.
+          dangerouslySetInnerHTML={{
+            __html: `setInterval(async()=>{try{const r=await fetch(${JSON.stringify(liveStamp.url)});const j=await r.json();if(j.stamp!==${liveStamp.stamp})location.reload()}catch{}},1500)`,
+          }}
+        />
+      ) : null}
+    </body>
+  </html>
+);
+
+export const LoginPage: FC<{ failed: boolean }> = ({ failed }) => (
+  <Layout title="sign in">
+    <form method="post" action="/ui/login">
+      <p>The control password of this sidecar (URA_CONTROL_PASSWORD).</p>
+      {failed ? <p class="failed">Wrong password.</p> : null}
+      <input type="password" name="password" autocomplete="current-password" autofocus />
+      <button type="submit">Sign in</button>
+    </form>
+  </Layout>
+);
+
+export type EpisodeRow = {
+  id: string;
+  state: string;
+  client: string;
+  model: string;
+  turns: number;
+  toolCalls: number;
+  failures: number;
+  createdAt: string;
+};
+
+const Pages: FC<{ page: number; pages: number; base: string }> = ({ page, pages, base }) =>
+  pages > 1 ? (
+    <nav class="pages">
+      {page > 1 ? <a href={`${base}page=${page - 1}`}>← newer</a> : null}
+      <span>
+        page {page} of {pages}
+      </span>
+      {page < pages ? <a href={`${base}page=${page + 1}`}>older →</a> : null}
+    </nav>
+  ) : null;
+
+export const EpisodeListPage: FC<{ rows: EpisodeRow[]; page: number; pages: number; total: number }> = ({
+  rows,
+  page,
+  pages,
+  total,
+}) => (
+  <Layout title={`episodes (${total})`}>
+    <table id="episodes">
+      <thead>
+        <tr>
+          <th>episode</th>
+          <th>state</th>
+          <th>client</th>
+          <th>model</th>
+          <th>turns</th>
+          <th>tool calls</th>
+          <th>failures</th>
+          <th>started</th>
+        </tr>
+      </thead>
+      <tbody>
+        {rows.map((r) => (
+          <tr data-episode={r.id}>
+            <td>
+              <a href={`/ui/episodes/${r.id}`}>{r.id}</a>
+            </td>
+            <td class={`state ${r.state}`}>{r.state}</td>
+            <td>{r.client}</td>
+            <td>{r.model}</td>
+            <td>{r.turns}</td>
+            <td>{r.toolCalls}</td>
+            <td>{r.failures}</td>
+            <td>{r.createdAt}</td>
+          </tr>
+        ))}
+      </tbody>
+    </table>
+    <Pages page={page} pages={pages} base="/ui?" />
+  </Layout>
+);
+
+const sizeOf = (bytes: number) => (bytes >= 1024 ? `${(bytes / 1024).toFixed(1)} KiB` : `${bytes} B`);
+
+const Images: FC<{
+  episode: string;
+  exchange: string;
+  side: "client" | "upstream";
+  images: FoundImage[];
+}> = ({ episode, exchange, side, images }) => (
+  <>
+    {images.map((image, i) => (
+      <figure data-side={side}>
+        <img
+          loading="lazy"
+          src={`/ui/episodes/${episode}/exchanges/${exchange}/images/${side}/${i}`}
+          alt={side === "client" ? `the client PNG ${i + 1}` : `sent upstream ${i + 1}`}
+        />
+        <figcaption>
+          {side === "client" ? "client" : "sent upstream"} {image.mediaType} · {sizeOf(image.bytes)}
+        </figcaption>
+      </figure>
+    ))}
+  </>
+);
+
+const Json: FC<{ value: unknown }> = ({ value }) => <pre>{JSON.stringify(value, null, 1)}</pre>;
+
+const transition = (e: Line) => {
+  const extra = e.type === "refused" ? ` ${e.code}: ${e.reason}` : e.reason ? `: ${e.reason}` : "";
+  const job = e.jobId ? ` job ${e.jobId}` : "";
+  return `${new Date(Number(e.at)).toISOString().slice(11, 23)} ${e.type}${job}${extra}`;
+};
+
+const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode, exchange: x }) => {
+  const status = String(x.status?.status ?? "in flight");
+  const omitted = (x.decision?.images_omitted as { toolCallId: string; index: number }[] | undefined) ?? [];
+  const removed = (x.decision?.blocks_removed as { toolCallIds: string[] }[] | undefined) ?? [];
+  return (
+    <section class="exchange" id={x.id} data-exchange={x.id}>
+      <h2>
+        {x.id} · {x.protocol} · <span class={status}>{status}</span>
+      </h2>
+      <div class="stages">
+        {x.stages.map((s) => (
+          <span>
+            {s.stage}
+            {s.ms !== undefined ? ` +${s.ms} ms` : ""} ·{" "}
+          </span>
+        ))}
+      </div>
+      {x.decision ? (
+        <p class="decision">
+          context: {String(x.decision.policy)}, estimate {String(x.decision.estimate_before)} →{" "}
+          {String(x.decision.estimate_after)} tokens{x.decision.reduced ? ", reduced" : ""}
+        </p>
+      ) : null}
+      {omitted.map((o) => (
+        <p class="note omitted">
+          image {o.index} of the result of {o.toolCallId} omitted by the context policy
+        </p>
+      ))}
+      {removed.map((r) => (
+        <p class="note removed">blocks of {r.toolCallIds.join(", ")} removed by the context policy</p>
+      ))}
+      {x.clientImages.length + x.upstreamImages.length > 0 ? (
+        <div class="images">
+          <Images episode={episode} exchange={x.id} side="client" images={x.clientImages} />
+          <Images episode={episode} exchange={x.id} side="upstream" images={x.upstreamImages} />
+        </div>
+      ) : null}
+      {x.attempts.length > 1 || x.attempts.some((a) => a.error) ? (
+        <div class="attempts">
+          {x.attempts.map((a) => (
+            <p>
+              upstream attempt {String(a.attempt)}: HTTP {String(a.status ?? "none")} in {String(a.ms)} ms
+              {a.error ? ` — ${String(a.error)}` : ""}
+            </p>
+          ))}
+        </div>
+      ) : null}
+      {x.status?.error ? (
+        <div class="error failed">
+          <Json value={x.status.error} />
+        </div>
+      ) : null}
+      {x.calls.map((call) => (
+        <div class="call" data-call={call.id}>
+          <strong>{call.tool}</strong> ({call.modelName}) {call.id} <code>{JSON.stringify(call.args)}</code>
+          <ul>
+            {call.events.map((e) => (
+              <li class={String(e.type)}>
+                {transition(e)}
+                {e.type === "receipt" ? <pre class="receipt">{JSON.stringify(e.result)}</pre> : null}
+              </li>
+            ))}
+          </ul>
+        </div>
+      ))}
+    </section>
+  );
+};
+
+export const TimelinePage: FC<{
+  episode: Line;
+  timeline: Timeline;
+  page: number;
+  pages: number;
+  exchanges: TimelineExchange[];
+}> = ({ episode, timeline, page, pages, exchanges }) => {
+  const id = String(episode.id);
+  return (
+    <Layout
+      title={`episode ${id}`}
+      liveStamp={
+        episode.state === "running" ? { url: `/ui/episodes/${id}/stamp`, stamp: timeline.stamp } : undefined
+      }
+    >
+      <p>
+        <span class={`state ${String(episode.state)}`} id="episode-state">
+          {String(episode.state)}
+        </span>{" "}
+        · client {String(episode.client ?? "unknown")} · model {String(episode.model)} · started{" "}
+        {String(episode.created_at)}
+      </p>
+      {episode.failure ? <Json value={episode.failure} /> : null}
+      {episode.result ? (
+        <p>
+          result: <code>{JSON.stringify(episode.result)}</code>
+        </p>
+      ) : null}
+      <table class="counters">
+        <tbody>
+          {Object.entries((episode.counters as Record<string, number>) ?? {}).map(([k, v]) => (
+            <tr>
+              <th>{k}</th>
+              <td>{v}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {timeline.refusals.length > 0 ? (
+        <section class="exchange refusals">
+          <h2>refused callbacks</h2>
+          <ul>
+            {timeline.refusals.map((r) => (
+              <li class="refused">
+                {transition(r)} — tool {String(r.tool)} {r.callId ? `call ${String(r.callId)}` : ""}
+              </li>
+            ))}
+          </ul>
+        </section>
+      ) : null}
+      {timeline.otherLedger.map((e) => (
+        <p class="note">{transition(e)}</p>
+      ))}
+      {timeline.auxiliary.map((a) => (
+        <p class="note auxiliary">
+          local answer {String(a.operation ?? "")} {String(a.path)} → HTTP {String(a.status)}
+        </p>
+      ))}
+      <Pages page={page} pages={pages} base={`/ui/episodes/${id}?`} />
+      {exchanges.map((x) => (
+        <Exchange episode={id} exchange={x} />
+      ))}
+      <Pages page={page} pages={pages} base={`/ui/episodes/${id}?`} />
+    </Layout>
+  );
+};

@@ -1,0 +1,143 @@
+/**
+ * An episode's records arranged for the timeline page: exchanges in order with
+ * their stages and timings, the images on each side, the context decision, the
+ * error in full, and the tool calls each exchange delivered with every ledger
+ * transition. Reads the files as they are on disk, so a page shows what the
+ * records say (a torn last line, from a crash mid-write, is skipped).
+ */
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { type FoundImage, findImages } from "./find-images.ts";
+
+export type Line = Record<string, unknown>;
+
+export type TimelineExchange = {
+  id: string;
+  protocol: string;
+  path: string;
+  stages: { stage: string; at: string; ms: number | undefined }[];
+  clientImages: FoundImage[];
+  upstreamImages: FoundImage[];
+  decision: Line | undefined;
+  imageStats: Line | undefined;
+  attempts: Line[];
+  status: Line | undefined;
+  calls: TimelineCall[];
+};
+
+export type TimelineCall = { id: string; tool: string; modelName: string; args: unknown; events: Line[] };
+
+export type Timeline = {
+  exchanges: TimelineExchange[];
+  refusals: Line[];
+  otherLedger: Line[];
+  auxiliary: Line[];
+  /** Bytes of the record files: changes whenever anything was appended (live updates). */
+  stamp: number;
+};
+
+export function readLines(path: string): Line[] {
+  if (!existsSync(path)) return [];
+  const lines: Line[] = [];
+  for (const text of readFileSync(path, "utf8").split("\n")) {
+    if (text === "") continue;
+    try {
+      lines.push(JSON.parse(text) as Line);
+    } catch {
+      // Only the last line can be torn; it is not shown.
+    }
+  }
+  return lines;
+}
+
+function fileBytes(path: string): number {
+  return existsSync(path) ? Bun.file(path).size : 0;
+}
+
+export function recordsStamp(dir: string): number {
+  return ["exchanges.jsonl", "ledger.jsonl", "auxiliary.jsonl", "episode.json"].reduce(
+    (n, name) => n + fileBytes(join(dir, name)),
+    0,
+  );
+}
+
+/** The nth image of one side of one exchange (for the image URLs of the page). */
+export function exchangeImage(
+  dir: string,
+  exchange: string,
+  side: "client" | "upstream",
+  index: number,
+): FoundImage | undefined {
+  const stage = side === "client" ? "client_request" : "upstream_request";
+  const line = readLines(join(dir, "exchanges.jsonl")).find(
+    (l) => l.exchange === exchange && l.stage === stage,
+  );
+  return line ? findImages(line.body)[index] : undefined;
+}
+
+export function readTimeline(dir: string): Timeline {
+  const byExchange = new Map<string, Line[]>();
+  for (const line of readLines(join(dir, "exchanges.jsonl"))) {
+    if (typeof line.exchange !== "string") continue;
+    byExchange.set(line.exchange, [...(byExchange.get(line.exchange) ?? []), line]);
+  }
+  const ledger = readLines(join(dir, "ledger.jsonl"));
+  const callEvents = new Map<string, Line[]>();
+  for (const event of ledger)
+    if (typeof event.callId === "string")
+      callEvents.set(event.callId, [...(callEvents.get(event.callId) ?? []), event]);
+  const batches = new Map<string, Line[]>();
+  for (const event of ledger) {
+    // A batch is named by the exchange that delivers it (older journals also say exchangeId).
+    const exchange = event.exchangeId ?? event.batchId;
+    if (event.type === "registered" && typeof exchange === "string")
+      batches.set(exchange, [...(batches.get(exchange) ?? []), event]);
+  }
+  const batchEvents = (batchId: unknown) =>
+    ledger.filter((e) => e.batchId === batchId && e.type !== "registered");
+
+  const exchanges = [...byExchange].map(([id, lines]): TimelineExchange => {
+    const stage = (name: string) => lines.findLast((l) => l.stage === name);
+    let previous: number | undefined;
+    const stages = lines.map((l) => {
+      const at = Date.parse(String(l.at));
+      const ms = previous === undefined ? undefined : at - previous;
+      previous = at;
+      return { stage: String(l.stage), at: String(l.at), ms };
+    });
+    const upstreamResponse = stage("upstream_response");
+    const calls = (batches.get(id) ?? []).flatMap((registered) =>
+      ((registered.calls ?? []) as Line[]).map((call) => ({
+        id: String(call.id),
+        tool: String(call.tool),
+        modelName: String(call.modelName),
+        args: call.args,
+        events: [
+          registered,
+          ...batchEvents(registered.batchId),
+          ...(callEvents.get(String(call.id)) ?? []),
+        ].sort((a, b) => Number(a.at) - Number(b.at)),
+      })),
+    );
+    return {
+      id,
+      protocol: String(stage("client_request")?.protocol ?? ""),
+      path: String(stage("client_request")?.path ?? ""),
+      stages,
+      clientImages: findImages(stage("client_request")?.body),
+      upstreamImages: findImages(stage("upstream_request")?.body),
+      decision: stage("after_context")?.decision as Line | undefined,
+      imageStats: stage("upstream_request")?.images as Line | undefined,
+      attempts: (upstreamResponse?.attempts as Line[] | undefined) ?? [],
+      status: stage("status"),
+      calls,
+    };
+  });
+  return {
+    exchanges,
+    refusals: ledger.filter((e) => e.type === "refused"),
+    otherLedger: ledger.filter((e) => ["admission_closed", "interrupted"].includes(String(e.type))),
+    auxiliary: readLines(join(dir, "auxiliary.jsonl")),
+    stamp: recordsStamp(dir),
+  };
+}

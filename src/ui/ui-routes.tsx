@@ -1,0 +1,116 @@
+/**
+ * GET /ui: the episode list and each episode's timeline, read from the records.
+ * Nothing of an episode is visible without the control password: POST /ui/login
+ * checks it and sets an HttpOnly, SameSite=Strict cookie holding an HMAC of the
+ * password (never the password itself), which every other /ui request must carry.
+ * Images are served by URL from the records, never inlined into the page.
+ */
+import { join } from "node:path";
+import { Hono } from "hono";
+import { getCookie, setCookie } from "hono/cookie";
+import type { EpisodeStore } from "../episodes/episode-store.ts";
+import { credentialMatches } from "../episodes/ids.ts";
+import { SidecarError } from "../lib/errors.ts";
+import { EpisodeListPage, type EpisodeRow, LoginPage, TimelinePage } from "./pages.tsx";
+import { exchangeImage, readTimeline, recordsStamp } from "./read-timeline.ts";
+
+export type UiDeps = { episodes: EpisodeStore; dataDir: string; controlPassword: string };
+
+const cookieName = "ura_ui";
+const episodesPerPage = 50;
+const exchangesPerPage = 20;
+
+function sessionToken(password: string): string {
+  return new Bun.CryptoHasher("sha256", password).update("ura-sidecar ui session").digest("base64url");
+}
+
+function pageOf(value: string | undefined, pages: number): number {
+  const n = Number.parseInt(value ?? "1", 10);
+  return Number.isFinite(n) ? Math.min(Math.max(n, 1), Math.max(pages, 1)) : 1;
+}
+
+export function createUiRoutes(deps: UiDeps): Hono {
+  const app = new Hono();
+  const token = sessionToken(deps.controlPassword);
+  app.onError((err, c) => {
+    const error = err instanceof SidecarError ? err : new SidecarError("internal", err.message);
+    return c.text(error.message, error.status as 404);
+  });
+
+  app.get("/login", (c) => c.html(<LoginPage failed={c.req.query("failed") !== undefined} />));
+  app.post("/login", async (c) => {
+    const form = await c.req.parseBody();
+    const password = typeof form.password === "string" ? form.password : undefined;
+    if (!credentialMatches(password, deps.controlPassword)) return c.redirect("/ui/login?failed", 303);
+    setCookie(c, cookieName, token, { httpOnly: true, sameSite: "Strict", path: "/ui" });
+    return c.redirect("/ui", 303);
+  });
+  app.use("*", async (c, next) => {
+    if (!credentialMatches(getCookie(c, cookieName), token)) {
+      if (c.req.header("accept")?.includes("text/html")) return c.redirect("/ui/login", 303);
+      return c.json({ error: { type: "authentication", message: "sign in at /ui/login" } }, 401);
+    }
+    c.header("cache-control", "no-store");
+    await next();
+  });
+
+  app.get("/", (c) => {
+    const all = deps.episodes
+      .list()
+      .map((e) => e.describe())
+      .sort((a, b) => b.created_at.localeCompare(a.created_at));
+    const pages = Math.ceil(all.length / episodesPerPage);
+    const page = pageOf(c.req.query("page"), pages);
+    const rows: EpisodeRow[] = all.slice((page - 1) * episodesPerPage, page * episodesPerPage).map((e) => ({
+      id: e.id,
+      state: e.state,
+      client: e.client ?? e.client_identity.expected ?? "unknown",
+      model: e.model,
+      turns: e.counters.delivered_exchanges,
+      toolCalls: e.ledger.calls,
+      failures: e.counters.failed_exchanges + e.ledger.refusedCallbacks,
+      createdAt: e.created_at,
+    }));
+    return c.html(<EpisodeListPage rows={rows} page={page} pages={pages} total={all.length} />);
+  });
+
+  const episodeDir = (id: string) => {
+    const episode = deps.episodes.get(id);
+    return { episode, dir: episode.describe().records_dir ?? join(deps.dataDir, "episodes", id) };
+  };
+
+  app.get("/episodes/:id", (c) => {
+    const { episode, dir } = episodeDir(c.req.param("id"));
+    const timeline = readTimeline(dir);
+    const pages = Math.ceil(timeline.exchanges.length / exchangesPerPage);
+    const page = pageOf(c.req.query("page"), pages);
+    const exchanges = timeline.exchanges.slice((page - 1) * exchangesPerPage, page * exchangesPerPage);
+    return c.html(
+      <TimelinePage
+        episode={episode.describe() as unknown as Record<string, unknown>}
+        timeline={timeline}
+        page={page}
+        pages={pages}
+        exchanges={exchanges}
+      />,
+    );
+  });
+  app.get("/episodes/:id/stamp", (c) => {
+    const { episode, dir } = episodeDir(c.req.param("id"));
+    return c.json({ stamp: recordsStamp(dir), state: episode.state });
+  });
+  app.get("/episodes/:id/exchanges/:exchange/images/:side/:n", async (c) => {
+    const { dir } = episodeDir(c.req.param("id"));
+    const side = c.req.param("side");
+    if (side !== "client" && side !== "upstream") return c.notFound();
+    const image = exchangeImage(dir, c.req.param("exchange"), side, Number(c.req.param("n")));
+    if (!image) return c.notFound();
+    c.header("content-type", image.mediaType);
+    c.header("cache-control", "private, max-age=86400, immutable");
+    if (image.kind === "inline") return c.body(Buffer.from(image.base64, "base64"));
+    if (!/^[0-9a-f]{64}$/.test(image.digest)) return c.notFound();
+    const blob = Bun.file(join(deps.dataDir, "blobs", "sha256", image.digest));
+    return (await blob.exists()) ? c.body(await blob.arrayBuffer()) : c.notFound();
+  });
+  return app;
+}

@@ -1,0 +1,148 @@
+/**
+ * OpenTelemetry traces of the compiled binary, exported over OTLP/HTTP to a
+ * receiver the test runs: a smoke episode (Responses + MCP) and a Gemini
+ * countTokens. Span names, GenAI and MCP attributes, parenting, the link from
+ * each execute_tool span to the chat span that delivered its call, ledger
+ * transitions as events, and the trace id in the JSON log lines. Needs `make build`.
+ */
+import { afterAll, describe, expect, test } from "bun:test";
+import { driveSmokeEpisode, fileUpstream } from "../lifecycle/lifecycle-kit.ts";
+import { type ReceivedSpan, spanKind, startOtlpReceiver } from "../support/otlp-receiver.ts";
+import { startSidecarProcess } from "../support/sidecar-process.ts";
+
+const upstream = await fileUpstream(60_000);
+const receiver = startOtlpReceiver();
+afterAll(() => receiver.stop());
+
+describe("traces of the compiled binary", () => {
+  test("chat, execute_tool, MCP and local-response spans arrive at the OTLP receiver", async () => {
+    const sidecar = await startSidecarProcess({
+      upstreamUrl: upstream.url,
+      args: ["--log-level", "debug"],
+      env: {
+        OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
+        OTEL_SERVICE_NAME: "ura-under-test",
+        OTEL_BSP_SCHEDULE_DELAY: "100",
+      },
+    });
+    const episode = {
+      ...(await sidecar.createEpisode({ client: "codex", model: "qwen3-vl-plus" })),
+      model: "qwen3-vl-plus",
+    };
+    expect(await driveSmokeEpisode(episode)).toBe(4);
+    const gemini = {
+      ...(await sidecar.createEpisode({ client: "gemini", model: "qwen3-vl-plus" })),
+      model: "qwen3-vl-plus",
+    };
+    const count = await fetch(`${gemini.urls.gemini}/v1beta/models/${gemini.model}:countTokens`, {
+      method: "POST",
+      headers: { "content-type": "application/json", "x-goog-api-key": gemini.ingress_key },
+      body: JSON.stringify({ contents: [{ role: "user", parts: [{ text: "hi" }] }] }),
+    });
+    expect(count.status).toBe(400);
+    expect(await sidecar.stop("SIGTERM")).toBe(0);
+    expect(receiver.problems).toEqual([]);
+
+    const spans = receiver.spans;
+    const byId = new Map(spans.map((s) => [s.spanId, s]));
+    const parentOf = (s: ReceivedSpan) => (s.parentSpanId ? byId.get(s.parentSpanId) : undefined);
+    expect(spans[0]?.resource["service.name"]).toBe("ura-under-test");
+
+    const chats = spans.filter((s) => s.name.startsWith("chat "));
+    expect(chats).toHaveLength(4);
+    for (const chat of chats) {
+      expect(chat.name).toBe(`chat ${episode.model}`);
+      expect(chat.kind).toBe(spanKind.client);
+      expect(chat.attributes).toMatchObject({
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": "openai",
+        "gen_ai.request.model": episode.model,
+        "gen_ai.conversation.id": episode.id,
+        "http.response.status_code": 200,
+      });
+      expect(chat.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0);
+      expect(chat.attributes["gen_ai.response.finish_reasons"]).toHaveLength(1);
+      const server = parentOf(chat);
+      expect(server?.name).toBe("POST /e/{episode}/v1/responses");
+      expect(server?.kind).toBe(spanKind.server);
+      expect(server?.traceId).toBe(chat.traceId);
+    }
+
+    const tools = spans.filter((s) => s.name.startsWith("execute_tool "));
+    expect(tools.map((s) => s.name).sort()).toEqual([
+      "execute_tool finish",
+      "execute_tool observe",
+      "execute_tool record",
+      "execute_tool record",
+    ]);
+    const callIds = new Set(tools.map((s) => s.attributes["gen_ai.tool.call.id"]));
+    expect(callIds.size).toBe(4);
+    for (const tool of tools) {
+      expect(tool.attributes).toMatchObject({
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.conversation.id": episode.id,
+      });
+      expect(tool.events.map((e) => e.name)).toEqual([
+        "registered",
+        "delivered",
+        "claimed",
+        "submitted",
+        "acknowledged",
+        "receipt",
+      ]);
+      // Linked to the chat span whose answer delivered the call.
+      expect(tool.links).toHaveLength(1);
+      const delivering = byId.get(tool.links[0]?.spanId ?? "");
+      expect(delivering?.name).toBe(`chat ${episode.model}`);
+      expect((delivering?.startTimeUnixNano ?? Infinity) <= tool.startTimeUnixNano).toBe(true);
+      // Inside the MCP request that claimed it.
+      const mcp = parentOf(tool);
+      expect(mcp?.name).toBe(`tools/call ${tool.name.slice("execute_tool ".length)}`);
+      expect(mcp?.kind).toBe(spanKind.server);
+      expect(mcp?.attributes["mcp.method.name"]).toBe("tools/call");
+      expect(typeof mcp?.attributes["mcp.session.id"]).toBe("string");
+    }
+    // The two identical record calls were delivered by the same chat answer.
+    const records = tools.filter((t) => t.name === "execute_tool record");
+    expect(records[0]?.links[0]?.spanId).toBe(records[1]?.links[0]?.spanId ?? "");
+
+    const local = spans.filter((s) => s.name === "provider.local_response");
+    expect(local).toHaveLength(1);
+    expect(local[0]?.attributes).toMatchObject({
+      "http.response.status_code": 400,
+      "gen_ai.conversation.id": gemini.id,
+      "url.path": `/gemini/v1beta/models/${gemini.model}:countTokens`,
+      "ura.operation": "countTokens",
+    });
+
+    // JSON log lines written inside a request carry its trace id.
+    const logged = sidecar
+      .output()
+      .split("\n")
+      .filter((l) => l.startsWith("{"))
+      .map((l) => JSON.parse(l) as Record<string, unknown>)
+      .find((l) => l.msg === "auxiliary response");
+    expect(logged?.trace_id).toBe(local[0]?.traceId ?? "");
+    expect(logged?.span_id).toBe(parentOf(local[0] as ReceivedSpan)?.spanId ?? "");
+  });
+
+  test("without OTEL_* settings nothing is exported and log lines carry no trace ids", async () => {
+    const before = receiver.spans.length;
+    const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
+    const episode = await sidecar.createEpisode({ client: "codex" });
+    expect(await driveSmokeEpisode(episode)).toBe(4);
+    expect(await sidecar.stop("SIGTERM")).toBe(0);
+    await Bun.sleep(300);
+    expect(receiver.spans.length).toBe(before);
+    expect(sidecar.output()).not.toContain("trace_id");
+  });
+
+  test("an exporter this build lacks is refused at start", async () => {
+    await expect(
+      startSidecarProcess({
+        upstreamUrl: upstream.url,
+        env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_TRACES_EXPORTER: "zipkin" },
+      }),
+    ).rejects.toThrow(/OTEL_TRACES_EXPORTER=zipkin/);
+  });
+});
