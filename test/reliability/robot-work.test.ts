@@ -182,9 +182,13 @@ describe("delivery and the client that leaves", () => {
         reply: { kind: "calls", calls: [{ id: `call_leave_${i}`, name: "ura_observe", arguments: "{}" }] },
       });
       // Closing around the moment the upstream answers: before, during or after the sidecar's records work.
-      const received = await leaveAfter(episode, 15 + (i % 6) * 3);
+      const { received, closedAt } = await leaveAfter(episode, 15 + (i % 6) * 3);
       await Bun.sleep(100);
       if (received > 0) continue;
+      // Bytes the kernel took before the close are delivered by definition (docs/design.md), even if
+      // the client never read them: only a delivery confirmed after the close could be seen is a fault.
+      const status = exchangesOf(episode).find((l) => l.stage === "status");
+      if (status?.status === "delivered" && Date.parse(String(status.at)) <= closedAt + 5) continue;
       trials += 1;
       const client = await mcpClient(episode);
       const result = await callBack(client, "observe", {}, `call_leave_${i}`);

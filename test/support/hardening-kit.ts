@@ -136,7 +136,10 @@ export async function stallAfterFirstBytes(
  * `closeAfterMs`, having read nothing: resolves with the bytes it had received
  * by then (0 when the answer had not arrived).
  */
-export async function leaveAfter(episode: LaunchInfo, closeAfterMs: number): Promise<number> {
+export async function leaveAfter(
+  episode: LaunchInfo,
+  closeAfterMs: number,
+): Promise<{ received: number; closedAt: number }> {
   const { connect } = await import("node:net");
   const url = new URL(`${episode.urls.responses}/responses`);
   const body = JSON.stringify({ model: "m", input: [{ role: "user", content: "go" }], tools: turnTools });
@@ -151,7 +154,12 @@ export async function leaveAfter(episode: LaunchInfo, closeAfterMs: number): Pro
       `authorization: Bearer ${episode.ingress_key}\r\ncontent-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
   await Bun.sleep(closeAfterMs);
+  // Let bytes the kernel already holds reach the data handler before counting: a close with
+  // unread bytes in the socket buffer is a delivered answer (handed to the kernel), not a refusal.
+  await new Promise((resolve) => setImmediate(resolve));
+  await Bun.sleep(1);
   const got = received;
+  const closedAt = Date.now();
   socket.destroy();
-  return got;
+  return { received: got, closedAt };
 }
