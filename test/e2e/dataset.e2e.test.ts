@@ -87,6 +87,18 @@ const sha256 = (bytes: Uint8Array) => createHash("sha256").update(bytes).digest(
 const pixels = (image: { width: number; height: number; data: Uint8Array | Uint8ClampedArray }) =>
   createHash("sha256").update(`${image.width}x${image.height}`).update(image.data).digest("hex");
 
+/** A recorded body with each `{"$blob":"sha256:…",media_type}` reference replaced by the data URL it stands for. */
+function withDataUrls(value: unknown, blobsDir: string): unknown {
+  if (Array.isArray(value)) return value.map((item) => withDataUrls(item, blobsDir));
+  if (value === null || typeof value !== "object") return value;
+  const ref = value as { $blob?: unknown; media_type?: unknown };
+  if (typeof ref.$blob === "string" && ref.$blob.startsWith("sha256:")) {
+    const bytes = readFileSync(join(blobsDir, ref.$blob.slice("sha256:".length)));
+    return `data:${String(ref.media_type)};base64,${bytes.toString("base64")}`;
+  }
+  return Object.fromEntries(Object.entries(value).map(([k, v]) => [k, withDataUrls(v, blobsDir)]));
+}
+
 /** Every data-URL image in a received upstream body, as bytes. */
 function dataUrlImages(value: unknown): Uint8Array[] {
   const text = JSON.stringify(value);
@@ -165,11 +177,15 @@ describeInLoopbackNamespace("dataset export end to end", { file: import.meta.pat
       const received: Record<string, ReceivedBody[]> = {};
       const secrets = [controlPassword, upstreamKey];
       for (const client of clients) {
+        // validate's evidence quotes the records, where images are blob references: put back the data URLs sent.
+        const { records_dir } = JSON.parse(
+          readFileSync(join(validated.out, client, "episode-status.json"), "utf8"),
+        ) as { records_dir: string };
         received[client] = (
           JSON.parse(readFileSync(join(validated.out, client, "upstream-requests.json"), "utf8")) as {
             body: ReceivedBody;
           }[]
-        ).map((r) => r.body);
+        ).map((r) => withDataUrls(r.body, join(records_dir, "..", "..", "blobs", "sha256")) as ReceivedBody);
         const credentials = readFileSync(join(validated.out, client, "kit", "credentials.env"), "utf8");
         secrets.push(...[...credentials.matchAll(/ura_(?:key|mcp)_[A-Za-z0-9_-]+/g)].map((m) => m[0]));
       }
@@ -249,6 +265,13 @@ describeInLoopbackNamespace("dataset export end to end", { file: import.meta.pat
         const records = readFileSync(join(dataDir, "episodes", id, "exchanges.jsonl"), "utf8");
         for (const m of records.matchAll(/iVBORw0KGgo[A-Za-z0-9+/=]+/g))
           clientPngPixels.add(pixels(codecs.decodePng(new Uint8Array(Buffer.from(m[0], "base64")))));
+      }
+      // Records refer to images by blob: the clients' PNGs are the store's PNG blobs.
+      const blobsDir = join(dataDir, "blobs", "sha256");
+      for (const name of existsSync(blobsDir) ? readdirSync(blobsDir) : []) {
+        const bytes = new Uint8Array(readFileSync(join(blobsDir, name)));
+        if (Buffer.from(bytes.subarray(0, 4)).toString("latin1") === "\x89PNG")
+          clientPngPixels.add(pixels(codecs.decodePng(bytes)));
       }
       for (const episode of episodes) {
         const bodies = episode.id === longId ? (received.long ?? []) : (received[episode.client] ?? []);
