@@ -10,11 +10,11 @@
  * Blob references (`{"$blob":"sha256:<hex>",…}`) are resolved lazily from
  * <data_dir>/blobs/sha256/<hex>; a missing blob is reported by its name.
  */
-import { createHash } from "node:crypto";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { episodeIdPattern } from "../episodes/ids.ts";
 import { type StoredEpisode, storedEpisodeSchema } from "../lifecycle/stored-episode.ts";
+import { createBlobStore } from "../records/blob-store.ts";
 import { readJsonLines } from "../records/jsonl-file.ts";
 import { listRestartFiles } from "../records/restart-records.ts";
 
@@ -112,13 +112,14 @@ export class MissingBlob extends Error {
   }
 }
 
-/** The bytes of a blob, checked against its name (a blob whose bytes do not hash to its name is as good as missing). */
+/** The bytes of a blob, checked against its name by the records' blob store (a blob whose bytes do not hash to its name is as good as missing). */
 export function readBlob(dataDir: string, ref: BlobRef): Uint8Array {
-  const hex = ref.$blob.slice("sha256:".length);
-  const path = join(dataDir, "blobs", "sha256", hex);
-  if (!existsSync(path)) throw new MissingBlob(ref.$blob);
-  const bytes = new Uint8Array(readFileSync(path));
-  if (createHash("sha256").update(bytes).digest("hex") !== hex)
+  const digest = ref.$blob.slice("sha256:".length);
+  const store = createBlobStore(dataDir);
+  if (!existsSync(store.path(digest))) throw new MissingBlob(ref.$blob);
+  try {
+    return store.read(digest);
+  } catch {
     throw new MissingBlob(`${ref.$blob} (its bytes do not hash to its name)`);
-  return bytes;
+  }
 }

@@ -12,7 +12,6 @@ import { canonicalArguments } from "./canonical-arguments.ts";
 import type { RefusalCode } from "./events.ts";
 import {
   assertNever,
-  callsInDeliveryOrder,
   closedText,
   type LedgerCall,
   type LedgerState,

@@ -8,8 +8,8 @@
  * (`{"$blob":"sha256:<hex>","media_type":…}`) into the data directory's
  * content-addressed store; both are read.
  */
-import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
+import { createBlobStore } from "../records/blob-store.ts";
 import { readJsonLines } from "../records/jsonl-file.ts";
 
 export type UpstreamExchange = { exchange: string; body: unknown; response: unknown };
@@ -47,11 +47,11 @@ function isBlob(value: unknown): value is Blob {
 }
 
 function blobBytes(recordsDir: string, ref: string): Uint8Array | null {
-  const hex = /^sha256:([0-9a-f]{64})$/.exec(ref)?.[1];
-  if (!hex) return null;
-  // Records live in <data_dir>/episodes/<id>; blobs in <data_dir>/blobs/sha256/<hex>.
-  const path = join(recordsDir, "..", "..", "blobs", "sha256", hex);
-  return existsSync(path) ? new Uint8Array(readFileSync(path)) : null;
+  const digest = /^sha256:([0-9a-f]{64})$/.exec(ref)?.[1];
+  if (!digest) return null;
+  // Records live in <data_dir>/episodes/<id>; the store in <data_dir>/blobs/sha256/<hex>.
+  const store = createBlobStore(join(recordsDir, "..", ".."));
+  return store.has(digest) ? store.read(digest) : null;
 }
 
 /** The images of a Chat Completions request body, with the role of the message carrying each. */
