@@ -1,7 +1,7 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import { chmodSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { clientNames } from "../clients/client-manifests.ts";
+import { clientManifests, clientNames } from "../clients/client-manifests.ts";
 import { createKit } from "./create-kit.ts";
 import { launchCommand, mcpTokenReference } from "./kit-plan.ts";
 import type { LaunchInfo } from "./launch-info.ts";
@@ -99,6 +99,16 @@ describe("client kits", () => {
       else expect(run.args).toContain(prompt);
     });
   }
+
+  test("a CLI missing from PATH is named with its pinned package and the way to point the kit at it", async () => {
+    const kit = createKit({ client: "claude", episode, dir: join(root, "missing") });
+    const proc = Bun.spawn([kit.launch, "hello"], { env: { PATH: "/usr/bin:/bin" }, stderr: "pipe" });
+    const stderr = await new Response(proc.stderr).text();
+    expect(await proc.exited).toBe(127);
+    expect(stderr).toContain(`'${kit.plan.bin}' is not on PATH`);
+    expect(stderr).toContain(`${clientManifests.claude.package}@${clientManifests.claude.version}`);
+    expect(stderr).toContain("--binary");
+  });
 
   test("the config files point at the episode and reference the credentials", () => {
     const opencode = createKit({ client: "opencode", episode, dir: join(root, "oc2") });

@@ -47,6 +47,10 @@ set -a
 . "$kit/${credentialsFileName}"
 ${renderEnvFile(plan.env).trimEnd()}
 set +a
+if ! command -v ${shellQuote(plan.bin)} >/dev/null 2>&1; then
+  echo ${shellQuote(`launch: '${plan.bin}' is not on PATH: install the pinned client (npm install -g ${manifest.package}@${manifest.version}) or write the kit again with --binary PATH`)} >&2
+  exit 127
+fi
 cd ${shellQuote(plan.cwd)}
 ${splitWords ? "set -f\nset -- $1\nset +f\n" : ""}exec ${shellQuote(plan.bin)} ${argv.join(" ")} </dev/null
 `;
