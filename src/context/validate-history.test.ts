@@ -1,10 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import type { HubMessage } from "../hub/schema.ts";
+import type { HubMessage, HubToolMessage } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { validateToolHistory } from "./validate-history.ts";
 
 const call = (id: string, name: string) => ({ id, name, arguments: "{}" });
-const result = (toolCallId: string, name: string): HubMessage => ({
+const result = (toolCallId: string, name: string): HubToolMessage => ({
   role: "tool",
   toolCallId,
   name,
@@ -45,7 +45,7 @@ describe("validateToolHistory", () => {
     expect(error.kind).toBe("invalid_request");
     expect(error.status).toBe(400);
     expect(error.message).toBe(
-      'invalid tool history: tool call "b" (move_arm) at messages[1].toolCalls[1] has no tool result',
+      'messages[1].toolCalls[1]: invalid tool history: tool call "b" (move_arm) has no tool result',
     );
   });
 
@@ -58,7 +58,7 @@ describe("validateToolHistory", () => {
     ]);
     expect(error.kind).toBe("invalid_request");
     expect(error.message).toContain(
-      'tool call id "a" at messages[2].toolCalls[0] is not unique (first used at messages[0].toolCalls[0])',
+      'messages[2].toolCalls[0]: invalid tool history: tool call id "a" is not unique (first used at messages[0].toolCalls[0])',
     );
   });
 
@@ -66,7 +66,7 @@ describe("validateToolHistory", () => {
     const error = errorOf([
       { role: "assistant", text: null, toolCalls: [call("a", "grip"), call("a", "grip")] },
     ]);
-    expect(error.message).toContain("messages[0].toolCalls[1] is not unique");
+    expect(error.message).toStartWith("messages[0].toolCalls[1]: invalid tool history");
   });
 
   test("a second result for the same call is rejected", () => {
@@ -76,7 +76,7 @@ describe("validateToolHistory", () => {
       result("a", "grip"),
     ]);
     expect(error.message).toContain(
-      'tool call "a" has a second tool result at messages[2] (first at messages[1])',
+      'messages[2]: invalid tool history: tool call "a" (at messages[0].toolCalls[0]) has a second tool result (first at messages[1])',
     );
   });
 
@@ -86,18 +86,36 @@ describe("validateToolHistory", () => {
       result("a", "move_arm"),
     ]);
     expect(error.message).toContain(
-      'tool result "a" at messages[1] is named "move_arm" but the call at messages[0].toolCalls[0] is "grip"',
+      'messages[1]: invalid tool history: tool result "a" is named "move_arm" but the call at messages[0].toolCalls[0] is "grip"',
     );
   });
 
   test("a result without a call is rejected, also when the call comes later", () => {
     expect(errorOf([user, result("x", "grip")]).message).toContain(
-      'tool result "x" (grip) at messages[1] answers no earlier tool call',
+      'messages[1]: invalid tool history: tool result "x" (grip) answers no earlier tool call',
     );
     const late = errorOf([
       result("a", "grip"),
       { role: "assistant", text: null, toolCalls: [call("a", "grip")] },
     ]);
     expect(late.message).toContain("answers no earlier tool call");
+  });
+
+  test("an item the ingress placed names the client's own field, also as the error's param", () => {
+    const error = errorOf([
+      user,
+      {
+        role: "assistant",
+        text: null,
+        toolCalls: [{ ...call("a", "grip"), source: "contents[1].parts[0].functionCall" }],
+      },
+      { ...result("a", "grip"), source: "contents[2].parts[0].functionResponse" },
+      { ...result("a", "grip"), source: "contents[2].parts[1].functionResponse" },
+    ]);
+    expect(error.param).toBe("contents[2].parts[1].functionResponse");
+    expect(error.message).toBe(
+      'contents[2].parts[1].functionResponse: invalid tool history: tool call "a" (at contents[1].parts[0].functionCall) has a second tool result (first at contents[2].parts[0].functionResponse)',
+    );
+    expect(error.message).not.toContain("messages[");
   });
 });

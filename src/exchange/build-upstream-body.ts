@@ -9,6 +9,8 @@ import type { HubRequest } from "../hub/schema.ts";
 import type { ChatRequest } from "../upstream/chat-schema.ts";
 
 export type UpstreamBody = {
+  /** The hub request the body was built from (body_budget's reduced one). */
+  request: HubRequest;
   chat: ChatRequest;
   /** JSON.stringify(chat): the bytes sent. */
   body: string;
@@ -32,7 +34,7 @@ export function buildUpstreamBody(
   };
   if (policy.policy !== "body_budget") {
     const { chat, body } = render(converted);
-    return { chat, body };
+    return { request: converted, chat, body };
   }
   const budgeted = applyBodyBudget(converted, policy, decision, {
     providerLimitBytes: options.providerLimitBytes,
@@ -40,5 +42,10 @@ export function buildUpstreamBody(
   });
   const { chat, body } = render(budgeted.request);
   const { body_budget, images_omitted, blocks_removed, reduced } = budgeted.decision;
-  return { chat, body, budget: { body_budget, images_omitted, blocks_removed, reduced } };
+  return {
+    request: budgeted.request,
+    chat,
+    body,
+    budget: { body_budget, images_omitted, blocks_removed, reduced },
+  };
 }

@@ -13,7 +13,7 @@ import type { ImageCache } from "../images/image-cache.ts";
 import type { PngToWebp } from "../images/png-to-webp.ts";
 import type { WebpSettings } from "../images/settings.ts";
 import type { SizeLimits } from "../images/size-guard.ts";
-import { checkUpstreamSize } from "../images/size-guard.ts";
+import { checkImageSizes, checkUpstreamSize } from "../images/size-guard.ts";
 import { SidecarError, toSidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -190,6 +190,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       );
     }
     const body = upstream.body;
+    checkImageSizes(upstream.request, deps.sizeLimits);
     checkUpstreamSize(body, deps.sizeLimits);
     // The body as sent, spliced in: stringifying it again doubled the cost of large (image) requests.
     episode.records.exchange(

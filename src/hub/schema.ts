@@ -7,18 +7,22 @@
  */
 import { z } from "zod";
 
+/**
+ * Where a history item or image was in the client's own request (`input[3]`,
+ * `contents[4].parts[0].functionCall`, `messages[2].content[1]`): errors raised
+ * after translation (tool-history integrity, image checks and sizes) name this, not the hub
+ * position. Absent on what the model answered.
+ */
+const clientSourceSchema = z.string().optional();
+
 export const hubTextPartSchema = z.object({ type: z.literal("text"), text: z.string() });
 /** An inline image. `data` is base64 without the `data:` prefix. */
 export const hubImagePartSchema = z.object({
   type: z.literal("image"),
   mediaType: z.string(),
   data: z.string(),
-  /**
-   * Where the client sent it, in its own field path (`input[3].output[1].image_url`,
-   * `contents[5].parts[1].inlineData`, `messages[2].content[0].source`): errors
-   * raised after translation name this, not the hub location the user never saw.
-   */
-  source: z.string().optional(),
+  /** E.g. `input[3].output[1].image_url`, `contents[5].parts[1].inlineData`, `messages[2].content[0].source`. */
+  source: clientSourceSchema,
 });
 export const hubPartSchema = z.discriminatedUnion("type", [hubTextPartSchema, hubImagePartSchema]);
 export type HubTextPart = z.infer<typeof hubTextPartSchema>;
@@ -30,6 +34,7 @@ export const hubToolCallSchema = z.object({
   id: z.string().min(1),
   name: z.string().min(1),
   arguments: z.string(),
+  source: clientSourceSchema,
 });
 export type HubToolCall = z.infer<typeof hubToolCallSchema>;
 
@@ -54,6 +59,7 @@ export const hubToolMessageSchema = z.object({
   name: z.string(),
   content: z.array(hubPartSchema),
   isError: z.boolean().optional(),
+  source: clientSourceSchema,
 });
 export const hubMessageSchema = z.discriminatedUnion("role", [
   hubSystemMessageSchema,

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { sidecarErrorOf } from "../../test/support/fixture-cases.ts";
 import { SidecarError } from "../lib/errors.ts";
-import { checkUpstreamSize, sizeLimitsSchema } from "./size-guard.ts";
+import { checkImageSizes, checkUpstreamSize, sizeLimitsSchema } from "./size-guard.ts";
 
 const body = (url: string, text = "hi") =>
   JSON.stringify({
@@ -34,7 +34,7 @@ test("under both limits returns the body's UTF-8 size", () => {
 
 test("a body over max_request_bytes names the limit and the size", () => {
   const b = body("data:image/webp;base64,AAAA", "x".repeat(500));
-  const error = errorOf(() => checkUpstreamSize(b, { max_request_bytes: 200, max_data_url_bytes: 10_000 }));
+  const error = errorOf(() => checkUpstreamSize(b, { max_request_bytes: 200 }));
   expect(error.kind).toBe("request_too_large");
   expect(error.retryable).toBe(false);
   expect(error.message).toContain("max_request_bytes = 200 bytes");
@@ -43,20 +43,36 @@ test("a body over max_request_bytes names the limit and the size", () => {
 
 test("counts UTF-8 bytes, not string length", () => {
   const b = body("data:,", "é".repeat(100));
-  expect(() =>
-    checkUpstreamSize(b, { max_request_bytes: b.length + 50, max_data_url_bytes: 10_000 }),
-  ).toThrow(SidecarError);
+  expect(() => checkUpstreamSize(b, { max_request_bytes: b.length + 50 })).toThrow(SidecarError);
 });
 
-test("a data URL over max_data_url_bytes names its place, the limit and its size", () => {
-  const url = `data:image/webp;base64,${"A".repeat(300)}`;
-  const error = errorOf(() =>
-    checkUpstreamSize(body(url), { max_request_bytes: 10_000, max_data_url_bytes: 100 }),
-  );
+test("an image over max_data_url_bytes names the client's field, the limit and its size", () => {
+  const data = "A".repeat(300);
+  const image = (source?: string) => ({
+    type: "image" as const,
+    mediaType: "image/webp",
+    data,
+    ...(source ? { source } : {}),
+  });
+  const request = (source?: string) => ({
+    model: "m",
+    messages: [
+      { role: "user" as const, content: [{ type: "text" as const, text: "hi" }] },
+      { role: "tool" as const, toolCallId: "c1", name: "observe", content: [image(source)] },
+    ],
+    tools: [],
+    ignored: [],
+  });
+  const limits = { max_data_url_bytes: 100 };
+  const error = errorOf(() => checkImageSizes(request("input[2].output[0].image_url"), limits));
   expect(error.kind).toBe("request_too_large");
-  expect(error.message).toContain("messages[0].content[1].image_url.url");
-  expect(error.message).toContain(`is ${url.length} bytes`);
+  expect(error.param).toBe("input[2].output[0].image_url");
+  expect(error.message).toStartWith("input[2].output[0].image_url: ");
+  expect(error.message).toContain(`is ${"data:image/webp;base64,".length + data.length} bytes`);
   expect(error.message).toContain("max_data_url_bytes = 100 bytes");
+  // Without a client field (an image the sidecar made) the hub position is named.
+  expect(errorOf(() => checkImageSizes(request(), limits)).param).toBe("messages[1].content[0]");
+  expect(() => checkImageSizes(request(), { max_data_url_bytes: 400 })).not.toThrow();
 });
 
 test("large limits are reported in MiB too", () => {

@@ -1,10 +1,11 @@
 /**
- * Size guard for the serialized upstream request: lossless does not mean small
- * enough. Defaults are Model Studio's observed limits (6 MiB per request body,
- * 10 MiB per data URL); over a limit is a final `request_too_large` naming the limit
+ * Size guard for the upstream request: lossless does not mean small enough.
+ * Defaults are Model Studio's observed limits (6 MiB per request body, 10 MiB
+ * per data URL); over a limit is a final `request_too_large` naming the limit
  * and the actual size — never a silent truncation.
  */
 import { z } from "zod";
+import type { HubRequest } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
 
 const MiB = 1024 * 1024;
@@ -32,44 +33,12 @@ function describeBytes(bytes: number): string {
   return bytes >= MiB ? `${bytes} bytes (${(bytes / MiB).toFixed(2)} MiB)` : `${bytes} bytes`;
 }
 
-/** Every string starting with `data:` in a JSON value, with its JSON path. */
-function* dataUrls(value: unknown, path: string): Generator<{ path: string; url: string }> {
-  if (typeof value === "string") {
-    if (value.startsWith("data:")) yield { path, url: value };
-  } else if (Array.isArray(value)) {
-    for (let i = 0; i < value.length; i++) yield* dataUrls(value[i], `${path}[${i}]`);
-  } else if (value !== null && typeof value === "object") {
-    for (const [key, child] of Object.entries(value)) yield* dataUrls(child, path ? `${path}.${key}` : key);
-  }
-}
-
-/**
- * Throws when the body or one of its data URLs is over its limit; returns the body size.
- * A data URL can only be over its limit when the whole body is, so the body is parsed
- * to look at them only then (the common case costs one byte count).
- */
+/** Throws when the serialized upstream body is over max_request_bytes; returns its size. */
 export function checkUpstreamSize(
   body: string,
-  limits: Pick<SizeLimits, "max_request_bytes" | "max_data_url_bytes">,
+  limits: Pick<SizeLimits, "max_request_bytes">,
 ): { bodyBytes: number } {
   const bodyBytes = Buffer.byteLength(body, "utf8");
-  if (bodyBytes > limits.max_data_url_bytes) {
-    let parsed: unknown;
-    try {
-      parsed = JSON.parse(body);
-    } catch {
-      parsed = undefined;
-    }
-    for (const { path, url } of dataUrls(parsed, "")) {
-      const urlBytes = Buffer.byteLength(url, "utf8");
-      if (urlBytes > limits.max_data_url_bytes) {
-        throw new SidecarError(
-          "request_too_large",
-          `the image data URL at ${path} is ${describeBytes(urlBytes)}, over the limit max_data_url_bytes = ${describeBytes(limits.max_data_url_bytes)}`,
-        );
-      }
-    }
-  }
   if (bodyBytes > limits.max_request_bytes) {
     throw new SidecarError(
       "request_too_large",
@@ -77,4 +46,27 @@ export function checkUpstreamSize(
     );
   }
   return { bodyBytes };
+}
+
+/**
+ * Throws when an image's data URL, as it will be sent upstream, is over
+ * max_data_url_bytes. Checked on the (converted) hub request rather than the body,
+ * so the error names the image's field in the client's own request.
+ */
+export function checkImageSizes(request: HubRequest, limits: Pick<SizeLimits, "max_data_url_bytes">): void {
+  request.messages.forEach((message, i) => {
+    if (message.role !== "user" && message.role !== "tool") return;
+    message.content.forEach((part, j) => {
+      if (part.type !== "image") return;
+      // base64 and the media type are ASCII: the data URL's bytes are its length.
+      const urlBytes = `data:${part.mediaType};base64,`.length + part.data.length;
+      if (urlBytes <= limits.max_data_url_bytes) return;
+      const param = part.source ?? `messages[${i}].content[${j}]`;
+      throw new SidecarError(
+        "request_too_large",
+        `${param}: the image's data URL upstream is ${describeBytes(urlBytes)}, over the limit max_data_url_bytes = ${describeBytes(limits.max_data_url_bytes)}`,
+        { param },
+      );
+    });
+  });
 }

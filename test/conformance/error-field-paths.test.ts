@@ -1,21 +1,39 @@
 /**
- * An error raised after translation (here: an image the converter rejects, and
- * an image for a text-only model) names the field in the client's own request —
+ * An error raised after translation (an image the converter rejects, an image for
+ * a text-only model, an image over the data URL limit, a broken tool history found
+ * at the context stage) names the field in the client's own request —
  * `input[2].output[1].image_url`, `contents[2].parts[1].inlineData`,
- * `messages[2].content[0].content[1].source` — not the hub location
- * (`messages[i].content[j]`) the user never saw. Against the compiled binary, in
- * each protocol's envelope.
+ * `messages[2].content[0].content[1].source`, `input[3]` — not the hub location
+ * (`messages[i].content[j]`, `messages[i].toolCalls[j]`) the user never saw.
+ * Against the compiled binary, in each protocol's envelope, and recorded with the
+ * failed exchange.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { solidColourPng } from "../../src/images/generate-png.ts";
+import { records } from "../support/episode-evidence.ts";
 import { ingressKits, type ProtocolName } from "../support/ingress-kit.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 
 const notPng = "data:image/png;base64,AAAAAAAA";
 const bare = notPng.slice("data:image/png;base64,".length);
+
+/** The observe tool, the model's call of it and its answer, as each protocol writes them. */
+const observeTool = {
+  responses: [{ type: "function", name: "ura_observe", parameters: { type: "object" } }],
+  gemini: [{ functionDeclarations: [{ name: "mcp_ura_observe", parametersJsonSchema: { type: "object" } }] }],
+  messages: [{ name: "mcp__ura__observe", input_schema: { type: "object" } }],
+};
+const geminiCall = {
+  role: "model",
+  parts: [{ functionCall: { id: "c1", name: "mcp_ura_observe", args: {} } }],
+};
+const geminiAnswer = (output: string) => ({
+  functionResponse: { id: "c1", name: "mcp_ura_observe", response: { output } },
+});
+const claudeCall = { type: "tool_use", id: "c1", name: "mcp__ura__observe", input: {} };
 
 /** A second turn answering one call, whose result carries text then the bad image; and the path to expect. */
 const turns: Record<ProtocolName, { body: Record<string, unknown>; field: string }> = {
@@ -35,7 +53,7 @@ const turns: Record<ProtocolName, { body: Record<string, unknown>; field: string
           ],
         },
       ],
-      tools: [{ type: "function", name: "ura_observe", parameters: { type: "object" } }],
+      tools: observeTool.responses,
     },
   },
   gemini: {
@@ -43,18 +61,13 @@ const turns: Record<ProtocolName, { body: Record<string, unknown>; field: string
     body: {
       contents: [
         { role: "user", parts: [{ text: "go" }] },
-        { role: "model", parts: [{ functionCall: { id: "c1", name: "mcp_ura_observe", args: {} } }] },
+        geminiCall,
         {
           role: "user",
-          parts: [
-            { functionResponse: { id: "c1", name: "mcp_ura_observe", response: { output: "frame" } } },
-            { inlineData: { mimeType: "image/png", data: bare } },
-          ],
+          parts: [geminiAnswer("frame"), { inlineData: { mimeType: "image/png", data: bare } }],
         },
       ],
-      tools: [
-        { functionDeclarations: [{ name: "mcp_ura_observe", parametersJsonSchema: { type: "object" } }] },
-      ],
+      tools: observeTool.gemini,
     },
   },
   messages: {
@@ -66,7 +79,7 @@ const turns: Record<ProtocolName, { body: Record<string, unknown>; field: string
         { role: "user", content: "go" },
         {
           role: "assistant",
-          content: [{ type: "tool_use", id: "c1", name: "mcp__ura__observe", input: {} }],
+          content: [claudeCall],
         },
         {
           role: "user",
@@ -82,22 +95,31 @@ const turns: Record<ProtocolName, { body: Record<string, unknown>; field: string
           ],
         },
       ],
-      tools: [{ name: "mcp__ura__observe", input_schema: { type: "object" } }],
+      tools: observeTool.messages,
     },
   },
 };
 
 let sidecar: SidecarProcess;
 let textOnly: SidecarProcess;
+let smallImages: SidecarProcess;
+function configFile(config: unknown): string {
+  const path = join(mkdtempSync(join(tmpdir(), "ura-field-paths-")), "config.json");
+  writeFileSync(path, JSON.stringify(config));
+  return path;
+}
 beforeAll(async () => {
-  sidecar = await startSidecarProcess();
-  const config = join(mkdtempSync(join(tmpdir(), "ura-text-only-")), "config.json");
-  writeFileSync(config, JSON.stringify({ upstream: { image_input: false } }));
-  textOnly = await startSidecarProcess({ args: ["--config", config] });
+  [sidecar, textOnly, smallImages] = await Promise.all([
+    startSidecarProcess(),
+    startSidecarProcess({ args: ["--config", configFile({ upstream: { image_input: false } })] }),
+    // A 4×4 PNG converts to a WebP of a few dozen bytes: its data URL is over 40.
+    startSidecarProcess({
+      args: ["--config", configFile({ images: { limits: { max_data_url_bytes: 40 } } })],
+    }),
+  ]);
 }, 30_000);
 afterAll(async () => {
-  await sidecar?.stop();
-  await textOnly?.stop();
+  await Promise.all([sidecar?.stop(), textOnly?.stop(), smallImages?.stop()]);
 });
 
 async function post(on: SidecarProcess, episode: LaunchInfo, protocol: ProtocolName, body: unknown) {
@@ -107,8 +129,133 @@ async function post(on: SidecarProcess, episode: LaunchInfo, protocol: ProtocolN
     headers: { "content-type": "application/json", ...kit.headers(episode.ingress_key) },
     body: JSON.stringify(body),
   });
-  return { status: res.status, envelope: kit.readError(res.status, await res.json()) };
+  const answer = await res.json();
+  return { status: res.status, envelope: kit.readError(res.status, answer), body: answer };
 }
+
+const png = `data:image/png;base64,${Buffer.from(solidColourPng(4, 4, [10, 20, 30])).toString("base64")}`;
+
+/** The bad-image turn with a real PNG in place of the bad one. */
+function withPng(protocol: ProtocolName): Record<string, unknown> {
+  const text = JSON.stringify(turns[protocol].body);
+  return JSON.parse(
+    protocol === "responses" ? text.replace(notPng, png) : text.replaceAll(bare, png.split(",")[1] ?? ""),
+  );
+}
+
+/**
+ * Histories whose tool pairing only the context stage checks: a call answered
+ * twice, and a call never answered. Each names the client's item.
+ */
+const brokenHistories: Record<
+  ProtocolName,
+  { name: string; body: Record<string, unknown>; field: string }[]
+> = {
+  responses: [
+    {
+      name: "a second function_call_output for one call",
+      field: "input[3]",
+      body: {
+        model: "ura-qwen",
+        input: [
+          { role: "user", content: "go" },
+          { type: "function_call", call_id: "c1", name: "ura_observe", arguments: "{}" },
+          { type: "function_call_output", call_id: "c1", output: "frame" },
+          { type: "function_call_output", call_id: "c1", output: "frame again" },
+        ],
+        tools: observeTool.responses,
+      },
+    },
+    {
+      name: "a function_call without its output",
+      field: "input[1]",
+      body: {
+        model: "ura-qwen",
+        input: [
+          { role: "user", content: "go" },
+          { type: "function_call", call_id: "c1", name: "ura_observe", arguments: "{}" },
+          { role: "user", content: "and now?" },
+        ],
+        tools: observeTool.responses,
+      },
+    },
+  ],
+  gemini: [
+    {
+      name: "a functionResponse answering a call of an earlier turn again",
+      field: "contents[4].parts[0].functionResponse",
+      body: {
+        contents: [
+          { role: "user", parts: [{ text: "go" }] },
+          geminiCall,
+          {
+            role: "user",
+            parts: [geminiAnswer("frame")],
+          },
+          { role: "model", parts: [{ text: "looking again" }] },
+          {
+            role: "user",
+            parts: [geminiAnswer("again")],
+          },
+        ],
+        tools: observeTool.gemini,
+      },
+    },
+    {
+      name: "a functionCall without its functionResponse",
+      field: "contents[1].parts[1].functionCall",
+      body: {
+        contents: [
+          { role: "user", parts: [{ text: "go" }] },
+          {
+            role: "model",
+            parts: [{ text: "observing" }, { functionCall: { id: "c1", name: "mcp_ura_observe", args: {} } }],
+          },
+          { role: "user", parts: [{ text: "and now?" }] },
+        ],
+        tools: observeTool.gemini,
+      },
+    },
+  ],
+  messages: [
+    {
+      name: "a second tool_result for one tool_use",
+      field: "messages[4].content[0]",
+      body: {
+        model: "claude-sonnet-4-5",
+        max_tokens: 256,
+        messages: [
+          { role: "user", content: "go" },
+          {
+            role: "assistant",
+            content: [claudeCall],
+          },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "c1", content: "frame" }] },
+          { role: "assistant", content: [{ type: "text", text: "again" }] },
+          { role: "user", content: [{ type: "tool_result", tool_use_id: "c1", content: "again" }] },
+        ],
+        tools: observeTool.messages,
+      },
+    },
+    {
+      name: "a tool_use without its tool_result",
+      field: "messages[1].content[1]",
+      body: {
+        model: "claude-sonnet-4-5",
+        max_tokens: 256,
+        messages: [
+          { role: "user", content: "go" },
+          {
+            role: "assistant",
+            content: [{ type: "text", text: "observing" }, claudeCall],
+          },
+          { role: "user", content: "and now?" },
+        ],
+        tools: observeTool.messages,
+      },
+    },
+  ],
+};
 
 describe("errors after translation name the client's own field", () => {
   for (const protocol of ["responses", "gemini", "messages"] as const) {
@@ -123,11 +270,58 @@ describe("errors after translation name the client's own field", () => {
 
   test("an image for a text-only model names the client's field too", async () => {
     const episode = await textOnly.createEpisode({ model: "qwen3-vl-plus" });
-    const png = `data:image/png;base64,${Buffer.from(solidColourPng(4, 4, [10, 20, 30])).toString("base64")}`;
-    const body = JSON.parse(JSON.stringify(turns.responses.body).replace(notPng, png));
-    const { status, envelope } = await post(textOnly, episode, "responses", body);
+    const { status, envelope } = await post(textOnly, episode, "responses", withPng("responses"));
     expect(status).toBe(400);
     expect(envelope.message).toStartWith("input[2].output[1].image_url: model");
     expect(envelope.message).toContain("does not take image input");
+  });
+});
+
+describe("context-stage errors name the client's own field", () => {
+  for (const protocol of ["responses", "gemini", "messages"] as const) {
+    for (const { name, body, field } of brokenHistories[protocol]) {
+      test(`${protocol}: ${name} → 400 naming ${field}, recorded with the failed exchange`, async () => {
+        const episode = await sidecar.createEpisode();
+        const { status, envelope } = await post(sidecar, episode, protocol, body);
+        expect(status).toBe(400);
+        expect(envelope.message).toStartWith(`${field}: invalid tool history: `);
+        expect(envelope.message).not.toMatch(/messages\[\d+\]\.toolCalls|hub/);
+        const failed = records(episode.records_dir, "exchanges").find((l) => l.stage === "status");
+        expect(failed).toMatchObject({ status: "failed", error: { kind: "invalid_request", param: field } });
+      });
+    }
+
+    test(`${protocol}: an image over max_data_url_bytes names the client's image field`, async () => {
+      const episode = await smallImages.createEpisode({ model: "qwen3-vl-plus" });
+      const { status, envelope } = await post(smallImages, episode, protocol, withPng(protocol));
+      expect(status).toBe(400);
+      expect(envelope.message).toStartWith(`${turns[protocol].field}: the image's data URL upstream is `);
+      expect(envelope.message).toContain("max_data_url_bytes = 40 bytes");
+    });
+  }
+
+  test("responses: with previous_response_id, the new input is input[k] and the stored items are named as such", async () => {
+    const episode = await sidecar.createEpisode();
+    const kit = ingressKits.responses;
+    const first = await fetch(`${sidecar.url}${kit.path(episode.id, "ura-qwen", false)}`, {
+      method: "POST",
+      headers: { "content-type": "application/json", ...kit.headers(episode.ingress_key) },
+      body: JSON.stringify({ ...kit.firstTurn(false), store: true }),
+    });
+    const r1 = (await first.json()) as { id: string; output: { type: string; call_id?: string }[] };
+    expect(first.status).toBe(200);
+    const call = r1.output.find((o) => o.type === "function_call")?.call_id ?? "";
+    const output = { type: "function_call_output", call_id: call, output: "done" };
+    const { status, body } = await post(sidecar, episode, "responses", {
+      model: "ura-qwen",
+      previous_response_id: r1.id,
+      input: [output, output],
+      tools: (kit.firstTurn(false) as { tools: unknown }).tools,
+    });
+    expect(status).toBe(400);
+    const error = (body as { error: { message: string; param: string } }).error;
+    expect(error.param).toBe("input[1]");
+    expect(error.message).toContain(`(at previous_response_id ${JSON.stringify(r1.id)} item 1)`);
+    expect(error.message).toContain("(first at input[0])");
   });
 });

@@ -71,7 +71,14 @@ describe("recorded Gemini CLI requests", () => {
     expect(hub.messages[2]).toEqual({
       role: "assistant",
       text: null,
-      toolCalls: [{ id: "call_gem_5", name: "mcp_ura_observe", arguments: '{"camera":"front"}' }],
+      toolCalls: [
+        {
+          id: "call_gem_5",
+          name: "mcp_ura_observe",
+          arguments: '{"camera":"front"}',
+          source: "contents[1].parts[0].functionCall",
+        },
+      ],
     });
     const tool = hub.messages[3];
     if (tool?.role !== "tool") throw new Error("expected a tool message");
@@ -129,18 +136,35 @@ describe("contents", () => {
       role: "assistant",
       text: "ok now",
       toolCalls: [
-        { id: "gemini_call_1_2", name: "a", arguments: '{"x":1}' },
-        { id: "gemini_call_1_3", name: "a", arguments: '{"x":2}' },
+        {
+          id: "gemini_call_1_2",
+          name: "a",
+          arguments: '{"x":1}',
+          source: "contents[1].parts[2].functionCall",
+        },
+        {
+          id: "gemini_call_1_3",
+          name: "a",
+          arguments: '{"x":2}',
+          source: "contents[1].parts[3].functionCall",
+        },
       ],
     });
     expect(hub.messages.slice(2)).toEqual([
-      { role: "tool", toolCallId: "gemini_call_1_2", name: "a", content: [{ type: "text", text: "one" }] },
+      {
+        role: "tool",
+        toolCallId: "gemini_call_1_2",
+        name: "a",
+        content: [{ type: "text", text: "one" }],
+        source: "contents[2].parts[0].functionResponse",
+      },
       {
         role: "tool",
         toolCallId: "gemini_call_1_3",
         name: "a",
         content: [{ type: "text", text: '{"error":"two failed"}' }],
         isError: true,
+        source: "contents[2].parts[1].functionResponse",
       },
     ]);
   });
@@ -240,6 +264,7 @@ describe("contents", () => {
           { type: "text", text: "r" },
           { type: "image", mediaType: "image/png", data: "AAAA", source: "contents[2].parts[1].inlineData" },
         ],
+        source: "contents[2].parts[0].functionResponse",
       },
       {
         role: "user",

@@ -130,6 +130,7 @@ function convertModelContent(
           id: call.id ?? `gemini_call_${i}_${j}`,
           name: call.name,
           arguments: argumentsText(call.id, call.args ?? {}, delivered),
+          source: `${param}.functionCall`,
         });
         break;
       }
@@ -204,6 +205,7 @@ function convertUserContent(
           name: response.name,
           content: [{ type: "text", text }, ...(lifted?.images ?? []), ...images],
           ...("error" in response.response ? { isError: true } : {}),
+          source: `${param}.functionResponse`,
         };
         toolMessages.push(current);
         break;

@@ -59,7 +59,14 @@ describe("recorded Claude Code requests", () => {
     expect(hub.messages.at(-2)).toEqual({
       role: "assistant",
       text: null,
-      toolCalls: [{ id: "toolu_0006", name: "mcp__ura__observe", arguments: '{"camera":"front"}' }],
+      toolCalls: [
+        {
+          id: "toolu_0006",
+          name: "mcp__ura__observe",
+          arguments: '{"camera":"front"}',
+          source: "messages[2].content[0]",
+        },
+      ],
     });
     const chat = toGoldenUpstream(hub);
     const last = chat.messages.at(-1);
@@ -164,8 +171,18 @@ describe("messagesToHub", () => {
         role: "assistant",
         text: "calling",
         toolCalls: [
-          { id: "call_abc", name: "mcp__ura__record", arguments: '{"nonce":"n1"}' },
-          { id: "call_def", name: "mcp__ura__record", arguments: '{"nonce":"n1"}' },
+          {
+            id: "call_abc",
+            name: "mcp__ura__record",
+            arguments: '{"nonce":"n1"}',
+            source: "messages[1].content[2]",
+          },
+          {
+            id: "call_def",
+            name: "mcp__ura__record",
+            arguments: '{"nonce":"n1"}',
+            source: "messages[1].content[3]",
+          },
         ],
       },
       {
@@ -173,6 +190,7 @@ describe("messagesToHub", () => {
         toolCallId: "call_abc",
         name: "mcp__ura__record",
         content: [{ type: "text", text: "ok" }],
+        source: "messages[2].content[0]",
       },
       {
         role: "tool",
@@ -180,6 +198,7 @@ describe("messagesToHub", () => {
         name: "mcp__ura__record",
         content: [{ type: "text", text: "bad" }],
         isError: true,
+        source: "messages[2].content[1]",
       },
       { role: "user", content: [{ type: "text", text: "continue" }] },
     ]);

@@ -124,7 +124,12 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
               if (toolNames.has(block.id))
                 throw invalidField(`${at(j)}.id`, `tool_use id ${block.id} appears twice in messages`);
               toolNames.set(block.id, block.name);
-              toolCalls.push({ id: block.id, name: block.name, arguments: JSON.stringify(block.input) });
+              toolCalls.push({
+                id: block.id,
+                name: block.name,
+                arguments: JSON.stringify(block.input),
+                source: at(j),
+              });
               break;
             case "thinking":
             case "redacted_thinking":
@@ -235,5 +240,6 @@ function toToolMessage(
     name,
     content,
     ...(block.is_error === true ? { isError: true } : {}),
+    source: path,
   };
 }

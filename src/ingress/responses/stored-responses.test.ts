@@ -166,9 +166,9 @@ describe("stored responses", () => {
     expect(() => resolveStoredInput(request("resp_b"), store)).toThrow("was not delivered");
     store.settle("resp_a", "delivered");
     store.settle("resp_a", "revoked"); // a settled delivery stays settled
-    expect(resolveStoredInput(request("resp_a"), store)).toEqual([
-      earlier,
-      { type: "message", role: "user", content: "x" },
-    ]);
+    expect(resolveStoredInput(request("resp_a"), store)).toEqual({
+      input: [earlier, { type: "message", role: "user", content: "x" }],
+      previousItems: 1,
+    });
   });
 });

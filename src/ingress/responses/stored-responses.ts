@@ -116,18 +116,22 @@ function itemsOf(store: ResponseStore, id: string, param: string): InputItem[] {
   return entry.items;
 }
 
+/** The effective input, and how many of its first items came from `previous_response_id`. */
+export type ResolvedInput = { input: InputItem[] | string; previousItems: number };
+
 /**
  * The request with its stored parts resolved: `input` becomes the previous
  * response's items followed by the new input, each `item_reference` the item it
  * names. Pure apart from reading the store.
  */
-export function resolveStoredInput(request: ResponsesRequest, store: ResponseStore): InputItem[] | string {
+export function resolveStoredInput(request: ResponsesRequest, store: ResponseStore): ResolvedInput {
   const previous = request.previous_response_id
     ? itemsOf(store, request.previous_response_id, "previous_response_id")
     : [];
+  const previousItems = previous.length;
   if (typeof request.input === "string") {
-    if (previous.length === 0) return request.input;
-    return [...previous, { type: "message", role: "user", content: request.input }];
+    if (previousItems === 0) return { input: request.input, previousItems };
+    return { input: [...previous, { type: "message", role: "user", content: request.input }], previousItems };
   }
   const input = request.input.map((item, i) => {
     if (item.type !== "item_reference") return item;
@@ -140,5 +144,5 @@ export function resolveStoredInput(request: ResponsesRequest, store: ResponseSto
       );
     return found;
   });
-  return [...previous, ...input];
+  return { input: [...previous, ...input], previousItems };
 }

@@ -61,7 +61,9 @@ describe("recorded OpenCode requests", () => {
     expect(hub.messages.at(-2)).toEqual({
       role: "assistant",
       text: null,
-      toolCalls: [{ id: "call_resp_6", name: "ura_observe", arguments: '{"camera":"front"}' }],
+      toolCalls: [
+        { id: "call_resp_6", name: "ura_observe", arguments: '{"camera":"front"}', source: "input[2]" },
+      ],
     });
     const tool = hub.messages.at(-1);
     expect(tool).toMatchObject({ role: "tool", toolCallId: "call_resp_6", name: "ura_observe" });
@@ -106,7 +108,9 @@ describe("recorded Codex requests", () => {
     expect(hub.messages.at(-2)).toEqual({
       role: "assistant",
       text: null,
-      toolCalls: [{ id: "call_resp_5", name: "mcp__ura__observe", arguments: '{"camera":"front"}' }],
+      toolCalls: [
+        { id: "call_resp_5", name: "mcp__ura__observe", arguments: '{"camera":"front"}', source: "input[4]" },
+      ],
     });
     const tool = hub.messages.at(-1);
     expect(tool).toMatchObject({ role: "tool", toolCallId: "call_resp_5", name: "mcp__ura__observe" });
@@ -143,12 +147,24 @@ describe("input items", () => {
         role: "assistant",
         text: "calling",
         toolCalls: [
-          { id: "c1", name: "a", arguments: "{}" },
-          { id: "c2", name: "mcp__ura__observe", arguments: "{}" },
+          { id: "c1", name: "a", arguments: "{}", source: "input[4]" },
+          { id: "c2", name: "mcp__ura__observe", arguments: "{}", source: "input[5]" },
         ],
       },
-      { role: "tool", toolCallId: "c1", name: "a", content: [{ type: "text", text: "one" }] },
-      { role: "tool", toolCallId: "c2", name: "mcp__ura__observe", content: [{ type: "text", text: "two" }] },
+      {
+        role: "tool",
+        toolCallId: "c1",
+        name: "a",
+        content: [{ type: "text", text: "one" }],
+        source: "input[6]",
+      },
+      {
+        role: "tool",
+        toolCallId: "c2",
+        name: "mcp__ura__observe",
+        content: [{ type: "text", text: "two" }],
+        source: "input[7]",
+      },
     ]);
     expect(hub.ignored).toEqual(["1 reasoning item(s) in input (Qwen runs non-thinking)"]);
   });

@@ -72,7 +72,22 @@ function textOnly(parts: HubPart[], param: string): string {
   return parts.map((p) => (p.type === "text" ? p.text : "")).join("");
 }
 
-function toMessages(request: ResponsesRequest, ignored: IgnoredFields): HubMessage[] {
+/**
+ * The client's field for item i of the effective input: `input[k]` for what this
+ * request sent, a description for the items `previous_response_id` brought in.
+ */
+function itemFields(request: ResponsesRequest, previousItems: number): (i: number) => string {
+  return (i) =>
+    i < previousItems
+      ? `previous_response_id ${JSON.stringify(request.previous_response_id)} item ${i}`
+      : `input[${i - previousItems}]`;
+}
+
+function toMessages(
+  request: ResponsesRequest,
+  fieldOf: (i: number) => string,
+  ignored: IgnoredFields,
+): HubMessage[] {
   const messages: HubMessage[] = [];
   if (request.instructions)
     messages.push({ role: "system", content: [{ type: "text", text: request.instructions }] });
@@ -83,7 +98,7 @@ function toMessages(request: ResponsesRequest, ignored: IgnoredFields): HubMessa
   const callNames = new Map<string, string>();
   let reasoningItems = 0;
   request.input.forEach((item, i) => {
-    const param = `input[${i}]`;
+    const param = fieldOf(i);
     switch (item.type) {
       case "message": {
         const parts = toHubParts(item.content, `${param}.content`, ignored);
@@ -102,6 +117,7 @@ function toMessages(request: ResponsesRequest, ignored: IgnoredFields): HubMessa
           id: item.call_id,
           name: flattenName(item.namespace, item.name),
           arguments: item.arguments,
+          source: param,
         };
         if (callNames.has(call.id))
           throw invalidField(`${param}.call_id`, `duplicate call_id ${JSON.stringify(call.id)}`);
@@ -123,6 +139,7 @@ function toMessages(request: ResponsesRequest, ignored: IgnoredFields): HubMessa
           toolCallId: item.call_id,
           name,
           content: toHubParts(item.output, `${param}.output`, ignored),
+          source: param,
         });
         break;
       }
@@ -215,14 +232,15 @@ export type ToHubContext = {
 
 export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
   const received = parseRequest(body);
-  const input = resolveStoredInput(received, ctx.store);
+  const { input, previousItems } = resolveStoredInput(received, ctx.store);
   const effectiveInput: InputItem[] =
     typeof input === "string" ? [{ type: "message", role: "user", content: input }] : input;
   const request: ResponsesRequest = { ...received, input, previous_response_id: undefined };
+  const fieldOf = itemFields(received, previousItems);
   refuseUnsupported(request);
   const ignored = createIgnoredFields();
   const tools = readTools(request.tools ?? [], ignored);
-  const messages = toMessages(request, ignored);
+  const messages = toMessages(request, fieldOf, ignored);
   recordIgnored(request, ignored);
   const hub: HubRequest = { model: request.model, messages, tools: tools.hub, ignored: ignored.list() };
   const toolChoice = toToolChoice(request.tool_choice, new Set(tools.names.keys()));
