@@ -117,6 +117,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       ...(isProviderFailure(error) ? { providerError: error.message } : {}),
     });
     holdsTurn = false;
+    const answer = finalOnceEnded(error, episode);
     try {
       episode.records.exchange(exchangeId, "status", {
         status: "failed",
@@ -124,7 +125,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
           kind: error.kind,
           message: error.message,
           param: error.param ?? null,
-          http_status: error.status,
+          http_status: answer.status,
         },
         episode_state: episode.state,
         ...extra,
@@ -133,8 +134,8 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       // The exchange fails anyway; the records failure is in the episode's status.
       log.error("cannot record the exchange's failure", { message: (recordsError as Error).message });
     }
-    log.warn("exchange failed", { kind: error.kind, status: error.status, message: error.message });
-    return spec.renderError(redactError(error, deps.redact));
+    log.warn("exchange failed", { kind: error.kind, status: answer.status, message: error.message });
+    return spec.renderError(redactError(answer, deps.redact));
   };
 
   if (overBudget) {
@@ -367,6 +368,23 @@ function deliver(
     status: 200,
     headers: { "content-type": rendered.contentType, "cache-control": "no-cache" },
   });
+}
+
+/**
+ * What the client is told about a failure that ended the episode's model work: a
+ * retry could only meet the closed episode, so an error that would read as
+ * retryable (the sidecar's own upstream retries spent, an undeliverable answer)
+ * is answered as final at once, still naming the fault (its kind is the code).
+ * Every client retries 5xx/529 with backoff (seconds each) and stops at a 400.
+ */
+function finalOnceEnded(error: SidecarError, episode: Episode): SidecarError {
+  if (!error.retryable || !isProviderFailure(error) || episode.closedReason() === undefined) return error;
+  const now = episode.failure ? `failed (${episode.failure.reason})` : episode.state;
+  return new SidecarError(
+    "episode_closed",
+    `${error.message}; episode ${episode.id} is now ${now}, so a retry cannot succeed`,
+    { code: error.code ?? error.kind, cause: error },
+  );
 }
 
 /** A records write that failed (full disk …) fails the exchange as retryable; anything else as it is. */

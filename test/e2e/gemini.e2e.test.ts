@@ -7,12 +7,15 @@
  *      a turn;
  *   2. against the compiled binary (`serve`), an episode whose CLI names another
  *      model: the episode goes to provider_error and no upstream request is made.
- *      Gemini CLI launched through its kit.
+ *      Gemini CLI launched through its kit;
+ *   3. against an upstream that keeps failing: the sidecar's own retries are spent,
+ *      the episode is in provider_error, and Gemini CLI gets a final 400 at once
+ *      and stops without retrying.
  * Everything runs in a loopback-only network namespace when one can be made
  * (test/support/loopback-namespace.ts), so nothing the CLI does can leave the machine.
  */
 import { expect, test } from "bun:test";
-import { runClient, withServedSidecar } from "../support/client-run.ts";
+import { runAgainstFailingUpstream, runClient, withServedSidecar } from "../support/client-run.ts";
 import { records } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { validateSmokeEpisode } from "../support/validate-run.ts";
@@ -21,7 +24,7 @@ const cliTimeoutMs = 180_000;
 
 describeInLoopbackNamespace(
   "Gemini CLI end to end",
-  { file: import.meta.path, timeoutMs: 2 * cliTimeoutMs + 60_000 },
+  { file: import.meta.path, timeoutMs: 3 * cliTimeoutMs + 60_000 },
   () => {
     test(
       "smoke episode (validate): every check passes; countTokens got the local 400 and was not a turn",
@@ -75,6 +78,21 @@ describeInLoopbackNamespace(
           expect(firstStatus).toMatchObject({ status: "failed", error: { http_status: 400 } });
           expect(exchanges.some((e) => e.stage === "upstream_request")).toBe(false);
           // 400 is final for the CLI: it gives up instead of retrying for minutes.
+          expect(run.code).not.toBe(0);
+        }),
+      cliTimeoutMs + 30_000,
+    );
+
+    test(
+      "against a failing upstream: a final 400 at once, no client retry, no more upstream work",
+      () =>
+        runAgainstFailingUpstream("gemini", cliTimeoutMs, ({ upstream, run, statuses }) => {
+          const httpStatuses = statuses.map((s) => (s.error as { http_status: number }).http_status);
+          console.error(
+            `gemini stopped ${run.ms} ms after start (exit ${run.code}); statuses ${JSON.stringify(httpStatuses)}`,
+          );
+          expect(httpStatuses).toEqual([400]);
+          expect(upstream.scripted.received).toHaveLength(3); // the sidecar's own attempts (retry config)
           expect(run.code).not.toBe(0);
         }),
       cliTimeoutMs + 30_000,

@@ -81,29 +81,29 @@ describeInLoopbackNamespace(
     );
 
     /**
-     * Transient upstream trouble: the sidecar's own retries are spent and OpenCode gets
-     * a 503 in the OpenAI envelope before any byte of a stream. OpenCode retries; the
-     * episode is already in provider_error, so the retry gets a final 400 and OpenCode
-     * stops — no tool call registered. (The title request runs concurrently, so it may
-     * be the one that meets the failing upstream first.) OpenCode retries even a 400
-     * whose text looks transient ("…HTTP 503…"): see src/ingress/responses/errors.ts.
+     * Transient upstream trouble: the sidecar's own retries are spent and the episode
+     * is in provider_error, so OpenCode gets a final 400 in the OpenAI envelope at
+     * once, before any byte of a stream, and stops — no tool call registered. (The
+     * title request runs concurrently, so it may be the one that meets the failing
+     * upstream first, and the agent turn then meets the closed episode.) OpenCode
+     * retries even a 400 whose text looks transient ("…HTTP 503…"): see
+     * src/ingress/responses/errors.ts.
      */
     test(
-      "OpenCode against a failing upstream: 503, then a final 400, then it stops",
+      "OpenCode against a failing upstream: a final 400 at once, then it stops",
       () =>
         runAgainstFailingUpstream("opencode", timeoutMs - 30_000, ({ upstream, run, statuses }) => {
           const httpStatuses = statuses.map(
             (s) => (s.error as { http_status: number } | undefined)?.http_status,
           );
-          expect(httpStatuses).toContain(503);
-          expect(httpStatuses.at(-1)).toBe(400);
-          expect(httpStatuses.every((s) => s === 503 || s === 400)).toBe(true);
-          // The title request and the agent turn: each retried a 503 once at most, and never a 400.
-          expect(httpStatuses.filter((s) => s === 400).length).toBeLessThanOrEqual(2);
-          expect(upstream.scripted.received.length).toBeLessThanOrEqual(6); // the sidecar's own attempts only
           console.error(
             `opencode stopped ${run.ms} ms after start (exit ${run.code}); statuses ${JSON.stringify(httpStatuses)}; ${run.stdout.length} bytes of output`,
           );
+          expect(httpStatuses.length).toBeGreaterThan(0);
+          expect(httpStatuses.every((s) => s === 400)).toBe(true);
+          // The title request and the agent turn, each answered once: nothing was retried.
+          expect(httpStatuses.length).toBeLessThanOrEqual(2);
+          expect(upstream.scripted.received.length).toBeLessThanOrEqual(6); // the sidecar's own attempts only
         }),
       timeoutMs,
     );

@@ -1,8 +1,9 @@
 /**
  * Terminal provider failure in the compiled binary: once the retry budget is
- * spent the episode goes to `provider_error`, and every later model request from
- * the CLI gets a final 400 (an outer CLI retry cannot create more upstream
- * work), also after a restart. Needs `make build`.
+ * spent the episode goes to `provider_error`; the failing request itself and
+ * every later model request from the CLI get a final 400 (an outer CLI retry
+ * could not succeed and cannot create more upstream work), also after a
+ * restart. Needs `make build`.
  */
 import { expect, test } from "bun:test";
 import {
@@ -16,7 +17,7 @@ import {
 
 const upstream = await fileUpstream(30_000);
 
-test("retry budget spent → provider_error; later requests get a non-retryable 400, before and after a restart", async () => {
+test("retry budget spent → provider_error and a final 400 at once; later requests get it too, before and after a restart", async () => {
   const config = { upstream: { retry: { max_attempts: 2, initial_backoff_ms: 10, max_backoff_ms: 20 } } };
   const sidecar = await startSidecar(upstream, config);
   const episode = await sidecar.createEpisode({ client: "codex" });
@@ -25,7 +26,8 @@ test("retry budget spent → provider_error; later requests get a non-retryable 
     { kind: "status", status: 503 },
   ]);
   const failed = await responsesRequest(episode, [{ role: "user", content: "go" }]);
-  expect(failed.status).toBeGreaterThanOrEqual(500);
+  expect(failed.status).toBe(400);
+  expect(JSON.stringify(await failed.json())).toMatch(/HTTP 5.?03.*provider_error/);
   expect((await upstreamRequests(upstream)).length).toBe(2);
   const status = await sidecar.episode(episode.id);
   expect(status.state).toBe("failed");

@@ -285,6 +285,31 @@ describe("unsupported operations end the episode before any upstream request", (
   });
 });
 
+describe("upstream failures end the episode: the first answer is already final", () => {
+  test.each([
+    ["transient (the sidecar's retries spent)", { kind: "status" as const, status: 503 }, "HTTP 503"],
+    ["invalid output (an undeclared tool)", { kind: "undeclared_tool" as const }, "did not declare"],
+  ])(
+    "%s → 400 FAILED_PRECONDITION naming the fault and provider_error; Gemini CLI does not retry it",
+    async (_what, fault, says) => {
+      const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
+      s.scripted.enqueueFaults([fault]); // the in-process sidecar makes one upstream attempt
+      const path = "/v1beta/models/ura-qwen:streamGenerateContent?alt=sse";
+      const res = await post(episode, path, { contents: [prompt], tools });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { error: { code: number; message: string; status: string } };
+      expect(body.error).toMatchObject({ code: 400, status: "FAILED_PRECONDITION" });
+      expect(body.error.message).toContain(says);
+      expect(body.error.message).toContain("provider_error");
+      expect(episode.failure?.reason).toBe("provider_error");
+      const before = s.scripted.received.length;
+      const retry = await post(episode, path, { contents: [prompt], tools });
+      expect(retry.status).toBe(400);
+      expect(s.scripted.received.length).toBe(before);
+    },
+  );
+});
+
 describe("authentication", () => {
   test("a wrong key is a 401 in the Gemini envelope and touches nothing", async () => {
     const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });

@@ -4,12 +4,11 @@
  *
  * Status decides whether Claude Code retries: 400/401/404 are final; 429, 5xx and
  * 529 are retried with backoff for minutes. So only what a retry could fix is
- * 5xx: transient upstream trouble and shutdown are 529 `overloaded_error`,
- * undeliverable upstream output is 500 `api_error`. Any upstream failure has
- * already put the episode in `provider_error` (run-exchange), so that retry is
- * answered with a final 400 `invalid_request_error` naming the provider failure —
- * one extra request, and the user sees why. An upstream that refused the request
- * itself (`upstream_rejected`) and a closed episode are 400 straight away.
+ * 5xx: shutdown is 529 `overloaded_error`, a bug 500 `api_error`. An upstream
+ * failure never reaches the client as 5xx: it has put the episode in
+ * `provider_error` (run-exchange), so it is answered at once as a final 400
+ * `invalid_request_error` naming the fault and the episode's end. The 529/500
+ * rows for the upstream kinds stay for completeness of the mapping.
  */
 import type { ErrorKind, SidecarError } from "../../lib/errors.ts";
 

@@ -136,12 +136,15 @@ describe("POST /v1/messages", () => {
     expect(body.error.message).toStartWith("request body is not valid JSON");
   });
 
-  test("transient upstream failure → 529 overloaded_error; the episode is in provider_error, so the retry gets a final 400", async () => {
+  test("transient upstream failure (retries spent) → a final 400 at once: the episode is in provider_error", async () => {
     const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "status", status: 503 }]);
     const first = await post("/v1/messages", turn(true));
-    expect(first.status).toBe(529);
-    expect(await first.json()).toMatchObject({ type: "error", error: { type: "overloaded_error" } });
+    expect(first.status).toBe(400);
+    const firstBody = (await first.json()) as { error: { type: string; message: string } };
+    expect(firstBody).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
+    expect(firstBody.error.message).toContain("HTTP 503");
+    expect(firstBody.error.message).toContain("provider_error");
     expect(episode.state).toBe("failed");
     expect(episode.failure?.reason).toBe("provider_error");
     const retry = await post("/v1/messages", turn(true));
@@ -152,13 +155,14 @@ describe("POST /v1/messages", () => {
     expect(scripted.received).toHaveLength(1);
   });
 
-  test("invalid upstream output (undeclared tool) → 500 api_error, never a tool_use", async () => {
+  test("invalid upstream output (undeclared tool) → a final 400 naming the fault, never a tool_use", async () => {
     const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "undeclared_tool" }]);
     const res = await post("/v1/messages", turn(true));
-    expect(res.status).toBe(500);
+    expect(res.status).toBe(400);
     const text = await res.text();
-    expect(JSON.parse(text)).toMatchObject({ type: "error", error: { type: "api_error" } });
+    expect(JSON.parse(text)).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
+    expect(text).toContain("provider_error");
     expect(text).not.toContain("tool_use");
     expect(lines(episode, "ledger").filter((e) => e.type === "registered")).toEqual([]);
   });

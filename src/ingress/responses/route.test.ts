@@ -207,14 +207,20 @@ describe("POST /v1/responses", () => {
     expect(await res.json()).toMatchObject({ error: { type: "invalid_request_error", param: "body" } });
   });
 
-  test("transient upstream failure → 503 server_error before any byte; the client's retry gets a final 400", async () => {
+  test("transient upstream failure (retries spent) → a final 400 at once: the episode is in provider_error, a retry could not succeed", async () => {
     const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "status", status: 503 }]);
     const first = await post(codexTurn(true));
-    expect(first.status).toBe(503);
+    expect(first.status).toBe(400);
     expect(first.headers.get("content-type")).toContain("application/json");
-    expect(await first.json()).toMatchObject({ error: { type: "server_error", code: "upstream_transient" } });
+    const body = (await first.json()) as { error: { type: string; code: string; message: string } };
+    expect(body).toMatchObject({ error: { type: "invalid_request_error", code: "upstream_transient" } });
+    expect(body.error.message).toContain("provider_error");
     expect(episode.failure?.reason).toBe("provider_error");
+    expect(lines(episode, "exchanges").find((l) => l.stage === "status")).toMatchObject({
+      status: "failed",
+      error: { kind: "upstream_transient", http_status: 400 },
+    });
     const retry = await post(codexTurn(true));
     expect(retry.status).toBe(400);
     expect(((await retry.json()) as { error: { message: string } }).error.message).toContain(
@@ -233,13 +239,16 @@ describe("POST /v1/responses", () => {
     });
   });
 
-  test("invalid upstream output (undeclared tool) → 502, never a function_call", async () => {
+  test("invalid upstream output (undeclared tool) → a final 400 naming the fault, never a function_call", async () => {
     const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "undeclared_tool" }]);
     const res = await post(codexTurn(true));
-    expect(res.status).toBe(502);
+    expect(res.status).toBe(400);
     const text = await res.text();
-    expect(JSON.parse(text)).toMatchObject({ error: { type: "server_error", code: "upstream_invalid" } });
+    expect(JSON.parse(text)).toMatchObject({
+      error: { type: "invalid_request_error", code: "upstream_invalid" },
+    });
+    expect(text).toContain("provider_error");
     expect(text).not.toContain("function_call");
     expect(lines(episode, "ledger").filter((e) => e.type === "registered")).toEqual([]);
   });
