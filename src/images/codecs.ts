@@ -65,21 +65,15 @@ async function instantiateEmscripten(
   });
 }
 
-export async function loadCodecs(): Promise<Codecs> {
-  const [pngModule, encModule, decModule] = await Promise.all([
-    compileWasm(pngWasmPath),
-    compileWasm(webpEncWasmPath),
-    compileWasm(webpDecWasmPath),
-  ]);
-  initPngSync(pngModule);
-  const [encoder, decoder] = await Promise.all([
-    instantiateEmscripten(webpEncFactory as unknown as EmscriptenFactory, encModule),
-    instantiateEmscripten(webpDecFactory as unknown as EmscriptenFactory, decModule),
-  ]);
-  const encode = encoder.encode?.bind(encoder);
-  const decode = decoder.decode?.bind(decoder);
-  if (!encode || !decode) throw new Error("WebP codec WASM did not expose encode/decode");
+/** What PNG → WebP conversion needs (a conversion worker loads only these, not the WebP decoder). */
+export type ConversionCodecs = Pick<Codecs, "decodePng" | "encodeWebpLossless">;
 
+export async function loadConversionCodecs(): Promise<ConversionCodecs> {
+  const [pngModule, encModule] = await Promise.all([compileWasm(pngWasmPath), compileWasm(webpEncWasmPath)]);
+  initPngSync(pngModule);
+  const encoder = await instantiateEmscripten(webpEncFactory as unknown as EmscriptenFactory, encModule);
+  const encode = encoder.encode?.bind(encoder);
+  if (!encode) throw new Error("WebP encoder WASM did not expose encode");
   return {
     decodePng(bytes) {
       const image = pngDecode(bytes);
@@ -98,10 +92,33 @@ export async function loadCodecs(): Promise<Codecs> {
       // Copy off the WASM heap if the view points into it.
       return new Uint8Array(out);
     },
-    decodeWebp(bytes) {
-      const image = decode(bytes);
-      if (!image) throw new Error("not a decodable WebP");
-      return { width: image.width, height: image.height, data: image.data };
-    },
+  };
+}
+
+async function loadWebpDecoder(): Promise<Codecs["decodeWebp"]> {
+  const decoder = await instantiateEmscripten(
+    webpDecFactory as unknown as EmscriptenFactory,
+    await compileWasm(webpDecWasmPath),
+  );
+  const decode = decoder.decode?.bind(decoder);
+  if (!decode) throw new Error("WebP decoder WASM did not expose decode");
+  return (bytes) => {
+    const image = decode(bytes);
+    if (!image) throw new Error("not a decodable WebP");
+    return { width: image.width, height: image.height, data: image.data };
+  };
+}
+
+export async function loadCodecs(): Promise<Codecs> {
+  const [conversion, decodeWebp] = await Promise.all([loadConversionCodecs(), loadWebpDecoder()]);
+  return { ...conversion, decodeWebp };
+}
+
+/** `loadCodecs` deferred to the first call; every later call gets the same codecs. */
+export function loadCodecsOnFirstUse(): () => Promise<Codecs> {
+  let loading: Promise<Codecs> | undefined;
+  return () => {
+    loading ??= loadCodecs();
+    return loading;
   };
 }

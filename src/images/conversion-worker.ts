@@ -5,13 +5,13 @@
  * output is byte-identical. The handler is installed before the codecs finish
  * loading, so no message that arrives meanwhile is lost.
  */
-import { loadCodecs } from "./codecs.ts";
+import { loadConversionCodecs } from "./codecs.ts";
 import type { WorkerReply, WorkerRequest } from "./conversion-messages.ts";
 import { warmUpCodecs } from "./warm-up.ts";
 
 declare const self: Worker;
 
-const codecs = loadCodecs();
+const codecs = loadConversionCodecs();
 
 function reply(message: WorkerReply, transfer: ArrayBuffer[] = []): void {
   self.postMessage(message, transfer);

@@ -4,7 +4,7 @@
  * the calling thread (tests, tools). Both use the same codecs and settings, so the
  * bytes are the same.
  */
-import type { Codecs } from "./codecs.ts";
+import type { ConversionCodecs } from "./codecs.ts";
 import type { WebpSettings } from "./settings.ts";
 
 /** A PNG the decoder rejected (corrupt data): the caller names the request field. */
@@ -20,11 +20,11 @@ export interface PngToWebp {
   convert(png: Uint8Array, settings: WebpSettings): Promise<{ webp: Uint8Array; ms: number }>;
 }
 
-export function convertOnThisThread(codecs: Codecs): PngToWebp {
+export function convertOnThisThread(codecs: ConversionCodecs): PngToWebp {
   return {
     async convert(png, settings) {
       const started = performance.now();
-      let image: ReturnType<Codecs["decodePng"]>;
+      let image: ReturnType<ConversionCodecs["decodePng"]>;
       try {
         image = codecs.decodePng(png);
       } catch (error) {

@@ -1,9 +1,13 @@
 /**
- * The sidecar's PNG→WebP converter, warmed up: a worker pool of `workers` workers,
- * or — with 0 — conversion on the event loop itself (the layout before the pool,
- * kept as a measured baseline and for machines where threads are unwanted).
+ * The sidecar's PNG→WebP converter: a worker pool of `workers` workers, or — with 0
+ * — conversion on the event loop itself (the layout before the pool, kept as a
+ * measured baseline and for machines where threads are unwanted).
+ *
+ * Returns at once: the codecs load and warm up in the background (`warmedUp`), so
+ * the server can listen while they do. A conversion asked for meanwhile waits in the
+ * workers' queue behind the warm-up; readiness (/health/ready) waits for `warmedUp`.
  */
-import { loadCodecs } from "./codecs.ts";
+import { loadConversionCodecs } from "./codecs.ts";
 import { createConversionPool } from "./conversion-pool.ts";
 import { convertOnThisThread, type PngToWebp } from "./png-to-webp.ts";
 import type { WebpSettings } from "./settings.ts";
@@ -12,21 +16,24 @@ import { warmUpCodecs } from "./warm-up.ts";
 export type ImageConversion = {
   converter: PngToWebp;
   workers: number;
-  /** Each worker's warm-up (one entry when converting on the event loop). */
-  warmUpMs: number[];
+  /** Each worker's warm-up in ms (one entry when converting on the event loop); rejects if one failed. */
+  warmedUp: Promise<number[]>;
   close(): Promise<void>;
 };
 
-export async function startImageConversion(
-  workers: number,
-  settings: WebpSettings,
-): Promise<ImageConversion> {
+export function startImageConversion(workers: number, settings: WebpSettings): ImageConversion {
   if (workers === 0) {
-    const codecs = await loadCodecs();
-    const warmUpMs = [warmUpCodecs(codecs, settings)];
-    return { converter: convertOnThisThread(codecs), workers, warmUpMs, close: async () => {} };
+    const codecs = loadConversionCodecs();
+    const warmedUp = codecs.then((loaded) => [warmUpCodecs(loaded, settings)]);
+    return {
+      converter: {
+        convert: async (png, converting) => convertOnThisThread(await codecs).convert(png, converting),
+      },
+      workers,
+      warmedUp,
+      close: async () => {},
+    };
   }
   const pool = createConversionPool(workers);
-  const warmUpMs = await pool.warmUp(settings);
-  return { converter: pool, workers: pool.size, warmUpMs, close: () => pool.close() };
+  return { converter: pool, workers: pool.size, warmedUp: pool.warmUp(settings), close: () => pool.close() };
 }

@@ -4,13 +4,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { configSchema } from "../config/schema.ts";
 import type { Episode } from "../episodes/episode.ts";
-import { loadCodecs } from "../images/codecs.ts";
+import { loadCodecsOnFirstUse } from "../images/codecs.ts";
 import { composeApp } from "../server/compose.ts";
 import { ingressProtocolOf } from "./refuse-oversized-body.ts";
 
 const limit = 4_000;
 const controlPassword = "pw-0123456789";
-const codecs = await loadCodecs();
+const codecs = loadCodecsOnFirstUse();
 
 async function setup() {
   const dataDir = mkdtempSync(join(tmpdir(), "ura-body-limit-"));

@@ -12,14 +12,14 @@ import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/
 import { type ConfigInput, configSchema } from "../config/schema.ts";
 import type { Episode } from "../episodes/episode.ts";
 import type { ExecutorFactory } from "../executor/create-executor.ts";
-import { loadCodecs } from "../images/codecs.ts";
+import { loadCodecsOnFirstUse } from "../images/codecs.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { composeApp } from "../server/compose.ts";
 
 export const testControlPassword = "test-control-password";
 
-// Loaded once per test process; these tests never convert an image, the exchange pipeline just needs them.
-const codecs = await loadCodecs();
+// Shared by the sidecars of a test process, and loaded only if one of them converts an image.
+const codecs = loadCodecsOnFirstUse();
 
 export async function startTestSidecar(
   options: { config?: ConfigInput; createExecutor?: ExecutorFactory } = {},

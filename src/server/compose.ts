@@ -46,8 +46,13 @@ export type ComposeOptions = {
   config: Config;
   secrets: Secrets;
   version: string;
-  /** The loaded WASM codecs, and whether they are warmed yet (readiness; default: yes). */
-  codecs: Codecs;
+  /**
+   * The WASM codecs on this thread, loaded when first asked for: only the demo model
+   * (reading a pixel) and the default converter use them, so a binary that converts in
+   * its workers never loads a second copy. And whether the converter is warmed yet
+   * (readiness; default: yes).
+   */
+  codecs: () => Promise<Codecs>;
   codecsWarmed?: () => boolean;
   /** PNG → WebP for the exchanges (the binary: the worker pool); default: on this thread with `codecs`. */
   converter?: PngToWebp;
@@ -197,7 +202,9 @@ export async function composeApp(options: ComposeOptions) {
       recordsBudget: budget,
       upstream,
       images: {
-        converter: options.converter ?? convertOnThisThread(codecs),
+        converter: options.converter ?? {
+          convert: async (png, settings) => convertOnThisThread(await codecs()).convert(png, settings),
+        },
         settings: config.images.webp,
         cache: createImageCache(config.images.cache_bytes),
       },

@@ -1,8 +1,10 @@
 /**
- * The binary's server: loads and warms the image codecs, composes the app
+ * The binary's server: starts the image conversion workers, composes the app
  * (compose.ts), listens, starts shipping, and prints the banner (demo model
  * warning, URL, restored episodes, a generated control password, the default
- * episode).
+ * episode). The workers load and warm their codecs while the rest starts and
+ * after the socket opens: /health/ready answers 503 until they are warm, and an
+ * image that arrives sooner waits in their queue behind the warm-up.
  */
 import { join, resolve } from "node:path";
 import type { Secrets } from "../config/load-config.ts";
@@ -11,7 +13,7 @@ import type { Config } from "../config/schema.ts";
 import { secretWeakness } from "../config/secret-strength.ts";
 import { episodeUrls } from "../episodes/episode-store.ts";
 import type { Ids } from "../episodes/ids.ts";
-import { loadCodecs } from "../images/codecs.ts";
+import { loadCodecsOnFirstUse } from "../images/codecs.ts";
 import { defaultWorkerCount } from "../images/conversion-pool.ts";
 import { startImageConversion } from "../images/start-image-conversion.ts";
 import { lockDataDir } from "../records/data-dir-lock.ts";
@@ -39,36 +41,48 @@ export async function startSidecar(options: StartOptions) {
   if (weak.length > 0) throw new ConfigError(weak);
   // Before anything reads or writes the data directory: one sidecar per directory.
   const dataDirLock = lockDataDir(resolve(config.data_dir));
-  // The demo model reads pixels with these codecs; exchanges convert in the worker pool,
-  // each worker warmed up with a real-sized frame. The listener opens only after this
-  // warm-up today; readiness still checks the flag so that a warm-up moved off the
-  // start-up path can never serve exchanges cold.
-  const codecs = await loadCodecs();
+  // First, so that the workers' warm-up (a real-sized frame each: the first encode
+  // after loading costs several later ones) overlaps everything below.
+  const conversion = startImageConversion(config.images.workers ?? defaultWorkerCount(), config.images.webp);
   let codecsWarmed = false;
-  const conversion = await startImageConversion(
-    config.images.workers ?? defaultWorkerCount(),
-    config.images.webp,
+  let converterClosed = false;
+  const warmUp = conversion.warmedUp.then(
+    (ms) => {
+      codecsWarmed = true;
+      return { ms };
+    },
+    (error: Error) => ({ error }),
   );
-  const warmUpMs = conversion.warmUpMs;
-  codecsWarmed = true;
   let server: ReturnType<typeof Bun.serve> | undefined;
   const { hostname, port } = parseListen(config.listen);
   const baseUrl = () =>
     `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server?.port ?? port}`;
   const composed = await composeApp({
     ...options,
-    codecs,
+    codecs: loadCodecsOnFirstUse(),
     codecsWarmed: () => codecsWarmed,
     converter: conversion.converter,
-    closeConverter: () => conversion.close(),
+    closeConverter: () => {
+      converterClosed = true;
+      return conversion.close();
+    },
     baseUrl,
     stopServer: () => {
       server?.stop(true);
       dataDirLock.release();
     },
+  }).catch(async (error: unknown) => {
+    converterClosed = true;
+    await conversion.close();
+    throw error;
   });
   const { app, episodes, logger, restored, demo, dataDir, controlPassword, shipping } = composed;
-  logger.debug("image codecs ready", { warm_up_ms: warmUpMs });
+  void warmUp.then((outcome) => {
+    if ("ms" in outcome) logger.debug("image codecs ready", { warm_up_ms: outcome.ms });
+    // Readiness stays 503 naming the codecs; each conversion then fails on its own.
+    else if (!converterClosed)
+      logger.error("image codecs failed to warm up", { message: outcome.error.message });
+  });
 
   server = Bun.serve({
     hostname,

@@ -52,7 +52,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     config,
     secrets: { upstreamApiKey: "sk-in-process-upstream", controlPassword: inProcessControlPassword },
     version: "test",
-    codecs: await testCodecs(),
+    codecs: testCodecs,
     baseUrl: origin,
     logLevel: "debug",
     logWrite: (line) => logLines.push(line),
