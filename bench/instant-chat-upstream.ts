@@ -5,7 +5,9 @@
  *   stream:true  → SSE: role chunk, content (or one tool call) in deltas, finish chunk, usage chunk, [DONE]
  *   stream:false → one chat.completion JSON document
  * A request that declares tools gets a call to the first one; otherwise ~1 KB of text.
- *   bun bench/instant-chat-upstream.ts   prints "listening: http://127.0.0.1:N/v1"
+ * With --text every request gets the text (a recorded client request declares dozens
+ * of tools whose first one needs arguments).
+ *   bun bench/instant-chat-upstream.ts [--text]   prints "listening: http://127.0.0.1:N/v1"
  */
 const encoder = new TextEncoder();
 const text = "The gripper moves two centimetres to the left and re-checks the block. ".repeat(14);
@@ -13,12 +15,13 @@ const text = "The gripper moves two centimetres to the left and re-checks the bl
 type ChatBody = { stream?: boolean; tools?: { function?: { name?: string } }[] };
 
 let seq = 0;
+const alwaysText = process.argv.includes("--text");
 
 function answer(body: ChatBody): Response {
   seq += 1;
   const id = `chatcmpl-bench-${seq}`;
   const created = Math.floor(Date.now() / 1000);
-  const toolName = body.tools?.[0]?.function?.name;
+  const toolName = alwaysText ? undefined : body.tools?.[0]?.function?.name;
   const usage = { prompt_tokens: 120, completion_tokens: 40, total_tokens: 160 };
   const toolCall = toolName
     ? { index: 0, id: `call_bench_${seq}`, type: "function", function: { name: toolName, arguments: "{}" } }
