@@ -17,6 +17,7 @@ import { createHealthRoutes } from "./health/health-routes.ts";
 import { notDrainingCheck, type ReadinessCheck } from "./health/readiness.ts";
 import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
 import { SidecarError } from "./lib/errors.ts";
+import type { MemoryReclaimer } from "./lib/reclaim-memory.ts";
 import type { Metrics } from "./observe/metrics.ts";
 import { createMetricsRoute } from "./observe/metrics-route.ts";
 import type { RouteDeps } from "./server/route-deps.ts";
@@ -37,6 +38,8 @@ export type AppDeps = RouteDeps & {
   tracing?: { middleware: MiddlewareHandler };
   /** The timeline pages at /ui (login with the control password); no route when absent. */
   ui?: Omit<UiDeps, "controlPassword">;
+  /** Told the body size of every answered request (large ones free their memory early). */
+  memory?: MemoryReclaimer;
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
   episodeRoutes: ((deps: RouteDeps) => Hono)[];
 };
@@ -48,7 +51,12 @@ export function createApp(deps: AppDeps): Hono {
     requestSeq += 1;
     const requestId = c.req.header("x-request-id") ?? `req_${requestSeq}`;
     const started = deps.clock();
-    await next();
+    deps.memory?.requestStarted();
+    try {
+      await next();
+    } finally {
+      deps.memory?.requestEnded(Number(c.req.header("content-length") ?? 0));
+    }
     c.header("x-request-id", requestId);
     deps.logger.debug("request", {
       request_id: requestId,

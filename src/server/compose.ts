@@ -22,6 +22,7 @@ import type { Codecs } from "../images/codecs.ts";
 import { createImageCache } from "../images/image-cache.ts";
 import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
 import { createLogger, type LogLevel } from "../lib/logger.ts";
+import { createMemoryReclaimer } from "../lib/reclaim-memory.ts";
 import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
 import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
@@ -74,6 +75,9 @@ export type ComposeOptions = {
   /** Where shipping reads its AWS_* credentials and tracing its OTEL_* settings (default: process.env). */
   env?: Record<string, string | undefined>;
 };
+
+/** A request body from which its memory is reclaimed early: a camera history of about five frames. */
+const reclaimAfterBytes = 4 * 1024 * 1024;
 
 export async function composeApp(options: ComposeOptions) {
   const { config, codecs } = options;
@@ -274,6 +278,7 @@ export async function composeApp(options: ComposeOptions) {
     metrics,
     readiness: [codecsWarmedCheck(options.codecsWarmed ?? (() => true)), dataDirWritableCheck(dataDir)],
     episodeRoutes: episodeRouteGroups,
+    memory: createMemoryReclaimer({ thresholdBytes: reclaimAfterBytes }),
     ui: { episodes, dataDir },
     ...(tracing ? { tracing } : {}),
   });
