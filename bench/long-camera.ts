@@ -12,7 +12,7 @@
  *   turns answered 200 under the provider body limit                         goal: all
  *   sidecar time per MB of request, turn 100 ÷ turn 10 (medians of 5 turns)   goal ≤ 1.5
  *   text lines' share of the records (what repeats once images are blobs)
- *   sidecar RSS after the episode                                           goal ≤ 300 MB
+ *   sidecar RSS after the episode (and its peak, during the last turns)      goal ≤ 300 MB
  *   event-loop stall: p99 of a text exchange while another episode converts
  *   4000×3000 frames, minus its p99 alone                                    goal ≤ 50 ms
  * Sidecar time is the client's round trip on the instant upstream (which parses
@@ -46,9 +46,10 @@ function treeBytes(dir: string): number {
   return total;
 }
 
-function rssMb(pid: number): number {
+/** Resident memory now (VmRSS) or at its peak so far (VmHWM), in MB. */
+export function rssMb(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number {
   const status = readFileSync(`/proc/${pid}/status`, "utf8");
-  return Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? Number.NaN) / 1024;
+  return Number(new RegExp(`${field}:\\s+(\\d+)`).exec(status)?.[1] ?? Number.NaN) / 1024;
 }
 
 const median = (values: number[]) =>
@@ -153,11 +154,8 @@ async function runEpisode(
   const turns = frames.length;
   const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-camera-"));
   const configPath = join(dataDir, "..", `${dataDir.split("/").at(-1)}.json`);
-  // Whole 100-frame histories are ~90 MB of base64 PNG: over the default client body limit.
-  writeFileSync(
-    configPath,
-    JSON.stringify({ body_limit_bytes: 512 * MiB, context: { policy: "body_budget" } }),
-  );
+  // The default client body limit (body_limit_bytes) holds the whole 100-frame history (~80 MB).
+  writeFileSync(configPath, JSON.stringify({ context: { policy: "body_budget" } }));
   const sidecar = await startSidecarProcess({
     upstreamUrl,
     dataDir,
@@ -192,7 +190,10 @@ async function runEpisode(
           `  ${ingress.name} turn ${turn}: ${(body.length / MiB).toFixed(1)} MB request, ${ms.toFixed(0)} ms`,
         );
     }
+    // After the last answer has settled (the sidecar frees a large request's memory once answered).
+    await Bun.sleep(1000);
     const rssAfter = rssMb(pid);
+    const rssPeak = rssMb(pid, "VmHWM");
 
     const records = openRecords(dataDir);
     const episode = records.readEpisode(launch.id);
@@ -234,12 +235,13 @@ async function runEpisode(
     figures[`${p}_ms_per_mb_turn${turns}_vs_turn10`] = median(late) / median(early);
     figures[`${p}_rss_idle_mb`] = idleRss;
     figures[`${p}_rss_after_mb`] = rssAfter;
+    figures[`${p}_rss_peak_mb`] = rssPeak;
     log(
       `| ${ingress.name} | ${ok}/${turns} | ${underLimit}/${turns} | ${(total / MiB).toFixed(1)} MB | ` +
         `${(total / distinct).toFixed(3)} (≤ 1.2) | ${(total / (recordsAt[50] ?? Number.NaN)).toFixed(2)} (≤ 2.2) | ` +
         `${median(early).toFixed(1)} → ${median(late).toFixed(1)} ms/MB = ${(median(late) / median(early)).toFixed(2)} (≤ 1.5) | ` +
         `${(allLines / MiB).toFixed(2)} MB (${((100 * allLines) / total).toFixed(1)}%), history ×${(repeatedHistory / lastHistory).toFixed(0)} | ` +
-        `${idleRss.toFixed(0)} → ${rssAfter.toFixed(0)} MB (≤ 300) | ${requestMb.at(-1)?.toFixed(1)} MB |`,
+        `${idleRss.toFixed(0)} → ${rssAfter.toFixed(0)} MB (≤ 300), peak ${rssPeak.toFixed(0)} MB | ${requestMb.at(-1)?.toFixed(1)} MB |`,
     );
   } finally {
     await sidecar.stop();
@@ -353,7 +355,7 @@ export async function runLongCameraBench(
       `${turns} turns, one new 640×480 noisy frame per turn (PNG ~${(((frames[0]?.length ?? 0) * 3) / 4 / 1024).toFixed(0)} KB), whole history resent, body_budget policy, provider limit ${providerLimit / MiB} MiB.`,
     );
     log(
-      "| ingress | 200 | under limit | records | records ÷ distinct | turn 100 ÷ 50 | sidecar ms/MB turn 10 → 100 | text lines, history repeats | RSS idle → after | last request |",
+      "| ingress | 200 | under limit | records | records ÷ distinct | turn 100 ÷ 50 | sidecar ms/MB turn 10 → 100 | text lines, history repeats | RSS idle → after, peak | last request |",
     );
     log("|---|---|---|---|---|---|---|---|---|---|");
     for (const ingress of ingresses)

@@ -76,12 +76,14 @@ export const configSchema = z
     /**
      * Largest client request body accepted, in bytes. Over it: a final 400 in the ingress
      * protocol's envelope (recorded in the episode's auxiliary.jsonl); 413 on control and MCP.
+     * Every client resends its whole history, so this bounds an episode's length: the default
+     * holds a 200-turn 640×480 camera history (~165 MB; docs/long-sessions.md, "Body limit").
      */
     body_limit_bytes: z
       .number()
       .int()
       .positive()
-      .default(64 * 1024 * 1024),
+      .default(256 * 1024 * 1024),
     upstream: upstreamSchema.default(upstreamSchema.parse({})),
     records: z
       .object({

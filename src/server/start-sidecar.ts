@@ -89,6 +89,10 @@ export async function startSidecar(options: StartOptions) {
     port,
     fetch: (req, srv) => app.fetch(req, { server: srv }),
     idleTimeout: 0,
+    // The app's body limit (body_limit_bytes) refuses every oversized body in the client's
+    // envelope, from its declared length before reading it, or while reading a streamed one;
+    // the server's own (128 MiB by default) would cut a long history off with a bare 413.
+    maxRequestBodySize: Number.MAX_SAFE_INTEGER,
   });
   logger.info("listening", { url: baseUrl(), data_dir: dataDir, demo_upstream: demo });
   if (demo) {
