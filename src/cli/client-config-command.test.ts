@@ -58,3 +58,47 @@ test("from the JSON POST /control/episodes returned; usage errors exit 2", async
   expect(await clientConfigCommand(["cursor", "--episode", file, "--out", out], {})).toBe(2);
   expect(await clientConfigCommand(["claude", "--out", out], {})).toBe(2);
 });
+
+test("--new-episode --context-policy body_budget creates a camera episode with that policy and writes its kit", async () => {
+  const out = join(root, "camera");
+  const lines: string[] = [];
+  const log = console.log;
+  console.log = (line: string) => lines.push(line);
+  let code: number;
+  try {
+    code = await clientConfigCommand(
+      [
+        "opencode",
+        "--new-episode",
+        "--context-policy",
+        "body_budget",
+        "--sidecar",
+        sidecar.baseUrl(),
+        "--out",
+        out,
+      ],
+      { URA_CONTROL_PASSWORD: password },
+    );
+  } finally {
+    console.log = log;
+  }
+  expect(code).toBe(0);
+  const id = /kit for episode (\S+)/.exec(lines.join("\n"))?.[1] ?? "";
+  expect(sidecar.episodes.get(id).context).toMatchObject({
+    policy: "body_budget",
+    image_eviction_batch_size: 8,
+  });
+  expect(readFileSync(join(out, "credentials.env"), "utf8")).toContain(sidecar.episodes.get(id).mcpToken);
+});
+
+test("--context-policy with an existing episode checks its policy (fixed at creation): exit 1 when it differs", async () => {
+  const episode = sidecar.episodes.create({ max_turns: 0 });
+  const args = ["codex", "--episode", episode.id, "--sidecar", sidecar.baseUrl()];
+  const env = { URA_CONTROL_PASSWORD: password };
+  const out = join(root, "mismatch");
+  expect(await clientConfigCommand([...args, "--context-policy", "body_budget", "--out", out], env)).toBe(1);
+  expect(existsSync(out)).toBe(false);
+  expect(await clientConfigCommand([...args, "--context-policy", "identity", "--out", out], env)).toBe(0);
+  expect(await clientConfigCommand([...args, "--context-policy", "camera", "--out", out], env)).toBe(2);
+  expect(await clientConfigCommand([...args, "--new-episode", "--out", out], env)).toBe(2);
+});

@@ -3,16 +3,51 @@
  * writes the client's kit for one episode. With an id, the launch info comes from
  * a running sidecar's control API (`--sidecar URL`, password in
  * URA_CONTROL_PASSWORD); with a path, from the JSON that `POST /control/episodes`
- * returned.
+ * returned. `--new-episode` creates the episode through the control API instead,
+ * with `--context-policy NAME` as its context policy (body_budget for a camera
+ * episode, docs/long-sessions.md); an episode's policy is fixed at its creation, so
+ * with `--episode` the flag checks that the episode has it.
  */
 import { existsSync, readFileSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { clientNameSchema, clientNames } from "../clients/client-manifests.ts";
+import { contextPolicySchema } from "../context/policy-schema.ts";
 import { createKit } from "../kits/create-kit.ts";
 import { type LaunchInfo, launchInfoSchema } from "../kits/launch-info.ts";
 
-const usage = `usage: ura-sidecar client-config <${clientNames.join("|")}> --episode <id | episode.json> --out DIR
-       [--sidecar URL (default http://127.0.0.1:8787)] [--binary PATH]`;
+const policyNames = contextPolicySchema.unwrap().options.map((option) => option.shape.policy.value);
+type PolicyName = (typeof policyNames)[number];
+
+const usage = `usage: ura-sidecar client-config <${clientNames.join("|")}> (--episode <id | episode.json> | --new-episode)
+       --out DIR [--context-policy <${policyNames.join("|")}>] [--sidecar URL (default http://127.0.0.1:8787)]
+       [--binary PATH]`;
+
+function controlUrl(sidecar: string, path: string): string {
+  return `${sidecar.replace(/\/$/, "")}/control${path}`;
+}
+
+/** A new episode with the given context policy (its defaults), created through the control API. */
+async function createEpisode(
+  sidecar: string,
+  password: string | undefined,
+  policy: PolicyName | undefined,
+): Promise<LaunchInfo> {
+  if (!password) throw new Error("creating an episode needs the control password in URA_CONTROL_PASSWORD");
+  const url = controlUrl(sidecar, "/episodes");
+  const res = await fetch(url, {
+    method: "POST",
+    headers: { authorization: `Bearer ${password}`, "content-type": "application/json" },
+    body: JSON.stringify(policy === undefined ? {} : { context: { policy } }),
+  });
+  if (!res.ok) throw new Error(`POST ${url}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
+  return launchInfoSchema.parse(await res.json());
+}
+
+/** The policy an episode's launch info names (absent in launch info written before it carried one). */
+function policyOf(episode: LaunchInfo): string | undefined {
+  const context = (episode as { context_policy?: { policy?: unknown } }).context_policy;
+  return typeof context?.policy === "string" ? context.policy : undefined;
+}
 
 async function readEpisode(
   episode: string,
@@ -22,7 +57,7 @@ async function readEpisode(
   if (existsSync(episode)) return launchInfoSchema.parse(JSON.parse(readFileSync(episode, "utf8")));
   if (!password)
     throw new Error("reading an episode by id needs the control password in URA_CONTROL_PASSWORD");
-  const url = `${sidecar.replace(/\/$/, "")}/control/episodes/${encodeURIComponent(episode)}/launch`;
+  const url = controlUrl(sidecar, `/episodes/${encodeURIComponent(episode)}/launch`);
   const res = await fetch(url, { headers: { authorization: `Bearer ${password}` } });
   if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
   return launchInfoSchema.parse(await res.json());
@@ -33,7 +68,14 @@ export async function clientConfigCommand(
   env: Record<string, string | undefined>,
 ): Promise<number> {
   let parsed: {
-    values: { episode?: string; out?: string; sidecar?: string; binary?: string };
+    values: {
+      episode?: string;
+      "new-episode"?: boolean;
+      "context-policy"?: string;
+      out?: string;
+      sidecar?: string;
+      binary?: string;
+    };
     positionals: string[];
   };
   try {
@@ -41,6 +83,8 @@ export async function clientConfigCommand(
       args,
       options: {
         episode: { type: "string" },
+        "new-episode": { type: "boolean" },
+        "context-policy": { type: "string" },
         out: { type: "string" },
         sidecar: { type: "string" },
         binary: { type: "string" },
@@ -54,26 +98,41 @@ export async function clientConfigCommand(
   }
   const { values, positionals } = parsed;
   const client = clientNameSchema.safeParse(positionals[0]);
-  if (!client.success || positionals.length !== 1 || !values.episode || !values.out) {
-    console.error(
-      `ura-sidecar client-config: ${client.success ? "--episode and --out are required" : `unknown client ${JSON.stringify(positionals[0] ?? "")}`}\n${usage}`,
-    );
+  const policy = values["context-policy"];
+  const problem = !client.success
+    ? `unknown client ${JSON.stringify(positionals[0] ?? "")}`
+    : positionals.length !== 1 || !values.out || !values.episode === !values["new-episode"]
+      ? "--out and one of --episode or --new-episode are required"
+      : policy !== undefined && !policyNames.includes(policy as PolicyName)
+        ? `unknown --context-policy ${JSON.stringify(policy)}`
+        : undefined;
+  if (problem || !client.success || !values.out) {
+    console.error(`ura-sidecar client-config: ${problem}\n${usage}`);
     return 2;
   }
+  const sidecar = values.sidecar ?? "http://127.0.0.1:8787";
   let episode: LaunchInfo;
   try {
-    episode = await readEpisode(
-      values.episode,
-      values.sidecar ?? "http://127.0.0.1:8787",
-      env.URA_CONTROL_PASSWORD,
-    );
+    episode = values.episode
+      ? await readEpisode(values.episode, sidecar, env.URA_CONTROL_PASSWORD)
+      : await createEpisode(sidecar, env.URA_CONTROL_PASSWORD, policy as PolicyName | undefined);
   } catch (error) {
-    console.error(`ura-sidecar client-config: episode ${values.episode}: ${(error as Error).message}`);
+    console.error(
+      `ura-sidecar client-config: episode ${values.episode ?? "(new)"}: ${(error as Error).message}`,
+    );
+    return 1;
+  }
+  if (policy !== undefined && policyOf(episode) !== policy) {
+    console.error(
+      `ura-sidecar client-config: episode ${episode.id} has the context policy ${policyOf(episode) ?? "(unknown)"}, not ${policy}; ` +
+        `a policy is chosen when an episode is created: use --new-episode --context-policy ${policy}`,
+    );
     return 1;
   }
   const kit = createKit({ client: client.data, episode, dir: values.out, bin: values.binary });
   for (const w of kit.warnings) console.error(`ura-sidecar client-config: warning: ${w}`);
   console.log(`${client.data} kit for episode ${episode.id} written to ${kit.dir}`);
+  console.log(`  context      ${policyOf(episode) ?? "(unknown)"}`);
   console.log(`  credentials  ${kit.credentials} (mode 0600)`);
   for (const f of kit.files) console.log(`  config       ${f}`);
   console.log(`  run it       ${kit.launch} "<prompt>"`);

@@ -8,6 +8,9 @@ Usage:
                                     write a ready kit (config files, credentials.env, launch script)
                                     for one episode; by id it asks --sidecar URL (default
                                     http://127.0.0.1:8787) with URA_CONTROL_PASSWORD
+    --new-episode [--context-policy identity|sliding_window|body_budget]
+                                    create the episode first, with that context policy
+                                    (body_budget for a camera episode, docs/long-sessions.md)
   ura-sidecar validate --client NAME [--binary PATH] --out DIR  |  validate --all --out DIR
                                     run the real CLI on the smoke episode against an in-process
                                     sidecar and scripted upstream; writes validation.json,
