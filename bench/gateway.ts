@@ -17,36 +17,12 @@ import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { rgbNoisePng } from "../src/images/generate-png.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
+import { spawnServer } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 
 function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
-}
-
-export async function spawnServer(
-  args: string[],
-  pattern: RegExp,
-): Promise<{ url: string; proc: ReturnType<typeof Bun.spawn> }> {
-  const proc = Bun.spawn(args, { cwd: root, stdout: "pipe", stderr: "inherit" });
-  const decoder = new TextDecoder();
-  let out = "";
-  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    out += decoder.decode(value);
-    const url = pattern.exec(out)?.[1];
-    if (url) {
-      void (async () => {
-        while (!(await reader.read()).done) {}
-      })();
-      return { url, proc };
-    }
-  }
-  proc.kill();
-  throw new Error(`${args.join(" ")} did not start: ${out}`);
 }
 
 type Target = { name: string; url: string; headers: Record<string, string>; body: string };

@@ -26,7 +26,7 @@ import { cameraLikeFrame } from "../src/images/synthetic-frames.ts";
 import { writePng } from "../src/images/write-png.ts";
 import { openRecords } from "../src/records/read-records.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { spawnServer } from "./gateway.ts";
+import { spawnServer } from "./spawn-server.ts";
 
 const MiB = 1024 * 1024;
 const providerLimit = 6 * MiB;

@@ -8,6 +8,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { spawnServer } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 const binary = join(root, "dist/ura-sidecar");
@@ -18,30 +19,11 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
-async function readUntil(stream: ReadableStream<Uint8Array>, pattern: RegExp): Promise<string> {
-  const reader = stream.getReader();
-  const decoder = new TextDecoder();
-  let out = "";
-  const deadline = Date.now() + 15_000;
-  while (Date.now() < deadline) {
-    const { value, done } = await reader.read();
-    if (done) break;
-    out += decoder.decode(value);
-    const match = pattern.exec(out)?.[1];
-    if (match) {
-      void (async () => {
-        while (!(await reader.read()).done) {}
-      })();
-      return match;
-    }
-  }
-  throw new Error(`no ${pattern} in: ${out}`);
-}
-
 async function startSidecar(upstream: string, env: Record<string, string>) {
   const started = performance.now();
-  const proc = Bun.spawn(
+  const { url, proc } = await spawnServer(
     [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", mkdtempSync(join(tmpdir(), "ura-bench-"))],
+    /listening on (http:\/\/\S+)/,
     {
       env: {
         PATH: process.env.PATH ?? "",
@@ -49,11 +31,9 @@ async function startSidecar(upstream: string, env: Record<string, string>) {
         URA_UPSTREAM_URL: upstream,
         ...env,
       },
-      stdout: "pipe",
       stderr: "ignore",
     },
   );
-  const url = await readUntil(proc.stdout as ReadableStream<Uint8Array>, /listening on (http:\/\/\S+)/);
   while ((await fetch(`${url}/health/ready`).catch(() => undefined))?.status !== 200) await Bun.sleep(2);
   return { url, proc, startMs: performance.now() - started };
 }
@@ -82,11 +62,10 @@ async function exchangeMs(url: string, warmUp: number, measured: number): Promis
 }
 
 export async function runTracingBench(log: (line: string) => void): Promise<Record<string, number>> {
-  const upstreamProc = Bun.spawn([process.execPath, join(root, "bench/instant-chat-upstream.ts")], {
-    stdout: "pipe",
-    stderr: "inherit",
-  });
-  const upstream = await readUntil(upstreamProc.stdout as ReadableStream<Uint8Array>, /listening: (\S+)/);
+  const { url: upstream, proc: upstreamProc } = await spawnServer(
+    [process.execPath, join(root, "bench/instant-chat-upstream.ts")],
+    /listening: (\S+)/,
+  );
   let exportedBytes = 0;
   const sink = Bun.serve({
     hostname: "127.0.0.1",

@@ -32,6 +32,7 @@ import {
 import { join } from "node:path";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
+import { runLaunch } from "../../src/kits/run-launch.ts";
 import { longEpisodeReply } from "../../src/scripted-upstream/long-episode-reply.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { assertPrerequisites, runClient } from "../support/client-run.ts";
@@ -52,22 +53,14 @@ type Message = {
 type Line = { messages: Message[]; tools?: { function: { name: string; parameters: unknown } }[] };
 type ReceivedBody = { messages: Json[]; tools?: unknown[] };
 
-async function exportDataset(dataDir: string, out: string) {
-  const proc = Bun.spawn([binaryPath, "export", "dataset", "--data-dir", dataDir, "--out", out, "--all"], {
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      URA_CONTROL_PASSWORD: controlPassword,
-      URA_UPSTREAM_API_KEY: upstreamKey,
-    },
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
-  return { stdout, stderr, code };
+function exportDataset(dataDir: string, out: string) {
+  const cmd = [binaryPath, "export", "dataset", "--data-dir", dataDir, "--out", out, "--all"];
+  const env = {
+    PATH: process.env.PATH ?? "/usr/bin:/bin",
+    URA_CONTROL_PASSWORD: controlPassword,
+    URA_UPSTREAM_API_KEY: upstreamKey,
+  };
+  return runLaunch({ cmd, cwd: process.cwd(), env }, timeoutMs);
 }
 
 function tree(dir: string, rel = ""): Record<string, string> {

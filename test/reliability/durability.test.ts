@@ -8,13 +8,13 @@
  * CI) and skip with the reason when it cannot be mounted.
  * Needs `make build` (dist/ura-sidecar).
  */
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
-import { type CannedUpstream, serveCannedUpstream } from "../support/canned-upstream.ts";
 import {
   callBack,
+  cannedUpstreamForFile,
   deliveredCalls,
   exchangesOf,
   ledgerOf,
@@ -29,11 +29,7 @@ import { mountSmallDisk, type SmallDisk } from "../support/small-disk.ts";
 
 setDefaultTimeout(30_000);
 
-let upstream: CannedUpstream;
-beforeAll(() => {
-  upstream = serveCannedUpstream();
-});
-afterAll(() => upstream.stop());
+const upstream = cannedUpstreamForFile();
 
 const alive = async (url: string) => (await fetch(`${url}/health`).catch(() => undefined))?.status === 200;
 

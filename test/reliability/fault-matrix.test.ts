@@ -15,11 +15,10 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import type { ErrorKind } from "../../src/lib/errors.ts";
 import type { Fault } from "../../src/scripted-upstream/faults.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
+import { mcpClient, textOf } from "../support/hardening-kit.ts";
 import { ingressKits, protocols, readJsonLines } from "../support/ingress-kit.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 
@@ -43,71 +42,64 @@ type FaultCase = {
 const observe = { tool: "observe", args: {} };
 const recordAbc = { tool: "record", args: { nonce: "abc" } };
 
+/** A transient fault is injected into every attempt the retry policy makes; any other costs one. */
+const faultCase = (
+  name: string,
+  fault: Fault,
+  kind: ErrorKind,
+  says: RegExp,
+  wouldCall: FaultCase["wouldCall"] = observe,
+): FaultCase => ({
+  name,
+  fault,
+  kind,
+  attempts: kind === "upstream_transient" ? maxAttempts : 1,
+  says,
+  wouldCall,
+});
+
 const faultCases: FaultCase[] = [
-  ...[429, 500, 503].map((status) => ({
-    name: `status ${status}`,
-    fault: { kind: "status", status } as Fault,
-    kind: "upstream_transient" as const,
-    attempts: maxAttempts,
-    says: new RegExp(`HTTP ${status}.*after ${maxAttempts} attempts`),
-    wouldCall: observe,
-  })),
-  {
-    name: "timeout",
-    fault: { kind: "timeout" },
-    kind: "upstream_transient",
-    attempts: maxAttempts,
-    says: /timed out after 500 ms/,
-    wouldCall: observe,
-  },
-  {
-    name: "connection reset",
-    fault: { kind: "reset" },
-    kind: "upstream_transient",
-    attempts: maxAttempts,
-    says: /connection failed/,
-    wouldCall: observe,
-  },
-  {
-    name: "cut mid tool call",
-    fault: { kind: "cut_mid_tool_call" },
-    kind: "upstream_invalid",
-    attempts: 1,
-    says: /ended before completion/,
-    wouldCall: recordAbc,
-  },
-  {
-    name: "invalid JSON arguments",
-    fault: { kind: "invalid_json_args" },
-    kind: "upstream_invalid",
-    attempts: 1,
-    says: /not valid JSON/,
-    wouldCall: recordAbc,
-  },
-  {
-    name: "undeclared tool",
-    fault: { kind: "undeclared_tool" },
-    kind: "upstream_invalid",
-    attempts: 1,
-    says: /launch_the_arm.*did not declare/,
-    wouldCall: { tool: "launch_the_arm", args: {} },
-  },
-  {
-    name: "empty choices",
-    fault: { kind: "empty_choices" },
-    kind: "upstream_invalid",
-    attempts: 1,
-    says: /no choices/,
-    wouldCall: observe,
-  },
-  {
-    name: "enable_thinking 400",
-    fault: { kind: "thinking_400" },
-    kind: "upstream_rejected",
-    attempts: 1,
-    says: /HTTP 400.*enable_thinking/,
-    wouldCall: observe,
-  },
+  ...[429, 500, 503].map((status) =>
+    faultCase(
+      `status ${status}`,
+      { kind: "status", status },
+      "upstream_transient",
+      new RegExp(`HTTP ${status}.*after ${maxAttempts} attempts`),
+    ),
+  ),
+  faultCase("timeout", { kind: "timeout" }, "upstream_transient", /timed out after 500 ms/),
+  faultCase("connection reset", { kind: "reset" }, "upstream_transient", /connection failed/),
+  faultCase(
+    "cut mid tool call",
+    { kind: "cut_mid_tool_call" },
+    "upstream_invalid",
+    /ended before completion/,
+    recordAbc,
+  ),
+  faultCase(
+    "invalid JSON arguments",
+    { kind: "invalid_json_args" },
+    "upstream_invalid",
+    /not valid JSON/,
+    recordAbc,
+  ),
+  faultCase(
+    "undeclared tool",
+    { kind: "undeclared_tool" },
+    "upstream_invalid",
+    /launch_the_arm.*did not declare/,
+    {
+      tool: "launch_the_arm",
+      args: {},
+    },
+  ),
+  faultCase("empty choices", { kind: "empty_choices" }, "upstream_invalid", /no choices/),
+  faultCase(
+    "enable_thinking 400",
+    { kind: "thinking_400" },
+    "upstream_rejected",
+    /HTTP 400.*enable_thinking/,
+  ),
 ];
 
 let upstream: Awaited<ReturnType<typeof serveScriptedUpstream>>;
@@ -143,21 +135,6 @@ async function script(path: string, body?: unknown): Promise<void> {
   });
   expect(res.status).toBe(200);
 }
-
-async function connectMcp(episode: LaunchInfo): Promise<Client> {
-  const client = new Client({ name: "ura-fault-matrix", version: "0.0.0" });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(episode.urls.mcp), {
-      requestInit: { headers: { authorization: `Bearer ${episode.mcp_token}` } },
-    }),
-  );
-  return client;
-}
-
-const textOf = (result: unknown) =>
-  ((result as { content?: { type: string; text?: string }[] }).content ?? [])
-    .map((p) => p.text ?? `[${p.type}]`)
-    .join("\n");
 
 describe.each([...protocols])("fault matrix: %s ingress", (protocol) => {
   const kit = ingressKits[protocol];
@@ -218,7 +195,7 @@ describe.each([...protocols])("fault matrix: %s ingress", (protocol) => {
       expect(upstream.scripted.received.length).toBe(c.attempts);
 
       // 5. The call the fault would have produced is not executable, and nothing was registered.
-      const client = await connectMcp(episode);
+      const client = await mcpClient(episode);
       try {
         const result = await client.callTool({ name: c.wouldCall.tool, arguments: c.wouldCall.args });
         expect(result.isError).toBe(true);
@@ -251,7 +228,7 @@ describe.each([...protocols])("fault matrix: %s ingress", (protocol) => {
     );
     expect(statuses).toMatchObject([{ status: "delivered" }]);
     expect((await sidecar.episode(episode.id)).state).toBe("running");
-    const client = await connectMcp(episode);
+    const client = await mcpClient(episode);
     try {
       const first = await client.callTool({ name: "observe", arguments: {} });
       expect(first.isError).toBeFalsy();

@@ -6,33 +6,24 @@
  * of failing at MCP initialize; episode.json is written compact.
  * Needs `make build` (dist/ura-sidecar).
  */
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type CannedUpstream, serveCannedUpstream } from "../support/canned-upstream.ts";
 import {
   callBack,
+  cannedUpstreamForFile,
   exchangesOf,
+  hardenedSidecarFor,
   ledgerOf,
   mcpClient,
   responsesTurn,
-  startHardenedSidecar,
   textOf,
 } from "../support/hardening-kit.ts";
-import type { SidecarProcess } from "../support/sidecar-process.ts";
 
 setDefaultTimeout(60_000);
 
-let upstream: CannedUpstream;
-let sidecar: SidecarProcess;
-beforeAll(async () => {
-  upstream = serveCannedUpstream();
-  sidecar = await startHardenedSidecar(upstream);
-});
-afterAll(async () => {
-  await sidecar.stop();
-  upstream.stop();
-});
+const upstream = cannedUpstreamForFile();
+const sidecar = hardenedSidecarFor(upstream);
 
 test("an upstream answer over the default max_response_bytes (32 MiB) is an upstream fault, nothing delivered", async () => {
   const episode = await sidecar.createEpisode();
@@ -123,14 +114,8 @@ test("an MCP callback with arguments over the MCP SDK's 4 MiB default is accepte
 });
 
 describe("MCP sessions", () => {
-  let slow: SidecarProcess;
-  beforeAll(async () => {
-    slow = await startHardenedSidecar(upstream, {
-      executor: { kind: "inert", ack_delay_ms: 0, receipt_delay_ms: 1500 },
-    });
-  });
-  afterAll(async () => {
-    await slow.stop();
+  const slow = hardenedSidecarFor(upstream, {
+    executor: { kind: "inert", ack_delay_ms: 0, receipt_delay_ms: 1500 },
   });
 
   test("a 17th session never evicts a session whose call is running: that call still gets its result", async () => {

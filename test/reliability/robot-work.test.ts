@@ -5,14 +5,15 @@
  * Upstream answers are canned so call ids repeat exactly as a non-Qwen server
  * might make them. Needs `make build` (dist/ura-sidecar).
  */
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type CannedUpstream, serveCannedUpstream } from "../support/canned-upstream.ts";
 import {
   callBack,
+  cannedUpstreamForFile,
   deliveredCalls,
   exchangesOf,
+  hardenedSidecarFor,
   leaveAfter,
   ledgerOf,
   mcpClient,
@@ -22,28 +23,16 @@ import {
   textOf,
 } from "../support/hardening-kit.ts";
 import { serveRecordingExecutor } from "../support/recording-executor.ts";
-import type { SidecarProcess } from "../support/sidecar-process.ts";
 
 setDefaultTimeout(30_000);
 
-let upstream: CannedUpstream;
-beforeAll(() => {
-  upstream = serveCannedUpstream();
-});
-afterAll(() => upstream.stop());
+const upstream = cannedUpstreamForFile();
 
 describe("the executor's idempotency key", () => {
-  let controller: ReturnType<typeof serveRecordingExecutor>;
-  let sidecar: SidecarProcess;
-  beforeAll(async () => {
-    controller = serveRecordingExecutor();
-    sidecar = await startHardenedSidecar(upstream, {
-      executor: { kind: "http", url: controller.url, poll_wait_ms: 0, retry_delay_ms: 10 },
-    });
-  });
-  afterAll(async () => {
-    await sidecar.stop();
-    controller.stop();
+  const controller = serveRecordingExecutor();
+  afterAll(() => controller.stop());
+  const sidecar = hardenedSidecarFor(upstream, {
+    executor: { kind: "http", url: controller.url, poll_wait_ms: 0, retry_delay_ms: 10 },
   });
 
   test("the same model call id in two episodes is two jobs: each episode gets its own receipt", async () => {
@@ -73,14 +62,8 @@ describe("the executor's idempotency key", () => {
 });
 
 describe("finish ends the episode's robot work", () => {
-  let sidecar: SidecarProcess;
-  beforeAll(async () => {
-    sidecar = await startHardenedSidecar(upstream, {
-      executor: { kind: "inert", ack_delay_ms: 0, receipt_delay_ms: 200 },
-    });
-  });
-  afterAll(async () => {
-    await sidecar.stop();
+  const sidecar = hardenedSidecarFor(upstream, {
+    executor: { kind: "inert", ack_delay_ms: 0, receipt_delay_ms: 200 },
   });
 
   test("a later call of the finish batch and a call of a later exchange never run", async () => {
@@ -122,13 +105,7 @@ describe("finish ends the episode's robot work", () => {
 });
 
 describe("max_turns under concurrency", () => {
-  let sidecar: SidecarProcess;
-  beforeAll(async () => {
-    sidecar = await startHardenedSidecar(upstream);
-  });
-  afterAll(async () => {
-    await sidecar.stop();
-  });
+  const sidecar = hardenedSidecarFor(upstream);
 
   test("8 concurrent requests with max_turns 2: at most 2 are delivered, at most 2 calls run", async () => {
     upstream.reset();
@@ -163,13 +140,7 @@ describe("max_turns under concurrency", () => {
 });
 
 describe("delivery and the client that leaves", () => {
-  let sidecar: SidecarProcess;
-  beforeAll(async () => {
-    sidecar = await startHardenedSidecar(upstream);
-  });
-  afterAll(async () => {
-    await sidecar.stop();
-  });
+  const sidecar = hardenedSidecarFor(upstream);
 
   test("a client that closes before any byte of the answer arrived never gets its calls run", async () => {
     let trials = 0;
@@ -226,14 +197,8 @@ describe("shutdown during a delivery", () => {
 });
 
 describe("batch order for clients that send no call id", () => {
-  let sidecar: SidecarProcess;
-  beforeAll(async () => {
-    sidecar = await startHardenedSidecar(upstream, {
-      executor: { kind: "inert", ack_delay_ms: 150, receipt_delay_ms: 0 },
-    });
-  });
-  afterAll(async () => {
-    await sidecar.stop();
+  const sidecar = hardenedSidecarFor(upstream, {
+    executor: { kind: "inert", ack_delay_ms: 150, receipt_delay_ms: 0 },
   });
 
   test("an earlier batch's unrun record(n) does not let the newest batch's record(n) jump its observe", async () => {

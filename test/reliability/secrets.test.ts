@@ -7,11 +7,10 @@
  * or plain that redacting it would damage records is refused at start-up.
  * Needs `make build` (dist/ura-sidecar).
  */
-import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { type CannedUpstream, serveCannedUpstream } from "../support/canned-upstream.ts";
-import { responsesTurn, startHardenedSidecar } from "../support/hardening-kit.ts";
+import { cannedUpstreamForFile, hardenedSidecarFor, responsesTurn } from "../support/hardening-kit.ts";
 import { ingressKits, protocols } from "../support/ingress-kit.ts";
 import { type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 
@@ -21,16 +20,8 @@ setDefaultTimeout(30_000);
 const key = 'sk-live-"quoted"\\back\\slash-7f3a9c2e41';
 const escaped = JSON.stringify(key).slice(1, -1);
 
-let upstream: CannedUpstream;
-let sidecar: SidecarProcess;
-beforeAll(async () => {
-  upstream = serveCannedUpstream();
-  sidecar = await startHardenedSidecar(upstream, {}, { env: { URA_UPSTREAM_API_KEY: key } });
-});
-afterAll(async () => {
-  await sidecar.stop();
-  upstream.stop();
-});
+const upstream = cannedUpstreamForFile();
+const sidecar = hardenedSidecarFor(upstream, {}, { env: { URA_UPSTREAM_API_KEY: key } });
 
 const echoes = () => [
   {

@@ -5,23 +5,19 @@
  * upstream's fault: `upstream_invalid`, the episode in provider_error, nothing
  * registered in the ledger. Needs `make build` (dist/ura-sidecar).
  */
-import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
-import { type CannedUpstream, serveCannedUpstream } from "../support/canned-upstream.ts";
-import { exchangesOf, ledgerOf, responsesTurn, startHardenedSidecar } from "../support/hardening-kit.ts";
-import type { SidecarProcess } from "../support/sidecar-process.ts";
+import { expect, setDefaultTimeout, test } from "bun:test";
+import {
+  cannedUpstreamForFile,
+  exchangesOf,
+  hardenedSidecarFor,
+  ledgerOf,
+  responsesTurn,
+} from "../support/hardening-kit.ts";
 
 setDefaultTimeout(30_000);
 
-let upstream: CannedUpstream;
-let sidecar: SidecarProcess;
-beforeAll(async () => {
-  upstream = serveCannedUpstream();
-  sidecar = await startHardenedSidecar(upstream);
-});
-afterAll(async () => {
-  await sidecar.stop();
-  upstream.stop();
-});
+const upstream = cannedUpstreamForFile();
+const sidecar = hardenedSidecarFor(upstream);
 
 async function expectUpstreamFault(call: { id: string; name: string; arguments: string }, says: RegExp) {
   const episode = await sidecar.createEpisode();

@@ -4,13 +4,14 @@
  * Responses model turn as OpenCode or Codex sends it, and MCP callbacks with the
  * real SDK client.
  */
+import { afterAll, beforeAll } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
-import type { CannedUpstream } from "./canned-upstream.ts";
+import { type CannedUpstream, serveCannedUpstream } from "./canned-upstream.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "./sidecar-process.ts";
 
 export async function startHardenedSidecar(
@@ -25,6 +26,33 @@ export async function startHardenedSidecar(
     JSON.stringify({ log_level: "warn", upstream: { retry: { max_attempts: 1 } }, ...config }),
   );
   return startSidecarProcess({ upstreamUrl: upstream.url, args: ["--config", path], ...options });
+}
+
+/** A canned upstream for the whole test file: started at once, stopped after the file's last test. */
+export function cannedUpstreamForFile(): CannedUpstream {
+  const upstream = serveCannedUpstream();
+  afterAll(() => upstream.stop());
+  return upstream;
+}
+
+/**
+ * A hardened sidecar for the enclosing describe block (or the file): started before
+ * its first test, stopped after its last. The returned object is filled in when the
+ * sidecar has started, so the tests use it as the sidecar itself.
+ */
+export function hardenedSidecarFor(
+  upstream: CannedUpstream,
+  config: Record<string, unknown> = {},
+  options: { dataDir?: string; env?: Record<string, string> } = {},
+): SidecarProcess {
+  const sidecar = {} as SidecarProcess;
+  beforeAll(async () => {
+    Object.assign(sidecar, await startHardenedSidecar(upstream, config, options));
+  });
+  afterAll(async () => {
+    await sidecar.stop?.();
+  });
+  return sidecar;
 }
 
 export const turnTools = ["observe", "record", "finish"].map((tool) => ({

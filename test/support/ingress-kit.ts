@@ -50,6 +50,71 @@ function exactKeys(protocol: string, body: unknown, value: Record<string, unknow
     fail(protocol, body, `keys ${have.join()} (expected ${keys.join()})`);
 }
 
+/**
+ * The status and error type each protocol must answer for each error kind, one row a
+ * kind, in the order of `protocols`: responses (OpenAI), gemini (Google canonical
+ * status), messages (Anthropic).
+ * 5xx only where a retry could help; Anthropic's overloaded is 529.
+ */
+type Answer = [status: number, type: string];
+const expectedAnswers: Record<ErrorKind, [responses: Answer, gemini: Answer, messages: Answer]> = {
+  invalid_request: [
+    [400, "invalid_request_error"],
+    [400, "INVALID_ARGUMENT"],
+    [400, "invalid_request_error"],
+  ],
+  request_too_large: [
+    [400, "invalid_request_error"],
+    [400, "INVALID_ARGUMENT"],
+    [400, "invalid_request_error"],
+  ],
+  upstream_rejected: [
+    [400, "invalid_request_error"],
+    [400, "INVALID_ARGUMENT"],
+    [400, "invalid_request_error"],
+  ],
+  episode_closed: [
+    [400, "invalid_request_error"],
+    [400, "FAILED_PRECONDITION"],
+    [400, "invalid_request_error"],
+  ],
+  authentication: [
+    [401, "authentication_error"],
+    [401, "UNAUTHENTICATED"],
+    [401, "authentication_error"],
+  ],
+  not_found: [
+    [404, "invalid_request_error"],
+    [404, "NOT_FOUND"],
+    [404, "not_found_error"],
+  ],
+  upstream_transient: [
+    [503, "server_error"],
+    [503, "UNAVAILABLE"],
+    [529, "overloaded_error"],
+  ],
+  unavailable: [
+    [503, "server_error"],
+    [503, "UNAVAILABLE"],
+    [529, "overloaded_error"],
+  ],
+  upstream_invalid: [
+    [502, "server_error"],
+    [502, "INTERNAL"],
+    [500, "api_error"],
+  ],
+  internal: [
+    [500, "server_error"],
+    [500, "INTERNAL"],
+    [500, "api_error"],
+  ],
+};
+
+function expectedAnswer(kind: ErrorKind, protocol: ProtocolName): { status: number; type: string } {
+  const [status, type] = expectedAnswers[kind][protocols.indexOf(protocol)] as Answer;
+  return { status, type };
+}
+
 export const responsesKit: IngressKit = {
   protocol: "responses",
   path: (id) => `/e/${id}/v1/responses`,
@@ -78,23 +143,7 @@ export const responsesKit: IngressKit = {
     if (e.param !== null && typeof e.param !== "string") fail("responses", body, "param");
     return { message: e.message, type: e.type };
   },
-  expected(kind) {
-    switch (kind) {
-      case "upstream_transient":
-      case "unavailable":
-        return { status: 503, type: "server_error" };
-      case "upstream_invalid":
-        return { status: 502, type: "server_error" };
-      case "internal":
-        return { status: 500, type: "server_error" };
-      case "authentication":
-        return { status: 401, type: "authentication_error" };
-      case "not_found":
-        return { status: 404, type: "invalid_request_error" };
-      default:
-        return { status: 400, type: "invalid_request_error" };
-    }
-  },
+  expected: (kind) => expectedAnswer(kind, "responses"),
 };
 
 export const geminiKit: IngressKit = {
@@ -127,25 +176,7 @@ export const geminiKit: IngressKit = {
     if (typeof e.status !== "string" || !/^[A-Z_]+$/.test(e.status)) fail("gemini", body, "status");
     return { message: e.message, type: e.status };
   },
-  expected(kind) {
-    switch (kind) {
-      case "upstream_transient":
-      case "unavailable":
-        return { status: 503, type: "UNAVAILABLE" };
-      case "upstream_invalid":
-        return { status: 502, type: "INTERNAL" };
-      case "internal":
-        return { status: 500, type: "INTERNAL" };
-      case "authentication":
-        return { status: 401, type: "UNAUTHENTICATED" };
-      case "not_found":
-        return { status: 404, type: "NOT_FOUND" };
-      case "episode_closed":
-        return { status: 400, type: "FAILED_PRECONDITION" };
-      default:
-        return { status: 400, type: "INVALID_ARGUMENT" };
-    }
-  },
+  expected: (kind) => expectedAnswer(kind, "gemini"),
 };
 
 export const messagesKit: IngressKit = {
@@ -171,22 +202,7 @@ export const messagesKit: IngressKit = {
     if (typeof e.type !== "string") fail("messages", body, "type");
     return { message: e.message, type: e.type };
   },
-  expected(kind) {
-    switch (kind) {
-      case "upstream_transient":
-      case "unavailable":
-        return { status: 529, type: "overloaded_error" };
-      case "upstream_invalid":
-      case "internal":
-        return { status: 500, type: "api_error" };
-      case "authentication":
-        return { status: 401, type: "authentication_error" };
-      case "not_found":
-        return { status: 404, type: "not_found_error" };
-      default:
-        return { status: 400, type: "invalid_request_error" };
-    }
-  },
+  expected: (kind) => expectedAnswer(kind, "messages"),
 };
 
 export const ingressKits: Record<ProtocolName, IngressKit> = {

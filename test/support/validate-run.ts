@@ -12,10 +12,13 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ClientName } from "../../src/clients/client-manifests.ts";
 import { episodeStatusSchema } from "../../src/episodes/episode-status.ts";
+import { runLaunch } from "../../src/kits/run-launch.ts";
 import { insideNamespaceEnv } from "../../src/validate/network-namespace.ts";
 import { binaryPath, type EpisodeStatus } from "./sidecar-process.ts";
 
 const repoRoot = resolve(import.meta.dir, "../..");
+/** Longer than any test that runs validate waits: a hung run is killed rather than left behind. */
+const validateTimeoutMs = 1_200_000;
 
 export type ValidationCheck = { name: string; pass: boolean; evidence: string; evidence_paths: string[] };
 export type ClientValidation = {
@@ -39,24 +42,20 @@ export async function runValidate(args: string[], env: Record<string, string> = 
   mkdirSync("/var/tmp/ura-e2e", { recursive: true });
   const out = mkdtempSync("/var/tmp/ura-e2e/validate-");
   const inside = process.env[insideNamespaceEnv];
-  const proc = Bun.spawn([binaryPath, "validate", ...args, "--out", out], {
-    cwd: repoRoot,
-    env: {
-      PATH: process.env.PATH ?? "/usr/bin:/bin",
-      HOME: process.env.HOME ?? "/tmp",
-      // Already in the tests' loopback-only namespace: validate need not make another.
-      ...(inside === "1" ? { [insideNamespaceEnv]: inside } : {}),
-      ...env,
+  const { stdout, stderr, code } = await runLaunch(
+    {
+      cmd: [binaryPath, "validate", ...args, "--out", out],
+      cwd: repoRoot,
+      env: {
+        PATH: process.env.PATH ?? "/usr/bin:/bin",
+        HOME: process.env.HOME ?? "/tmp",
+        // Already in the tests' loopback-only namespace: validate need not make another.
+        ...(inside === "1" ? { [insideNamespaceEnv]: inside } : {}),
+        ...env,
+      },
     },
-    stdin: "ignore",
-    stdout: "pipe",
-    stderr: "pipe",
-  });
-  const [stdout, stderr, code] = await Promise.all([
-    new Response(proc.stdout).text(),
-    new Response(proc.stderr).text(),
-    proc.exited,
-  ]);
+    validateTimeoutMs,
+  );
   const summaryFile = join(out, "validation.json");
   const summary = existsSync(summaryFile)
     ? (JSON.parse(readFileSync(summaryFile, "utf8")) as ValidateRun["summary"])

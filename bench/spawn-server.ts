@@ -1,0 +1,41 @@
+/**
+ * Starts a server process for a bench and resolves with the URL its start-up banner
+ * prints (15 s at most, else it is killed). The rest of its stdout is drained, so a
+ * chatty server never blocks on a full pipe while it is measured.
+ */
+import { resolve } from "node:path";
+
+const root = resolve(import.meta.dir, "..");
+
+export type SpawnedServer = { url: string; proc: ReturnType<typeof Bun.spawn> };
+
+export async function spawnServer(
+  args: string[],
+  pattern: RegExp,
+  options: { env?: Record<string, string>; stderr?: "inherit" | "ignore" } = {},
+): Promise<SpawnedServer> {
+  const proc = Bun.spawn(args, {
+    cwd: root,
+    env: options.env,
+    stdout: "pipe",
+    stderr: options.stderr ?? "inherit",
+  });
+  const decoder = new TextDecoder();
+  let out = "";
+  const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();
+  const deadline = Date.now() + 15_000;
+  while (Date.now() < deadline) {
+    const { value, done } = await reader.read();
+    if (done) break;
+    out += decoder.decode(value);
+    const url = pattern.exec(out)?.[1];
+    if (url) {
+      void (async () => {
+        while (!(await reader.read()).done) {}
+      })();
+      return { url, proc };
+    }
+  }
+  proc.kill();
+  throw new Error(`${args.join(" ")} did not start: ${out}`);
+}
