@@ -17,7 +17,7 @@
  * Secrets never reach these files: callers record bodies, never credentials, and
  * every line passes through the redactor as a last guard.
  *
- * Writes go through append-file.ts (whole lines or an error, never a short write
+ * Writes go through record-files.ts (whole lines or an error, never a short write
  * counted as written). A write that fails (full disk …) throws RecordsWriteError
  * to the caller, which fails that exchange or callback; the first such failure is
  * kept in `failure` for the episode's status. `sync` makes everything appended
@@ -25,10 +25,11 @@
  */
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type AppendFile, openAppendFile, RecordsWriteError } from "./append-file.ts";
+import { RecordsWriteError } from "./append-file.ts";
 import type { BlobStore } from "./blob-store.ts";
 import type { GroupCommit } from "./group-commit.ts";
 import { externalizeImages, hasReferenceForm } from "./image-references.ts";
+import { frozenRecordsError, openRecordFiles } from "./record-files.ts";
 
 /** Version 1: images inline as base64 (no `v` member). Version 2: images in the blob store. */
 export const recordsFormatVersion = 2;
@@ -98,33 +99,11 @@ export function createEpisodeRecords(options: RecordsOptions) {
   let frozen = false;
   const path = (name: string) => join(options.dir, name);
 
-  // One append-only file per kind, opened on first use: each line is written whole,
-  // so a crash leaves a prefix of whole lines (or a torn last one, which readers report).
-  const files = new Map<string, AppendFile>();
+  const files = openRecordFiles(options.dir, options);
   let pendingExchangeLines: string[] = [];
-  let failure: string | undefined;
-  function noteFailure(error: unknown): never {
-    const wrapped = error instanceof RecordsWriteError ? error : new RecordsWriteError(options.dir, error);
-    failure ??= wrapped.message;
-    throw wrapped;
-  }
-  function appendLines(name: string, lines: string[]): void {
-    let file = files.get(name);
-    if (file === undefined) {
-      file = openAppendFile(path(name), { groupCommit: options.groupCommit });
-      files.set(name, file);
-    }
-    try {
-      // Appended first, then reported: an optional call would skip the append with its argument.
-      const bytes = file.append(`${lines.join("\n")}\n`);
-      options.written?.(name, bytes);
-    } catch (error) {
-      noteFailure(error);
-    }
-  }
   function append(name: string, value: Record<string, unknown>): void {
-    if (frozen) throw new Error(`records of ${options.dir} are frozen; refusing to append to ${name}`);
-    appendLines(name, [formatRecordLine(options, value)]);
+    if (frozen) throw frozenRecordsError(options.dir, name);
+    files.append(name, [formatRecordLine(options, value)]);
   }
   /** Whole or not at all: a description or marker is never half a file. */
   function replaceFile(name: string, text: string): void {
@@ -134,18 +113,8 @@ export function createEpisodeRecords(options: RecordsOptions) {
       renameSync(tmp, path(name));
     } catch (error) {
       rmSync(tmp, { force: true });
-      noteFailure(new RecordsWriteError(path(name), error));
+      throw files.noteFailure(new RecordsWriteError(path(name), error));
     }
-  }
-  function closeAll(): void {
-    for (const file of files.values()) {
-      try {
-        file.syncNow();
-      } finally {
-        file.close();
-      }
-    }
-    files.clear();
   }
 
   return {
@@ -165,13 +134,12 @@ export function createEpisodeRecords(options: RecordsOptions) {
       /** Fields whose value is already JSON text (e.g. the upstream body as sent), spliced in verbatim. */
       spliced: SplicedMembers = {},
     ): void {
-      if (frozen)
-        throw new Error(`records of ${options.dir} are frozen; refusing to append to exchanges.jsonl`);
+      if (frozen) throw frozenRecordsError(options.dir, "exchanges.jsonl");
       pendingExchangeLines.push(formatRecordLine(options, { exchange: exchangeId, stage, ...data }, spliced));
       if (stage === "upstream_request" || stage === "upstream_response" || stage === "status") {
         const lines = pendingExchangeLines;
         pendingExchangeLines = [];
-        appendLines("exchanges.jsonl", lines);
+        files.append("exchanges.jsonl", lines);
       }
     },
     ledger(event: Record<string, unknown>): void {
@@ -188,7 +156,7 @@ export function createEpisodeRecords(options: RecordsOptions) {
       if (frozen) return;
       frozen = true;
       try {
-        closeAll();
+        files.closeAll();
       } finally {
         replaceFile(
           "frozen.json",
@@ -197,19 +165,13 @@ export function createEpisodeRecords(options: RecordsOptions) {
       }
     },
     /** Resolves once every line appended so far is on stable storage (when durability is on). */
-    async sync(): Promise<void> {
-      try {
-        await Promise.all([...files.values()].map((file) => file.sync()));
-      } catch (error) {
-        noteFailure(error);
-      }
-    },
+    sync: (): Promise<void> => files.sync(),
     get frozen() {
       return frozen;
     },
     /** The first write that failed (full disk …), for the episode's status. */
     get failure() {
-      return failure;
+      return files.failure;
     },
   };
 }

@@ -14,7 +14,7 @@ export function appendJsonLine(path: string, value: unknown): void {
 }
 
 /** Appends one line already formatted as JSON text (it must not contain a newline), the same way. */
-export function appendTextLine(path: string, line: string): void {
+function appendTextLine(path: string, line: string): void {
   const file = openAppendFile(path, { groupCommit: undefined });
   try {
     file.append(`${line}\n`);

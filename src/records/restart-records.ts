@@ -17,15 +17,13 @@
  * the disk does, and nothing it would record can run anything.
  */
 import { existsSync, readdirSync } from "node:fs";
-import { join } from "node:path";
 import {
   type EpisodeRecords,
-  type ExchangeStage,
   formatRecordLine,
   type RecordsOptions,
   type SplicedMembers,
 } from "./episode-records.ts";
-import { appendTextLine } from "./jsonl-file.ts";
+import { frozenRecordsError, openRecordFiles } from "./record-files.ts";
 
 export const restartFilePattern = /^restart-(\d{3,})\.jsonl$/;
 
@@ -52,14 +50,15 @@ export function openRestartRecords(options: RestartRecordsOptions): RestartRecor
   const sequence = (last ? Number(restartFilePattern.exec(last)?.[1]) : 0) + 1;
   const file = `restart-${String(sequence).padStart(3, "0")}.jsonl`;
   let stopped = false;
-  let failure: string | undefined;
+  const files = openRecordFiles(options.dir);
 
   function append(type: string, value: Record<string, unknown>, spliced: SplicedMembers = {}): void {
-    if (stopped) throw new Error(`records of ${options.dir} are frozen; refusing to append to ${file}`);
+    if (stopped) throw frozenRecordsError(options.dir, file);
     try {
-      appendTextLine(join(options.dir, file), formatRecordLine(options, { type, ...value }, spliced));
+      files.append(file, [formatRecordLine(options, { type, ...value }, spliced)]);
     } catch (error) {
-      failure ??= (error as Error).message;
+      // Kept in `failure`; a restored episode stays visible whatever the disk does.
+      files.noteFailure(error);
     }
   }
 
@@ -67,34 +66,25 @@ export function openRestartRecords(options: RestartRecordsOptions): RestartRecor
     dir: options.dir,
     file,
     restarted: (report) => append("restarted", report),
-    exchange(
-      exchangeId: string,
-      stage: ExchangeStage,
-      data: Record<string, unknown>,
-      spliced: SplicedMembers = {},
-    ): void {
-      append("exchange", { exchange: exchangeId, stage, ...data }, spliced);
-    },
-    ledger(event: Record<string, unknown>): void {
-      append("ledger", { event });
-    },
-    auxiliary(data: Record<string, unknown>): void {
-      append("auxiliary", data);
-    },
+    exchange: (exchangeId, stage, data, spliced) =>
+      append("exchange", { exchange: exchangeId, stage, ...data }, spliced),
+    ledger: (event) => append("ledger", { event }),
+    auxiliary: (data) => append("auxiliary", data),
     // episode.json stays the description the earlier process wrote; the API shows the restored state.
     describe(): void {},
     freeze(marker: Record<string, unknown>): void {
       if (stopped) return;
       append("stopped", marker);
       stopped = true;
+      files.closeAll();
     },
     get frozen() {
       return stopped;
     },
-    // Each line is its own open-write-close; a restored episode delivers nothing that needs fsync.
+    // A restored episode delivers nothing, so nothing waits for its lines to be durable.
     sync: async () => {},
     get failure() {
-      return failure;
+      return files.failure;
     },
   };
 }
