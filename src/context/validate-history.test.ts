@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import type { HubMessage, HubToolMessage } from "../hub/schema.ts";
-import { SidecarError } from "../lib/errors.ts";
+import { sidecarErrorOf } from "../lib/sidecar-error-of.ts";
 import { validateToolHistory } from "./validate-history.ts";
 
 const call = (id: string, name: string) => ({ id, name, arguments: "{}" });
@@ -12,15 +12,7 @@ const result = (toolCallId: string, name: string): HubToolMessage => ({
 });
 const user: HubMessage = { role: "user", content: [{ type: "text", text: "go" }] };
 
-function errorOf(messages: HubMessage[]): SidecarError {
-  try {
-    validateToolHistory(messages);
-  } catch (error) {
-    if (error instanceof SidecarError) return error;
-    throw error;
-  }
-  throw new Error("expected validateToolHistory to throw");
-}
+const errorOf = (messages: HubMessage[]) => sidecarErrorOf(() => validateToolHistory(messages));
 
 describe("validateToolHistory", () => {
   test("accepts a history where every call has exactly one matching result", () => {

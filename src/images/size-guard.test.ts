@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
-import { sidecarErrorOf } from "../../test/support/fixture-cases.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { sidecarErrorOf } from "../lib/sidecar-error-of.ts";
 import { checkImageSizes, checkUpstreamSize, sizeLimitsSchema } from "./size-guard.ts";
 
 const body = (url: string, text = "hi") =>

@@ -55,3 +55,8 @@ export function parseJsonBody(text: string): JsonBody {
     return { parsed: false, text, reason: `request body is not valid JSON (${(error as Error).message})` };
   }
 }
+
+/** A value as the body a client would send: its JSON text, parsed the way a route parses it. */
+export function jsonBodyOf(value: unknown): JsonBody {
+  return parseJsonBody(JSON.stringify(value));
+}

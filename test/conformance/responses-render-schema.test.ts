@@ -10,11 +10,11 @@ import { fromHub, type RenderContext } from "../../src/ingress/responses/from-hu
 import { parseRequest } from "../../src/ingress/responses/parse-request.ts";
 import { readTools } from "../../src/ingress/responses/read-tools.ts";
 import { streamEvents } from "../../src/ingress/responses/stream.ts";
-import { jsonBody } from "../support/fixture-cases.ts";
+import { jsonBodyOf } from "../../src/lib/parse-json-body.ts";
 import { responseResourceErrors, streamingEventErrors } from "../support/open-responses-schema.ts";
 
 const request = parseRequest(
-  jsonBody({
+  jsonBodyOf({
     model: "ura-qwen",
     input: "go",
     reasoning: { summary: "auto" },

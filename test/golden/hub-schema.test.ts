@@ -6,34 +6,13 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type HubRequest, hubRequestSchema } from "../../src/hub/schema.ts";
-import * as gemini from "../../src/ingress/gemini/to-hub.ts";
-import * as messages from "../../src/ingress/messages/to-hub.ts";
-import { responseStoreOf } from "../../src/ingress/responses/stored-responses.ts";
-import * as responses from "../../src/ingress/responses/to-hub.ts";
-import { jsonBody } from "../support/fixture-cases.ts";
+import { hubRequestSchema } from "../../src/hub/schema.ts";
+import { translateFixture } from "../support/fixture-cases.ts";
 
 const fixturesDir = resolve(import.meta.dir, "../../fixtures");
 
-const translators: Record<string, (body: unknown, meta: { headers?: Record<string, string> }) => HubRequest> =
-  {
-    responses: (body) =>
-      responses.toHub(jsonBody(body), {
-        createdAt: 0,
-        now: () => 0,
-        newResponseId: () => "resp_0",
-        store: responseStoreOf({}),
-      }).hub,
-    gemini: (body) =>
-      gemini.toHub(jsonBody(body), {
-        operation: { kind: "generate", model: "ura-qwen", stream: false, sse: false },
-      }).hub,
-    messages: (body, meta) =>
-      messages.toHub(jsonBody(body), { betaFlags: meta.headers?.["anthropic-beta"]?.split(",") ?? [] }).hub,
-  };
-
 describe("translated hub requests match the hub schema", () => {
-  for (const [protocol, translate] of Object.entries(translators)) {
+  for (const protocol of ["responses", "gemini", "messages"] as const) {
     for (const name of readdirSync(join(fixturesDir, protocol))) {
       const dir = join(fixturesDir, protocol, name);
       if (!existsSync(join(dir, "client-request.json"))) continue;
@@ -42,7 +21,7 @@ describe("translated hub requests match the hub schema", () => {
         const meta = JSON.parse(readFileSync(join(dir, "meta.json"), "utf8")) as {
           headers?: Record<string, string>;
         };
-        const hub = translate(body, meta);
+        const hub = translateFixture(protocol, body, meta.headers);
         expect(hubRequestSchema.parse(hub)).toEqual(hub);
         expect(hub.messages.length).toBeGreaterThan(0);
       });

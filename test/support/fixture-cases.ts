@@ -8,8 +8,11 @@ import { expect } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { type HubRequest, hubRequestSchema } from "../../src/hub/schema.ts";
-import { SidecarError } from "../../src/lib/errors.ts";
-import type { JsonBody } from "../../src/lib/parse-json-body.ts";
+import * as gemini from "../../src/ingress/gemini/to-hub.ts";
+import * as messages from "../../src/ingress/messages/to-hub.ts";
+import { responseStoreOf } from "../../src/ingress/responses/stored-responses.ts";
+import * as responses from "../../src/ingress/responses/to-hub.ts";
+import { jsonBodyOf } from "../../src/lib/parse-json-body.ts";
 import { buildChatRequest } from "../../src/upstream/build-chat-request.ts";
 
 const goldenTarget = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
@@ -42,18 +45,57 @@ export function fixtureCases(protocol: "responses" | "gemini" | "messages") {
   };
 }
 
-/** A client body as an ingress receives it, from a value. */
-export function jsonBody(value: unknown): JsonBody {
-  return { parsed: true, value, text: JSON.stringify(value) };
+/**
+ * A recorded client body translated by its protocol's spoke, with the context the
+ * route would give it (Gemini: a generate call for ura-qwen; Messages: the recorded
+ * anthropic-beta header).
+ */
+export function translateFixture(
+  protocol: "responses" | "gemini" | "messages",
+  body: unknown,
+  headers: Record<string, string> = {},
+): HubRequest {
+  switch (protocol) {
+    case "responses":
+      return responses.toHub(jsonBodyOf(body), {
+        createdAt: 0,
+        now: () => 0,
+        newResponseId: () => "resp_0",
+        store: responseStoreOf({}),
+      }).hub;
+    case "gemini":
+      return gemini.toHub(jsonBodyOf(body), {
+        operation: { kind: "generate", model: "ura-qwen", stream: false, sse: false },
+      }).hub;
+    case "messages":
+      return messages.toHub(jsonBodyOf(body), { betaFlags: headers["anthropic-beta"]?.split(",") ?? [] }).hub;
+  }
 }
 
-/** The SidecarError a call throws (fails the test if it throws nothing or something else). */
-export function sidecarErrorOf(fn: () => unknown): SidecarError {
-  try {
-    fn();
-  } catch (error) {
-    if (error instanceof SidecarError) return error;
-    throw error;
-  }
-  throw new Error("expected a SidecarError");
+/**
+ * The last turn of a recorded tool-image request: the assistant made exactly this
+ * call, and the tool message answering it carries parts of these types (in order).
+ */
+export function expectToolTurn(
+  hub: HubRequest,
+  call: { id: string; name: string; arguments: string },
+  partTypes: ("text" | "image")[],
+): void {
+  expect(hub.messages.at(-2)).toEqual({ role: "assistant", text: null, toolCalls: [call] });
+  const tool = hub.messages.at(-1);
+  expect(tool).toMatchObject({ role: "tool", toolCallId: call.id, name: call.name });
+  expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(partTypes);
+}
+
+/**
+ * Upstream, a tool result's PNG travels in the user message right after the tool
+ * message, labelled with the call (Qwen takes images only in user messages).
+ */
+export function expectImageAfterToolMessage(hub: HubRequest, callId: string): void {
+  const chat = toGoldenUpstream(hub);
+  expect(chat.messages.slice(-2).map((m) => m.role)).toEqual(["tool", "user"]);
+  expect(chat.messages.at(-2)).toMatchObject({ role: "tool", tool_call_id: callId });
+  const last = JSON.stringify(chat.messages.at(-1));
+  expect(last).toContain("data:image/png;base64,iVBORw0KGgo");
+  expect(last).toContain(callId);
 }

@@ -1,110 +1,19 @@
 import { describe, expect, test } from "bun:test";
-import {
-  fixtureCases,
-  jsonBody,
-  sidecarErrorOf,
-  toGoldenUpstream,
-} from "../../../test/support/fixture-cases.ts";
 import type { HubRequest } from "../../hub/schema.ts";
+import { jsonBodyOf } from "../../lib/parse-json-body.ts";
+import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
 import { type DeliveredArguments, removeWaitForPrevious, toHub } from "./to-hub.ts";
 
 const geminiToHub = (body: unknown, model: string, deliveredArguments?: DeliveredArguments): HubRequest =>
-  toHub(jsonBody(body), {
+  toHub(jsonBodyOf(body), {
     operation: { kind: "generate", model, stream: false, sse: false },
     ...(deliveredArguments ? { deliveredArguments } : {}),
   }).hub;
-
-const cases = fixtureCases("gemini");
-
-const loadCase = cases.clientRequest;
-
-const { expectGolden } = cases;
 
 const errorOf = sidecarErrorOf;
 
 const user = (text: string) => ({ role: "user", parts: [{ text }] });
 const minimal = { contents: [user("hi")] };
-
-describe("recorded Gemini CLI requests", () => {
-  test("first turn: system instruction, two user text parts, every tool without wait_for_previous", () => {
-    const body = loadCase("first-turn");
-    const hub = geminiToHub(body, "ura-qwen");
-    expect(hub.model).toBe("ura-qwen");
-    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user"]);
-    const system = body.systemInstruction as { parts: { text: string }[] };
-    expect(hub.messages[0]).toEqual({
-      role: "system",
-      content: [{ type: "text", text: system.parts[0]?.text ?? "" }],
-    });
-    const declarations =
-      (
-        body.tools as {
-          functionDeclarations: { name: string; parametersJsonSchema: { properties: object } }[];
-        }[]
-      )[0]?.functionDeclarations ?? [];
-    expect(hub.tools.map((t) => t.name)).toEqual(declarations.map((d) => d.name));
-    expect(hub.tools.map((t) => t.name)).toContain("mcp_ura_observe");
-    for (const tool of hub.tools) expect(JSON.stringify(tool.parameters)).not.toContain("wait_for_previous");
-    // The rest of each declaration is forwarded byte for byte.
-    const observe = declarations.find((d) => d.name === "mcp_ura_observe");
-    if (!observe) throw new Error("the fixture declares mcp_ura_observe");
-    const { wait_for_previous: _, ...rest } = observe.parametersJsonSchema.properties as Record<
-      string,
-      unknown
-    >;
-    expect(JSON.stringify(hub.tools.find((t) => t.name === "mcp_ura_observe")?.parameters)).toBe(
-      JSON.stringify({ ...observe.parametersJsonSchema, properties: rest }),
-    );
-    expect(hub).toMatchObject({ temperature: 1, topP: 0.95, topK: 64 });
-    expect(hub.toolChoice).toBeUndefined();
-    expect(hub.ignored).toEqual([
-      "wait_for_previous in tool parameters (Gemini CLI scheduling hint, not offered to the model)",
-      "generationConfig.thinkingConfig (upstream runs with thinking disabled)",
-    ]);
-    expectGolden("first-turn", hub);
-  });
-
-  test("functionResponse + sibling inlineData: the image belongs to the tool message of that call", () => {
-    const body = loadCase("function-response-image");
-    const hub = geminiToHub(body, "ura-qwen");
-    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
-    expect(hub.messages[2]).toEqual({
-      role: "assistant",
-      text: null,
-      toolCalls: [
-        {
-          id: "call_gem_5",
-          name: "mcp_ura_observe",
-          arguments: '{"camera":"front"}',
-          source: "contents[1].parts[0].functionCall",
-        },
-      ],
-    });
-    const tool = hub.messages[3];
-    if (tool?.role !== "tool") throw new Error("expected a tool message");
-    expect(tool.toolCallId).toBe("call_gem_5");
-    expect(tool.name).toBe("mcp_ura_observe");
-    expect(tool.content[0]).toEqual({
-      type: "text",
-      text: "<untrusted_context>\nobservation nonce=7ad6c3fe: a red square is in view.\n</untrusted_context>\n[Tool 'observe' provided the following image data with mime-type: image/png]",
-    });
-    expect(tool.content[1]).toMatchObject({ type: "image", mediaType: "image/png" });
-    expect(hub.ignored[0]).toBe('thoughtSignature "skip_thought_signature_validator" (dropped)');
-    // Upstream: the image travels in a user message right after the tool message, labelled with the call.
-    const chat = toGoldenUpstream(hub);
-    expect(chat.messages.slice(-2).map((m) => m.role)).toEqual(["tool", "user"]);
-    expect(JSON.stringify(chat.messages.at(-1))).toContain("call_gem_5");
-    expect(JSON.stringify(chat)).not.toContain("thoughtSignature");
-    expectGolden("function-response-image", hub);
-  });
-
-  test("the countTokens body is a bare contents list (the route answers it locally, never translates it)", () => {
-    const body = loadCase("count-tokens");
-    expect(Object.keys(body)).toEqual(["contents"]);
-    // Its functionResponse id differs from the one the real turn used: it must never reach the ledger or upstream.
-    expect(JSON.stringify(body)).toContain("mcp_ura_observe__call_gem_5");
-  });
-});
 
 describe("contents", () => {
   test("functionCall without id pairs with its functionResponse by order and name", () => {

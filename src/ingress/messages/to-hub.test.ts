@@ -1,98 +1,13 @@
 import { describe, expect, test } from "bun:test";
-import {
-  fixtureCases,
-  jsonBody,
-  sidecarErrorOf,
-  toGoldenUpstream,
-} from "../../../test/support/fixture-cases.ts";
+import { jsonBodyOf } from "../../lib/parse-json-body.ts";
+import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
 import { type ToHubContext, toHub } from "./to-hub.ts";
 
-const messagesToHub = (body: unknown, ctx?: ToHubContext) => toHub(jsonBody(body), ctx).hub;
-
-const cases = fixtureCases("messages");
-
-function loadCase(name: string): { body: Record<string, unknown>; betaFlags: string[] } {
-  return {
-    body: cases.clientRequest(name),
-    betaFlags: String(cases.meta(name).headers["anthropic-beta"]).split(","),
-  };
-}
-
-const { expectGolden } = cases;
+const messagesToHub = (body: unknown, ctx?: ToHubContext) => toHub(jsonBodyOf(body), ctx).hub;
 
 const errorOf = sidecarErrorOf;
 
 const minimal = { model: "ura-qwen", max_tokens: 100, messages: [{ role: "user", content: "hi" }] };
-
-describe("recorded Claude Code requests", () => {
-  test("main turn: system blocks with cache_control, tools, mid-conversation system message", () => {
-    const { body, betaFlags } = loadCase("main-turn");
-    const hub = messagesToHub(body, { betaFlags });
-    const system = body.system as { text: string }[];
-    expect(hub.messages[0]).toEqual({
-      role: "system",
-      content: system.map((b) => ({ type: "text", text: b.text })),
-    });
-    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user", "system"]);
-    expect(hub.tools.map((t) => t.name)).toContain("mcp__ura__observe");
-    expect(hub.tools).toHaveLength((body.tools as unknown[]).length);
-    expect(hub.maxOutputTokens).toBe(32000);
-    expect(hub.toolChoice).toBeUndefined();
-    expect(hub.responseFormat).toBeUndefined();
-    expect(hub.ignored).toEqual([
-      "cache_control at system[1], system[2], messages[0].content[1]",
-      "thinking (adaptive)",
-      "context_management",
-      "output_config.effort (high)",
-      "metadata.user_id",
-      `anthropic-beta: ${betaFlags.join(",")}`,
-    ]);
-    expectGolden("main-turn", hub);
-  });
-
-  test("tool_result image: becomes an image part of the tool message, then a labelled user message upstream", () => {
-    const { body, betaFlags } = loadCase("tool-result-image");
-    const hub = messagesToHub(body, { betaFlags });
-    const tool = hub.messages.at(-1);
-    expect(tool).toMatchObject({ role: "tool", toolCallId: "toolu_0006", name: "mcp__ura__observe" });
-    expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(["text", "image"]);
-    expect(hub.messages.at(-2)).toEqual({
-      role: "assistant",
-      text: null,
-      toolCalls: [
-        {
-          id: "toolu_0006",
-          name: "mcp__ura__observe",
-          arguments: '{"camera":"front"}',
-          source: "messages[2].content[0]",
-        },
-      ],
-    });
-    const chat = toGoldenUpstream(hub);
-    const last = chat.messages.at(-1);
-    expect(last?.role).toBe("user");
-    expect(JSON.stringify(last)).toContain("data:image/png;base64,iVBORw0KGgo");
-    expect(JSON.stringify(last)).toContain("toolu_0006");
-    expectGolden("tool-result-image", hub);
-  });
-
-  test("title request: no tools, structured output forwarded as a json_schema response format", () => {
-    const { body, betaFlags } = loadCase("title");
-    const hub = messagesToHub(body, { betaFlags });
-    expect(hub.tools).toEqual([]);
-    expect(hub.responseFormat).toEqual({
-      type: "json_schema",
-      schema: {
-        type: "object",
-        properties: { title: { type: "string" } },
-        required: ["title"],
-        additionalProperties: false,
-      },
-    });
-    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user"]);
-    expectGolden("title", hub);
-  });
-});
 
 describe("messagesToHub", () => {
   test("string content and generation settings", () => {

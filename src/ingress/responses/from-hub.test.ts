@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { jsonBody } from "../../../test/support/fixture-cases.ts";
 import type { HubResponse } from "../../hub/schema.ts";
+import { jsonBodyOf } from "../../lib/parse-json-body.ts";
 import { fromHub, type RenderContext } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";
 import { readTools } from "./read-tools.ts";
@@ -42,7 +42,7 @@ const requiredFields = [
 ];
 
 function contextFor(body: Record<string, unknown>): RenderContext {
-  const request = parseRequest(jsonBody(body));
+  const request = parseRequest(jsonBodyOf(body));
   const tools = readTools(request.tools ?? []);
   return {
     responseId: "resp_x1",

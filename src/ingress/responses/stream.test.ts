@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { jsonBody } from "../../../test/support/fixture-cases.ts";
 import type { HubResponse } from "../../hub/schema.ts";
+import { jsonBodyOf } from "../../lib/parse-json-body.ts";
 import { readSse } from "../../sse/read-sse.ts";
 import type { RenderContext } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";
@@ -9,7 +9,7 @@ import { readTools } from "./read-tools.ts";
 import { renderStream, streamEvents } from "./stream.ts";
 
 const request = parseRequest(
-  jsonBody({
+  jsonBodyOf({
     model: "ura-qwen",
     input: "go",
     stream: true,

@@ -1,20 +1,12 @@
 import { describe, expect, test } from "bun:test";
-import {
-  fixtureCases,
-  jsonBody,
-  sidecarErrorOf,
-  toGoldenUpstream,
-} from "../../../test/support/fixture-cases.ts";
 import type { HubRequest } from "../../hub/schema.ts";
+import { jsonBodyOf } from "../../lib/parse-json-body.ts";
+import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
 import { responseStoreOf } from "./stored-responses.ts";
 import { toHub } from "./to-hub.ts";
 
-const cases = fixtureCases("responses");
-
-const loadCase = cases.clientRequest;
-
 function translate(body: unknown): HubRequest {
-  return toHub(jsonBody(body), {
+  return toHub(jsonBodyOf(body), {
     createdAt: 0,
     now: () => 0,
     newResponseId: () => "resp_test",
@@ -22,106 +14,9 @@ function translate(body: unknown): HubRequest {
   }).hub;
 }
 
-const { expectGolden } = cases;
-
 const errorOf = sidecarErrorOf;
 
 const minimal = { model: "ura-qwen", input: "hi" };
-
-describe("recorded OpenCode requests", () => {
-  test("agent turn: string system message, ura_observe function tool, recorded cache key", () => {
-    const body = loadCase("opencode-agent-turn");
-    const hub = translate(body);
-    expect(hub.model).toBe("ura-qwen");
-    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user"]);
-    expect(hub.messages[0]).toEqual({
-      role: "system",
-      content: [{ type: "text", text: (body.input as { content: string }[])[0]?.content ?? "" }],
-    });
-    expect(hub.tools.map((t) => t.name)).toEqual(["ura_observe"]);
-    expect(hub.toolChoice).toBe("auto");
-    expect(hub.maxOutputTokens).toBe(8192);
-    expect(hub.ignored).toEqual(["prompt_cache_key (provider cache hint)"]);
-    expectGolden("opencode-agent-turn", hub);
-  });
-
-  test("title request: no tools, no tool_choice upstream", () => {
-    const hub = translate(loadCase("opencode-title"));
-    expect(hub.tools).toEqual([]);
-    expect(hub.toolChoice).toBeUndefined();
-    expect(hub.messages.map((m) => m.role)).toEqual(["system", "user", "user"]);
-    const chat = toGoldenUpstream(hub);
-    expect(chat.tools).toBeUndefined();
-    expect(chat.tool_choice).toBeUndefined();
-    expectGolden("opencode-title", hub);
-  });
-
-  test("tool image: function_call_output parts become a tool message with an image, shown to Qwen in the next user message", () => {
-    const hub = translate(loadCase("opencode-tool-image"));
-    expect(hub.messages.at(-2)).toEqual({
-      role: "assistant",
-      text: null,
-      toolCalls: [
-        { id: "call_resp_6", name: "ura_observe", arguments: '{"camera":"front"}', source: "input[2]" },
-      ],
-    });
-    const tool = hub.messages.at(-1);
-    expect(tool).toMatchObject({ role: "tool", toolCallId: "call_resp_6", name: "ura_observe" });
-    expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(["text", "image"]);
-    expect(tool?.role === "tool" && tool.content[1]).toMatchObject({ type: "image", mediaType: "image/png" });
-    const chat = toGoldenUpstream(hub);
-    expect(chat.messages.at(-2)).toMatchObject({ role: "tool", tool_call_id: "call_resp_6" });
-    const last = chat.messages.at(-1);
-    expect(last?.role).toBe("user");
-    expect(JSON.stringify(last)).toContain("data:image/png;base64,iVBORw0KGgo");
-    expect(JSON.stringify(last)).toContain("call_resp_6");
-    expectGolden("opencode-tool-image", hub);
-  });
-});
-
-describe("recorded Codex requests", () => {
-  test("namespace turn: mcp__ura flattened, multi_agent_v1 and web_search dropped and recorded", () => {
-    const body = loadCase("codex-namespace-turn");
-    const hub = translate(body);
-    const names = hub.tools.map((t) => t.name);
-    expect(names).toContain("mcp__ura__observe");
-    expect(names).toContain("exec_command");
-    expect(names.some((n) => n.includes("spawn_agent"))).toBe(false);
-    expect(names.some((n) => n.includes("web_search"))).toBe(false);
-    const observe = hub.tools.find((t) => t.name === "mcp__ura__observe");
-    expect(observe?.parameters).toMatchObject({ type: "object" });
-    expect(hub.ignored).toEqual([
-      "tools[7]: namespace multi_agent_v1 (close_agent, resume_agent, send_input, spawn_agent, wait_agent) not offered: only MCP server namespaces (mcp__*) are",
-      "tools[12]: built-in tool web_search not offered (Qwen cannot provide it)",
-      "reasoning (Qwen runs non-thinking)",
-      "include (no reasoning or logprobs are produced)",
-      "prompt_cache_key (provider cache hint)",
-      "client_metadata (client bookkeeping)",
-    ]);
-    expect(hub.messages.map((m) => m.role)).toEqual(["system", "system", "user", "user"]);
-    expect(hub.parallelToolCalls).toBe(true);
-    expectGolden("codex-namespace-turn", hub);
-  });
-
-  test("tool image: the namespace call is flattened in history; text and image parts reach the tool message", () => {
-    const hub = translate(loadCase("codex-tool-image"));
-    expect(hub.messages.at(-2)).toEqual({
-      role: "assistant",
-      text: null,
-      toolCalls: [
-        { id: "call_resp_5", name: "mcp__ura__observe", arguments: '{"camera":"front"}', source: "input[4]" },
-      ],
-    });
-    const tool = hub.messages.at(-1);
-    expect(tool).toMatchObject({ role: "tool", toolCallId: "call_resp_5", name: "mcp__ura__observe" });
-    expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(["text", "text", "image"]);
-    expect(hub.ignored).toContain(`input_image.detail "high" (Qwen has no detail setting)`);
-    const last = toGoldenUpstream(hub).messages.at(-1);
-    expect(last?.role).toBe("user");
-    expect(JSON.stringify(last)).toContain("data:image/png;base64,");
-    expectGolden("codex-tool-image", hub);
-  });
-});
 
 describe("input items", () => {
   test("instructions come first; developer → system; assistant text and its calls form one turn", () => {

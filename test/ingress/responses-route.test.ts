@@ -5,13 +5,9 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { records } from "../../../test/support/episode-evidence.ts";
-import {
-  createInProcessSidecar,
-  responseEvents as events,
-  postJson,
-} from "../../../test/support/in-process-sidecar.ts";
-import type { Episode } from "../../episodes/episode.ts";
+import type { Episode } from "../../src/episodes/episode.ts";
+import { records } from "../support/episode-evidence.ts";
+import { createInProcessSidecar, responseEvents as events, postJson } from "../support/in-process-sidecar.ts";
 
 async function setup() {
   const { app, scripted, createEpisode } = await createInProcessSidecar();
@@ -138,7 +134,7 @@ describe("POST /v1/responses", () => {
     const { scripted, post } = await setup();
     const body = JSON.parse(
       readFileSync(
-        resolve(import.meta.dir, "../../../fixtures/responses/opencode-tool-image/client-request.json"),
+        resolve(import.meta.dir, "../../fixtures/responses/opencode-tool-image/client-request.json"),
         "utf8",
       ),
     );

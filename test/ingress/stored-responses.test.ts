@@ -6,9 +6,9 @@
  * the Responses envelope, naming the field.
  */
 import { describe, expect, test } from "bun:test";
-import { records } from "../../../test/support/episode-evidence.ts";
-import { createInProcessSidecar, postJson } from "../../../test/support/in-process-sidecar.ts";
-import { resolveStoredInput, responseStoreOf } from "./stored-responses.ts";
+import { resolveStoredInput, responseStoreOf } from "../../src/ingress/responses/stored-responses.ts";
+import { records } from "../support/episode-evidence.ts";
+import { createInProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
 
 const tools = ["observe", "record", "finish"].map((name) => ({
   type: "function",

@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { createInProcessSidecar } from "../../test/support/in-process-sidecar.ts";
-import { createUiRoutes } from "./ui-routes.tsx";
+import { createUiRoutes } from "../../src/ui/ui-routes.tsx";
+import { createInProcessSidecar } from "../support/in-process-sidecar.ts";
 
 const password = "ui-test-password-0123456789";
 

@@ -6,17 +6,13 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { records } from "../../../test/support/episode-evidence.ts";
-import {
-  createInProcessSidecar,
-  type InProcessSidecar,
-  postJson,
-} from "../../../test/support/in-process-sidecar.ts";
-import type { Episode } from "../../episodes/episode.ts";
+import type { Episode } from "../../src/episodes/episode.ts";
+import { records } from "../support/episode-evidence.ts";
+import { createInProcessSidecar, type InProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
 
 const redPng =
   "iVBORw0KGgoAAAANSUhEUgAAAAQAAAAECAYAAACp8Z5+AAAAEklEQVR4nGO4IyLyHxkzkC4AAEOYIDFDFAUYAAAAAElFTkSuQmCC";
-const fixturesDir = resolve(import.meta.dir, "../../../fixtures/gemini");
+const fixturesDir = resolve(import.meta.dir, "../../fixtures/gemini");
 
 let s: InProcessSidecar;
 beforeAll(async () => {

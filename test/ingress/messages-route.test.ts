@@ -4,13 +4,9 @@
  * fresh sidecar and episode per test.
  */
 import { describe, expect, test } from "bun:test";
-import { records } from "../../../test/support/episode-evidence.ts";
-import {
-  createInProcessSidecar,
-  responseEvents as events,
-  postJson,
-} from "../../../test/support/in-process-sidecar.ts";
-import type { Episode } from "../../episodes/episode.ts";
+import type { Episode } from "../../src/episodes/episode.ts";
+import { records } from "../support/episode-evidence.ts";
+import { createInProcessSidecar, responseEvents as events, postJson } from "../support/in-process-sidecar.ts";
 
 async function setup() {
   const { app, scripted, createEpisode } = await createInProcessSidecar();

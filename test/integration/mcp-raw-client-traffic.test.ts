@@ -1,0 +1,135 @@
+/**
+ * The MCP server in process against tools/call bodies captured from real clients
+ * (fixtures/mcp/<client>-tools-call): they are matched by the call id they carry,
+ * and OpenCode's notifications/cancelled does not drop a call's answer.
+ */
+import { afterEach, describe, expect, test } from "bun:test";
+import type { Executor } from "../../src/executor/executor.ts";
+import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
+import { deliverBatch, rawInitialize, readJournal, startTestSidecar } from "../../src/mcp/mcp-test-kit.ts";
+
+let stops: (() => void)[] = [];
+afterEach(() => {
+  for (const stop of stops) stop();
+  stops = [];
+});
+
+async function start(executor: Executor) {
+  const sidecar = await startTestSidecar({ createExecutor: () => executor });
+  stops.push(sidecar.stop);
+  return sidecar;
+}
+
+describe("raw client traffic", () => {
+  const fixture = (name: string) =>
+    Bun.file(new URL(`../../fixtures/mcp/${name}/client-request.json`, import.meta.url)).json();
+
+  async function openRawSession(url: string, token: string) {
+    const headers = {
+      authorization: `Bearer ${token}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+    };
+    const opened = await fetch(url, { method: "POST", headers, body: JSON.stringify(rawInitialize) });
+    await opened.text();
+    const session = {
+      ...headers,
+      "mcp-session-id": opened.headers.get("mcp-session-id") ?? "",
+      "mcp-protocol-version": "2025-11-25",
+    };
+    await fetch(url, {
+      method: "POST",
+      headers: session,
+      body: JSON.stringify({ jsonrpc: "2.0", method: "notifications/initialized" }),
+    });
+    return (body: unknown) => fetch(url, { method: "POST", headers: session, body: JSON.stringify(body) });
+  }
+
+  /** The JSON-RPC message in an SSE (or JSON) answer. */
+  async function answerOf(
+    res: Response,
+  ): Promise<{ id?: unknown; result?: { isError?: boolean; content: unknown[] } }> {
+    const body = await res.text();
+    const data = body.startsWith("{") ? body : (/^data: (.+)$/m.exec(body)?.[1] ?? "null");
+    return JSON.parse(data);
+  }
+
+  const cameraManifest = manifestSchema.parse({
+    finish_tool: "observe",
+    tools: [
+      {
+        name: "observe",
+        description: "look",
+        input_schema: {
+          type: "object",
+          properties: { camera: { type: "string" } },
+          additionalProperties: false,
+        },
+        route: "observe",
+      },
+    ],
+  });
+
+  test("captured Claude Code and OpenCode tools/call bodies are matched by the call id they carry", async () => {
+    const executor: Executor = {
+      submit: async (j) => ({ jobId: `job_${j.callId}` }),
+      receipt: async () => ({ ok: true, content: [{ type: "text", text: "seen" }] }),
+    };
+    const { episodes, mcpUrl } = await start(executor);
+    const a = episodes.create({ max_turns: 0, manifest: cameraManifest });
+    // Both captures use JSON-RPC id 2, so each gets its own session (as two clients would).
+    const callA = await openRawSession(mcpUrl(a), a.mcpToken);
+    const callB = await openRawSession(mcpUrl(a), a.mcpToken);
+    deliverBatch(a, [
+      { id: "call_resp_6", tool: "observe", args: { camera: "front" } },
+      { id: "toolu_0006", tool: "observe", args: { camera: "front" } },
+    ]);
+    // The second call of the batch arrives first: identity picks the call, batch order decides when it runs.
+    const claude = callA(await fixture("claude-tools-call"));
+    await Bun.sleep(20);
+    const opencode = await answerOf(await callB(await fixture("opencode-tools-call")));
+    expect(opencode.result?.isError).toBeUndefined();
+    expect((await answerOf(await claude)).result?.content).toEqual([{ type: "text", text: "seen" }]);
+    const claims = readJournal(a).filter((e) => e.type === "claimed");
+    expect(claims.map((e) => [e.callId, e.by])).toEqual([
+      ["toolu_0006", "call_id"],
+      ["call_resp_6", "call_id"],
+    ]);
+    const submitted = readJournal(a)
+      .filter((e) => e.type === "submitted")
+      .map((e) => e.callId);
+    expect(submitted).toEqual(["call_resp_6", "toolu_0006"]);
+  });
+
+  test("notifications/cancelled (OpenCode sends one per call) does not drop the call's answer", async () => {
+    // Released by the test whether or not the sidecar has asked for the receipt yet (under load it may not have).
+    const receipt = Promise.withResolvers<{ ok: true; content: { type: "text"; text: string }[] }>();
+    const release = () => receipt.resolve({ ok: true, content: [{ type: "text", text: "done anyway" }] });
+    const executor: Executor = {
+      submit: async (j) => ({ jobId: `job_${j.callId}` }),
+      receipt: () => receipt.promise,
+    };
+    const { episodes, mcpUrl } = await start(executor);
+    const a = episodes.create({ max_turns: 0, manifest: cameraManifest });
+    const call = await openRawSession(mcpUrl(a), a.mcpToken);
+    deliverBatch(a, [{ id: "c1", tool: "observe", args: {} }]);
+    const pending = call({
+      jsonrpc: "2.0",
+      id: 5,
+      method: "tools/call",
+      params: { name: "observe", arguments: {} },
+    });
+    await Bun.sleep(30);
+    const cancel = await call({
+      jsonrpc: "2.0",
+      method: "notifications/cancelled",
+      params: { requestId: 5, reason: "done" },
+    });
+    expect(cancel.status).toBe(202);
+    release();
+    const answer = await answerOf(await pending);
+    expect(answer.id).toBe(5);
+    expect(answer.result?.content).toEqual([{ type: "text", text: "done anyway" }]);
+    expect(readJournal(a).at(-1)).toMatchObject({ type: "receipt", callId: "c1" });
+  });
+});
