@@ -1,5 +1,6 @@
 /**
- * What the dataset export needs from one episode's records, read in one place:
+ * What the dataset export needs from one episode's records, read through the
+ * records' one reader (records/read-records.ts):
  * the description (episode.json), whether the records were closed cleanly
  * (frozen.json) or restored after a restart (restart-NNN.jsonl), and every
  * exchange with its stages. Nothing here interprets a conversation.
@@ -10,13 +11,10 @@
  * Blob references (`{"$blob":"sha256:<hex>",…}`) are resolved lazily from
  * <data_dir>/blobs/sha256/<hex>; a missing blob is reported by its name.
  */
-import { existsSync, readdirSync, readFileSync } from "node:fs";
-import { join } from "node:path";
-import { episodeIdPattern } from "../episodes/ids.ts";
+import { existsSync } from "node:fs";
 import { type StoredEpisode, storedEpisodeSchema } from "../lifecycle/stored-episode.ts";
 import { createBlobStore } from "../records/blob-store.ts";
-import { readJsonLines } from "../records/jsonl-file.ts";
-import { listRestartFiles } from "../records/restart-records.ts";
+import { type EpisodeRecordsView, openRecords, RecordFileUnreadable } from "../records/read-records.ts";
 
 export type ExchangeStages = {
   id: string;
@@ -42,55 +40,38 @@ export class RecordsUnreadable extends Error {}
 
 /** Episode ids under <data_dir>/episodes, sorted (the export's order). */
 export function listEpisodeIds(dataDir: string): string[] {
-  const root = join(dataDir, "episodes");
-  if (!existsSync(root)) return [];
-  return readdirSync(root)
-    .filter((name) => episodeIdPattern.test(name))
-    .sort();
+  return openRecords(dataDir).episodeIds();
 }
 
 export function readEpisode(dataDir: string, id: string): EpisodeRecordsRead {
-  const dir = join(dataDir, "episodes", id);
-  let raw: unknown;
+  let view: EpisodeRecordsView;
   try {
-    raw = JSON.parse(readFileSync(join(dir, "episode.json"), "utf8"));
+    view = openRecords(dataDir).readEpisode(id);
   } catch (error) {
-    throw new RecordsUnreadable(`episode.json is missing or not JSON: ${(error as Error).message}`);
+    if (!(error instanceof RecordFileUnreadable)) throw error;
+    throw new RecordsUnreadable(
+      error.file === "episode.json" ? `episode.json is missing or not JSON: ${error.message}` : error.message,
+    );
   }
-  const parsed = storedEpisodeSchema.safeParse(raw);
+  if (view.description === undefined)
+    throw new RecordsUnreadable("episode.json is missing or not JSON: no such file");
+  const parsed = storedEpisodeSchema.safeParse(view.description);
   if (!parsed.success)
     throw new RecordsUnreadable(
       `episode.json does not describe an episode: ${parsed.error.issues[0]?.message ?? "invalid"}`,
     );
-  let contents: ReturnType<typeof readJsonLines<Record<string, unknown>>>;
-  try {
-    contents = readJsonLines<Record<string, unknown>>(join(dir, "exchanges.jsonl"));
-  } catch (error) {
-    throw new RecordsUnreadable((error as Error).message);
-  }
-  const byId = new Map<string, ExchangeStages>();
-  for (const line of contents.entries) {
-    const exchange = line.exchange;
-    const stage = line.stage;
-    if (typeof exchange !== "string" || typeof stage !== "string") continue;
-    let entry = byId.get(exchange);
-    if (!entry) {
-      entry = { id: exchange, stages: {} };
-      byId.set(exchange, entry);
-    }
-    entry.stages[stage] = line;
-  }
+  const torn = view.tornTails["exchanges.jsonl"];
   return {
     id,
-    dir,
+    dir: view.dir,
     stored: parsed.data,
-    frozen: existsSync(join(dir, "frozen.json")),
-    restarts: listRestartFiles(dir),
-    exchanges: [...byId.values()],
-    torn:
-      contents.tornTail === undefined
-        ? undefined
-        : { file: "exchanges.jsonl", chars: contents.tornTail.length },
+    frozen: view.frozen !== undefined,
+    restarts: view.restarts.map((restart) => restart.file),
+    exchanges: view.exchanges.map((exchange) => ({
+      id: exchange.id,
+      stages: Object.fromEntries(exchange.lines.map((line) => [String(line.value.stage), line.value])),
+    })),
+    torn: torn === undefined ? undefined : { file: "exchanges.jsonl", chars: torn.length },
   };
 }
 

@@ -50,6 +50,16 @@ export type EpisodeRecordsView = {
 
 type RawLines = { lines: RecordLine[]; tornTail: string | undefined };
 
+/** A record file that cannot be read as records (a line that is not JSON, other than a torn last one). */
+export class RecordFileUnreadable extends Error {
+  constructor(
+    readonly file: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
 /** The lines of a JSON-lines file; only the last line may be torn, anything else unparseable throws. */
 export function readRecordLines(path: string): RawLines {
   if (!existsSync(path)) return { lines: [], tornTail: undefined };
@@ -63,14 +73,19 @@ export function readRecordLines(path: string): RawLines {
       lines.push({ value: JSON.parse(text) as Record<string, unknown>, text, file: name, line: i + 1 });
     } catch {
       if (i === texts.length - 1 && last === "") return { lines, tornTail: text };
-      throw new Error(`${path}: line ${i + 1} is not JSON`);
+      throw new RecordFileUnreadable(name, `${path}: line ${i + 1} is not JSON`);
     }
   }
   return { lines, tornTail: last === "" ? undefined : last };
 }
 
 function readJsonFile(path: string): Record<string, unknown> | undefined {
-  return existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>) : undefined;
+  if (!existsSync(path)) return undefined;
+  try {
+    return JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
+  } catch (error) {
+    throw new RecordFileUnreadable(basename(path), `${path} is not JSON: ${(error as Error).message}`);
+  }
 }
 
 function skipString(text: string, start: number): number {

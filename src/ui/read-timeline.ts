@@ -2,11 +2,13 @@
  * An episode's records arranged for the timeline page: exchanges in order with
  * their stages and timings, the images on each side, the context decision, the
  * error in full, and the tool calls each exchange delivered with every ledger
- * transition. Reads the files as they are on disk, so a page shows what the
- * records say (a torn last line, from a crash mid-write, is skipped).
+ * transition. Reads the files as they are on disk through the records' reader, so
+ * a page shows what the records say (a torn last line, from a crash mid-write or
+ * a line being written, is left out).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
+import type { RecordLine, Records } from "../records/read-records.ts";
 import { type FoundImage, findImages } from "./find-images.ts";
 
 export type Line = Record<string, unknown>;
@@ -36,20 +38,6 @@ export type Timeline = {
   stamp: number;
 };
 
-export function readLines(path: string): Line[] {
-  if (!existsSync(path)) return [];
-  const lines: Line[] = [];
-  for (const text of readFileSync(path, "utf8").split("\n")) {
-    if (text === "") continue;
-    try {
-      lines.push(JSON.parse(text) as Line);
-    } catch {
-      // Only the last line can be torn; it is not shown.
-    }
-  }
-  return lines;
-}
-
 function fileBytes(path: string): number {
   return existsSync(path) ? Bun.file(path).size : 0;
 }
@@ -63,25 +51,25 @@ export function recordsStamp(dir: string): number {
 
 /** The nth image of one side of one exchange (for the image URLs of the page). */
 export function exchangeImage(
+  records: Records,
   dir: string,
   exchange: string,
   side: "client" | "upstream",
   index: number,
 ): FoundImage | undefined {
   const stage = side === "client" ? "client_request" : "upstream_request";
-  const line = readLines(join(dir, "exchanges.jsonl")).find(
-    (l) => l.exchange === exchange && l.stage === stage,
-  );
-  return line ? findImages(line.body)[index] : undefined;
+  const line = records
+    .readEpisodeDir(dir)
+    .exchanges.find((e) => e.id === exchange)
+    ?.stage(stage);
+  return line ? findImages(line.value.body)[index] : undefined;
 }
 
-export function readTimeline(dir: string): Timeline {
-  const byExchange = new Map<string, Line[]>();
-  for (const line of readLines(join(dir, "exchanges.jsonl"))) {
-    if (typeof line.exchange !== "string") continue;
-    byExchange.set(line.exchange, [...(byExchange.get(line.exchange) ?? []), line]);
-  }
-  const ledger = readLines(join(dir, "ledger.jsonl"));
+export function readTimeline(records: Records, dir: string): Timeline {
+  const view = records.readEpisodeDir(dir);
+  const values = (lines: RecordLine[]): Line[] => lines.map((line) => line.value);
+  const byExchange = new Map(view.exchanges.map((exchange) => [exchange.id, values(exchange.lines)]));
+  const ledger = values(view.ledger);
   const callEvents = new Map<string, Line[]>();
   for (const event of ledger)
     if (typeof event.callId === "string")
@@ -137,7 +125,7 @@ export function readTimeline(dir: string): Timeline {
     exchanges,
     refusals: ledger.filter((e) => e.type === "refused"),
     otherLedger: ledger.filter((e) => ["admission_closed", "interrupted"].includes(String(e.type))),
-    auxiliary: readLines(join(dir, "auxiliary.jsonl")),
+    auxiliary: values(view.auxiliary),
     stamp: recordsStamp(dir),
   };
 }

@@ -11,6 +11,8 @@ import { getCookie, setCookie } from "hono/cookie";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../episodes/ids.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { blobDigestPattern } from "../records/blob-store.ts";
+import { openRecords } from "../records/read-records.ts";
 import { EpisodeListPage, type EpisodeRow, LoginPage, TimelinePage } from "./pages.tsx";
 import { exchangeImage, readTimeline, recordsStamp } from "./read-timeline.ts";
 
@@ -31,6 +33,7 @@ function pageOf(value: string | undefined, pages: number): number {
 
 export function createUiRoutes(deps: UiDeps): Hono {
   const app = new Hono();
+  const records = openRecords(deps.dataDir);
   const token = sessionToken(deps.controlPassword);
   app.onError((err, c) => {
     const error = err instanceof SidecarError ? err : new SidecarError("internal", err.message);
@@ -81,7 +84,7 @@ export function createUiRoutes(deps: UiDeps): Hono {
 
   app.get("/episodes/:id", (c) => {
     const { episode, dir } = episodeDir(c.req.param("id"));
-    const timeline = readTimeline(dir);
+    const timeline = readTimeline(records, dir);
     const pages = Math.ceil(timeline.exchanges.length / exchangesPerPage);
     const page = pageOf(c.req.query("page"), pages);
     const exchanges = timeline.exchanges.slice((page - 1) * exchangesPerPage, page * exchangesPerPage);
@@ -99,18 +102,17 @@ export function createUiRoutes(deps: UiDeps): Hono {
     const { episode, dir } = episodeDir(c.req.param("id"));
     return c.json({ stamp: recordsStamp(dir), state: episode.state });
   });
-  app.get("/episodes/:id/exchanges/:exchange/images/:side/:n", async (c) => {
+  app.get("/episodes/:id/exchanges/:exchange/images/:side/:n", (c) => {
     const { dir } = episodeDir(c.req.param("id"));
     const side = c.req.param("side");
     if (side !== "client" && side !== "upstream") return c.notFound();
-    const image = exchangeImage(dir, c.req.param("exchange"), side, Number(c.req.param("n")));
+    const image = exchangeImage(records, dir, c.req.param("exchange"), side, Number(c.req.param("n")));
     if (!image) return c.notFound();
     c.header("content-type", image.mediaType);
     c.header("cache-control", "private, max-age=86400, immutable");
     if (image.kind === "inline") return c.body(Buffer.from(image.base64, "base64"));
-    if (!/^[0-9a-f]{64}$/.test(image.digest)) return c.notFound();
-    const blob = Bun.file(join(deps.dataDir, "blobs", "sha256", image.digest));
-    return (await blob.exists()) ? c.body(await blob.arrayBuffer()) : c.notFound();
+    if (!blobDigestPattern.test(image.digest) || !records.blobs.has(image.digest)) return c.notFound();
+    return c.body(new Uint8Array(records.blobs.read(image.digest)));
   });
   return app;
 }
