@@ -41,6 +41,17 @@ export const blobReferenceSchema = z.object({
 });
 export type BlobReference = z.infer<typeof blobReferenceSchema>;
 
+/**
+ * A reference's digest wherever a record file's text has one: in a line's JSON, or
+ * inside a text member's string, where its quotes are escaped once.
+ */
+const referencedDigest = /\{\\?"\$blob\\?":\\?"sha256:([0-9a-f]{64})\\?"/g;
+
+/** The digests of the blob references in a piece of record text (duplicates included). */
+export function referencedDigests(text: string): string[] {
+  return Array.from(text.matchAll(referencedDigest), (match) => match[1] as string);
+}
+
 /** Whether a text already contains the start of a reference (then it is not externalized). */
 export function hasReferenceForm(text: string): boolean {
   return text.includes(referenceMarker);

@@ -3,6 +3,7 @@ import { createHash } from "node:crypto";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { formatRecordLine } from "../records/episode-records.ts";
 import { digestFile, fingerprintOf } from "./episode-objects.ts";
 
 const dir = mkdtempSync(join(tmpdir(), "ura-objects-"));
@@ -24,6 +25,34 @@ describe("digestFile", () => {
     const digest = await digestFile(path, Buffer.byteLength(text));
     expect([...digest.blobs].sort()).toEqual([...refs].sort());
     expect(digest.sha256).toBe(createHash("sha256").update(text).digest("hex"));
+  });
+
+  test("finds the references inside a text member (a body recorded as text, its images referenced in the string)", async () => {
+    const put: Uint8Array[] = [];
+    const blobs = {
+      put(bytes: Uint8Array) {
+        put.push(bytes);
+        return createHash("sha256").update(bytes).digest("hex");
+      },
+    };
+    const png =
+      "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR4nGP4z8DwHwAFAAH/iZk9HQAAAABJRU5ErkJggg==";
+    // A client body that is not single-line JSON is kept as the string `body_text`.
+    const bodyText = `{\n  "input": [{"type": "input_image", "image_url": "data:image/png;base64,${png}"}]\n}`;
+    const line = formatRecordLine(
+      { clock: () => 0, redact: (text) => text, blobs },
+      { exchange: "ex_1", stage: "client_request" },
+      { text: { body_text: bodyText } },
+    );
+    expect(put).toHaveLength(1);
+    const path = join(dir, "text-member.jsonl");
+    writeFileSync(path, `${line}\n`);
+    const digest = await digestFile(path, Buffer.byteLength(line) + 1);
+    expect([...digest.blobs]).toEqual([
+      createHash("sha256")
+        .update(put[0] as Uint8Array)
+        .digest("hex"),
+    ]);
   });
 
   test("a data URL or a digest outside a $blob reference is not a blob", async () => {

@@ -2,13 +2,16 @@
  * What shipping one episode means in objects: every file of its records
  * directory (<prefix>episodes/<id>/<file>) and every image blob its record lines
  * refer to (<prefix>blobs/sha256/<hex>, shared by all episodes, so a frame two
- * episodes saw is stored once). Each records file is read once, up to the size it
+ * episodes saw is stored once), found the way the records' own image references
+ * are written (records/image-references.ts), also inside text members. Each records file is read once, up to the size it
  * had when planned: the append-only files may grow meanwhile, and what is
  * uploaded is exactly the prefix whose SHA-256 is in the plan.
  */
 import { existsSync } from "node:fs";
 import { readdir, stat } from "node:fs/promises";
 import { join } from "node:path";
+import { blobStoreDir } from "../records/blob-store.ts";
+import { referencedDigests } from "../records/image-references.ts";
 
 export type PlannedObject = {
   key: string;
@@ -25,14 +28,8 @@ export type EpisodePlan = {
   missingBlobs: string[];
 };
 
-/** A blob reference in a record line (the records contract): {"$blob":"sha256:<hex>", …}. */
-const blobReference = /"\$blob"\s*:\s*"sha256:([0-9a-f]{64})"/g;
 /** Enough trailing text kept between chunks for a reference split across two reads. */
 const carryChars = 128;
-
-export function blobPath(dataDir: string, hex: string): string {
-  return join(dataDir, "blobs", "sha256", hex);
-}
 
 export function episodeKey(prefix: string, episode: string, file: string): string {
   return `${prefix}episodes/${episode}/${file}`;
@@ -72,7 +69,7 @@ export async function digestFile(
   for await (const chunk of Bun.file(path).slice(0, size).stream()) {
     hasher.update(chunk);
     const text = carry + decoder.decode(chunk, { stream: true });
-    for (const match of text.matchAll(blobReference)) blobs.add(match[1] as string);
+    for (const digest of referencedDigests(text)) blobs.add(digest);
     carry = text.slice(-carryChars);
   }
   return { sha256: hasher.digest("hex"), blobs };
@@ -101,7 +98,7 @@ export async function planEpisode(options: {
   }
   const missingBlobs: string[] = [];
   for (const hex of [...referenced].sort()) {
-    const path = blobPath(options.dataDir, hex);
+    const path = join(blobStoreDir(options.dataDir), hex);
     if (!existsSync(path)) {
       missingBlobs.push(hex);
       continue;
