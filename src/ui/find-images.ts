@@ -3,8 +3,10 @@
  * protocol: data URLs (Responses `image_url`, Chat Completions `image_url.url`),
  * base64 beside a media type (Anthropic `source`, Gemini `inlineData`), and blob
  * references (`{"$blob":"sha256:…","media_type":…,"bytes":…}`) once images live in
- * the content-addressed store.
+ * the content-addressed store (their form is the records' own, image-references.ts).
  */
+import { blobReferenceSchema } from "../records/image-references.ts";
+
 export type FoundImage =
   | { kind: "inline"; mediaType: string; base64: string; bytes: number }
   | { kind: "blob"; digest: string; mediaType: string; bytes: number };
@@ -31,13 +33,10 @@ export function findImages(value: unknown, out: FoundImage[] = []): FoundImage[]
   }
   if (value === null || typeof value !== "object") return out;
   const object = value as Record<string, unknown>;
-  if (typeof object.$blob === "string") {
-    out.push({
-      kind: "blob",
-      digest: object.$blob.replace(/^sha256:/, ""),
-      mediaType: String(object.media_type ?? "application/octet-stream"),
-      bytes: Number(object.bytes ?? 0),
-    });
+  const reference = "$blob" in object ? blobReferenceSchema.safeParse(object) : undefined;
+  if (reference?.success) {
+    const { $blob, media_type, bytes } = reference.data;
+    out.push({ kind: "blob", digest: $blob.slice("sha256:".length), mediaType: media_type, bytes });
     return out;
   }
   const mediaType = object.media_type ?? object.mimeType ?? object.mime_type;
