@@ -2,10 +2,8 @@
  * The composition root: every dependency of the app, built once from the config —
  * secrets and redaction, logger, upstream client (or the in-process demo model),
  * episode store with the episodes restored from the data directory (read-only,
- * src/lifecycle), the exchange pipeline, and the graceful shutdown (stop
- * accepting, cancel upstream work and retry waits, drain handlers and admitted
- * callbacks up to a deadline, freeze records; 0 when drained, 3 when the drain
- * overran its deadline). The binary, `validate` and the tests that build an app
+ * src/lifecycle), the exchange pipeline, and the graceful shutdown wired to them
+ * (src/lifecycle/shutdown.ts). The binary, `validate` and the tests that build an app
  * all come through here, so they run the same wiring; only the socket differs.
  */
 import { randomBytes } from "node:crypto";
@@ -23,8 +21,8 @@ import { createImageCache } from "../images/image-cache.ts";
 import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
 import { createLogger, type LogLevel } from "../lib/logger.ts";
 import { createMemoryReclaimer } from "../lib/reclaim-memory.ts";
-import { drainEpisodes, freezeEpisodes } from "../lifecycle/drain-episodes.ts";
 import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
+import { createShutdown } from "../lifecycle/shutdown.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createMetrics } from "../observe/metrics.ts";
 import { combineObservers, type Observer } from "../observe/observer.ts";
@@ -222,46 +220,17 @@ export async function composeApp(options: ComposeOptions) {
     },
   };
 
-  let shuttingDown = false;
-  let resolveClosed: (code: number) => void = () => {};
-  const closed = new Promise<number>((r) => {
-    resolveClosed = r;
+  const { shutdown, closed, ...lifecycle } = createShutdown({
+    episodes,
+    logger,
+    clock,
+    drainDeadlineMs: config.shutdown.drain_deadline_ms,
+    cancelUpstream: (reason) => shutdownController.abort(reason),
+    ...(shipping ? { stopShipping: () => shipping.shipper.stop() } : {}),
+    ...(options.stopServer ? { stopServer: options.stopServer } : {}),
+    ...(options.closeConverter ? { closeConverter: options.closeConverter } : {}),
+    ...(tracing ? { flushTraces: () => tracing.shutdown() } : {}),
   });
-  async function shutdown(reason: string): Promise<number> {
-    if (shuttingDown) return closed;
-    shuttingDown = true;
-    // Order matters: refuse new work first, then cancel upstream requests and retry waits, then wait.
-    episodes.stopAccepting();
-    logger.info("shutting down", { reason, drain_deadline_ms: config.shutdown.drain_deadline_ms });
-    shutdownController.abort(new Error(`shutdown: ${reason}`));
-    shipping?.shipper.stop();
-    const all = episodes.list();
-    const drain = await drainEpisodes(all, { deadlineMs: config.shutdown.drain_deadline_ms, clock });
-    let frozeAll = true;
-    try {
-      freezeEpisodes(all, drain, reason);
-    } catch (error) {
-      frozeAll = false;
-      logger.error("cleanup failure: records could not be frozen", { message: (error as Error).message });
-    }
-    options.stopServer?.();
-    if (!drain.complete) {
-      logger.error("cleanup failure: drain overran its deadline; records are frozen with complete:false", {
-        deadline_ms: drain.deadlineMs,
-        unfinished_calls: Object.fromEntries(drain.unfinishedCalls),
-        pending_handlers: Object.fromEntries(drain.pendingHandlers),
-      });
-    } else logger.info("shutdown complete", { drain_ms: drain.elapsedMs, episodes: all.length });
-    const code = drain.complete && frozeAll ? 0 : 3;
-    await options.closeConverter?.();
-    await tracing
-      ?.shutdown()
-      .catch((error: Error) =>
-        logger.warn("traces could not be exported at shutdown", { message: error.message }),
-      );
-    resolveClosed(code);
-    return code;
-  }
 
   const app = createApp({
     ...routeDeps,
@@ -274,7 +243,7 @@ export async function composeApp(options: ComposeOptions) {
     version: options.version,
     demoUpstream: demo && options.upstreamFetch === undefined,
     bodyLimitBytes: config.body_limit_bytes,
-    isShuttingDown: () => shuttingDown,
+    isShuttingDown: () => lifecycle.shuttingDown,
     metrics,
     readiness: [codecsWarmedCheck(options.codecsWarmed ?? (() => true)), dataDirWritableCheck(dataDir)],
     episodeRoutes: episodeRouteGroups,
