@@ -2,7 +2,9 @@ import { describe, expect, test } from "bun:test";
 import type { HubRequest } from "../../hub/schema.ts";
 import { jsonBodyOf } from "../../lib/parse-json-body.ts";
 import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
-import { type DeliveredArguments, removeWaitForPrevious, toHub } from "./to-hub.ts";
+import type { DeliveredArguments } from "./convert-contents.ts";
+import { removeWaitForPrevious } from "./convert-tools.ts";
+import { toHub } from "./to-hub.ts";
 
 const geminiToHub = (body: unknown, model: string, deliveredArguments?: DeliveredArguments): HubRequest =>
   toHub(jsonBodyOf(body), {

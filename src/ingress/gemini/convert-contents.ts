@@ -1,0 +1,204 @@
+/**
+ * Gemini `contents` and `systemInstruction` → hub messages (pure).
+ *
+ * - A `model` content becomes one assistant message (its text parts joined, its
+ *   functionCalls as tool calls, arguments as JSON text of `args` exactly as the
+ *   client echoed them — `wait_for_previous` included, since the ledger's canonical
+ *   arguments ignore it anyway — or, when the route still knows the call and the
+ *   echo is equal, the exact text Qwen wrote). A `user` content becomes one tool
+ *   message per functionResponse, then one user message with its remaining text and
+ *   images. An `inlineData` part after a functionResponse (Gemini CLI's way of
+ *   returning an MCP image) belongs to that tool message, so the image reaches Qwen
+ *   labelled with its call.
+ * - Call ids: Qwen's ids travel to the CLI as `functionCall.id` and come back on the
+ *   history's functionCall and `functionResponse.id`. A history functionCall without
+ *   an id gets `gemini_call_<content>_<part>`; a functionResponse without an id
+ *   answers the first unanswered call of the same name in the preceding model turn.
+ */
+import type { HubMessage, HubPart, HubToolCall, HubToolMessage } from "../../hub/schema.ts";
+import { invalidField } from "../../lib/errors.ts";
+import type { IgnoredFields } from "../ignored-fields.ts";
+import { liftErrorImages } from "./lift-error-images.ts";
+import { kindOf } from "./part-kind.ts";
+import type { Content, GenerateContentRequest } from "./schema.ts";
+
+type PendingCall = { id: string; name: string; answered: boolean };
+
+function imageOf(blob: { mimeType: string; data: string }, param: string): HubPart {
+  if (!blob.mimeType.startsWith("image/"))
+    throw invalidField(
+      `${param}.mimeType`,
+      `only images are supported, not ${JSON.stringify(blob.mimeType)}`,
+    );
+  return { type: "image", mediaType: blob.mimeType, data: blob.data, source: param };
+}
+
+/** Gemini CLI wraps a tool's text as `{output: "…"}`; anything else is sent as its JSON. */
+function responseText(response: Record<string, unknown>): string {
+  const keys = Object.keys(response);
+  return keys.length === 1 && typeof response.output === "string"
+    ? response.output
+    : JSON.stringify(response);
+}
+
+/**
+ * The arguments text Qwen produced for a delivered call id, if the episode kept it.
+ * Gemini carries arguments as an object, so the original bytes are lost on the
+ * client's side; when the echoed object equals the delivered one, the history
+ * sent upstream uses the exact text Qwen wrote.
+ */
+export type DeliveredArguments = (callId: string) => string | undefined;
+
+function argumentsText(
+  id: string | undefined,
+  args: Record<string, unknown>,
+  delivered: DeliveredArguments,
+): string {
+  const original = id === undefined ? undefined : delivered(id);
+  if (original !== undefined && Bun.deepEquals(JSON.parse(original), args, true)) return original;
+  return JSON.stringify(args);
+}
+
+function convertModelContent(
+  content: Content,
+  i: number,
+  notes: IgnoredFields,
+  delivered: DeliveredArguments,
+): { message: HubMessage; calls: PendingCall[] } {
+  const texts: string[] = [];
+  const toolCalls: HubToolCall[] = [];
+  content.parts.forEach((part, j) => {
+    const param = `contents[${i}].parts[${j}]`;
+    const kind = kindOf(part, param, notes);
+    switch (kind) {
+      case "text":
+        texts.push(part.text ?? "");
+        break;
+      case "functionCall": {
+        const call = part.functionCall;
+        if (!call) break;
+        toolCalls.push({
+          id: call.id ?? `gemini_call_${i}_${j}`,
+          name: call.name,
+          arguments: argumentsText(call.id, call.args ?? {}, delivered),
+          source: `${param}.functionCall`,
+        });
+        break;
+      }
+      case "inlineData":
+      case "functionResponse":
+        throw invalidField(`${param}.${kind}`, "not allowed in a model content");
+      default: {
+        const never: never = kind;
+        throw new Error(`unknown part kind ${never}`);
+      }
+    }
+  });
+  return {
+    message: { role: "assistant", text: texts.length > 0 ? texts.join("") : null, toolCalls },
+    calls: toolCalls.map((c) => ({ id: c.id, name: c.name, answered: false })),
+  };
+}
+
+function convertUserContent(
+  content: Content,
+  i: number,
+  pending: PendingCall[],
+  notes: IgnoredFields,
+): HubMessage[] {
+  const toolMessages: HubToolMessage[] = [];
+  const userParts: HubPart[] = [];
+  let current: HubToolMessage | undefined;
+  content.parts.forEach((part, j) => {
+    const param = `contents[${i}].parts[${j}]`;
+    const kind = kindOf(part, param, notes);
+    switch (kind) {
+      case "text":
+        userParts.push({ type: "text", text: part.text ?? "" });
+        current = undefined;
+        break;
+      case "inlineData": {
+        const image = imageOf(part.inlineData ?? { mimeType: "", data: "" }, `${param}.inlineData`);
+        if (current) current.content.push(image);
+        else userParts.push(image);
+        break;
+      }
+      case "functionResponse": {
+        const response = part.functionResponse;
+        if (!response) break;
+        let id = response.id;
+        const call =
+          id === undefined
+            ? pending.find((c) => !c.answered && c.name === response.name)
+            : pending.find((c) => c.id === id);
+        if (id === undefined) {
+          if (!call)
+            throw invalidField(
+              `${param}.functionResponse.id`,
+              `missing, and no unanswered call named ${JSON.stringify(response.name)} in the preceding model content to pair it with`,
+            );
+          id = call.id;
+        }
+        if (call) call.answered = true;
+        const images = (response.parts ?? []).map((p, k) =>
+          imageOf(p.inlineData, `${param}.functionResponse.parts[${k}].inlineData`),
+        );
+        const error = response.response.error;
+        const lifted =
+          typeof error === "string"
+            ? liftErrorImages(error, `${param}.functionResponse.response.error`)
+            : undefined;
+        if (lifted?.note) notes.add(`${param}.functionResponse.response.error: ${lifted.note}`);
+        const text = responseText(lifted ? { ...response.response, error: lifted.text } : response.response);
+        current = {
+          role: "tool",
+          toolCallId: id,
+          name: response.name,
+          content: [{ type: "text", text }, ...(lifted?.images ?? []), ...images],
+          ...("error" in response.response ? { isError: true } : {}),
+          source: `${param}.functionResponse`,
+        };
+        toolMessages.push(current);
+        break;
+      }
+      case "functionCall":
+        throw invalidField(`${param}.functionCall`, "not allowed in a user content");
+      default: {
+        const never: never = kind;
+        throw new Error(`unknown part kind ${never}`);
+      }
+    }
+  });
+  return userParts.length > 0 ? [...toolMessages, { role: "user", content: userParts }] : toolMessages;
+}
+
+export function convertContents(
+  contents: Content[],
+  notes: IgnoredFields,
+  delivered: DeliveredArguments,
+): HubMessage[] {
+  const messages: HubMessage[] = [];
+  let pending: PendingCall[] = [];
+  contents.forEach((content, i) => {
+    if (content.role === "model") {
+      const { message, calls } = convertModelContent(content, i, notes, delivered);
+      messages.push(message);
+      pending = calls;
+    } else {
+      messages.push(...convertUserContent(content, i, pending, notes));
+    }
+  });
+  return messages;
+}
+
+export function convertSystem(request: GenerateContentRequest, notes: IgnoredFields): HubMessage[] {
+  const system = request.systemInstruction;
+  if (!system) return [];
+  const content = system.parts.map((part, j) => {
+    const param = `systemInstruction.parts[${j}]`;
+    if (kindOf(part, param, notes) !== "text")
+      throw invalidField(param, "only text parts are allowed in systemInstruction");
+    return { type: "text" as const, text: part.text ?? "" };
+  });
+  return [{ role: "system", content }];
+}
