@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { spawnServer } from "./gateway.ts";
+import { spawnServer } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 const exchanges = 300;

@@ -5,16 +5,15 @@
  * generated from the vendored OpenAPI document.
  */
 import { describe, expect, test } from "bun:test";
+import { hubResponse } from "../../src/hub/hub-test-kit.ts";
 import type { HubResponse } from "../../src/hub/schema.ts";
-import { fromHub, type RenderContext } from "../../src/ingress/responses/from-hub.ts";
-import { parseRequest } from "../../src/ingress/responses/parse-request.ts";
-import { readTools } from "../../src/ingress/responses/read-tools.ts";
+import { fromHub } from "../../src/ingress/responses/from-hub.ts";
+import { renderContextFor } from "../../src/ingress/responses/responses-test-kit.ts";
 import { streamEvents } from "../../src/ingress/responses/stream.ts";
-import { jsonBodyOf } from "../../src/lib/parse-json-body.ts";
 import { responseResourceErrors, streamingEventErrors } from "../support/open-responses-schema.ts";
 
-const request = parseRequest(
-  jsonBodyOf({
+const ctx = renderContextFor(
+  {
     model: "ura-qwen",
     input: "go",
     reasoning: { summary: "auto" },
@@ -22,26 +21,11 @@ const request = parseRequest(
       { type: "function", name: "ura_record" },
       { type: "namespace", name: "mcp__ura", tools: [{ type: "function", name: "observe" }] },
     ],
-  }),
+  },
+  { responseId: "resp_r1", createdAt: 1_700_000_000, completedAt: 1_700_000_001 },
 );
-const tools = readTools(request.tools ?? []);
-const ctx: RenderContext = {
-  responseId: "resp_r1",
-  createdAt: 1_700_000_000,
-  completedAt: 1_700_000_001,
-  request,
-  offeredTools: tools.offered,
-  names: tools.names,
-};
 
-const base: HubResponse = {
-  id: "chatcmpl-1",
-  model: "qwen3-vl-plus",
-  text: null,
-  toolCalls: [],
-  finishReason: "stop",
-  usage: { inputTokens: 7, outputTokens: 3 },
-};
+const base = hubResponse();
 const call = (id: string, name: string) => ({ id, name, arguments: '{"nonce":"n1"}' });
 const answers: [string, HubResponse][] = [
   ["text", { ...base, text: "done" }],

@@ -6,18 +6,9 @@
 import { describe, expect, test } from "bun:test";
 import type { Episode } from "../../src/episodes/episode.ts";
 import { records } from "../support/episode-evidence.ts";
-import { createInProcessSidecar, responseEvents as events, postJson } from "../support/in-process-sidecar.ts";
+import { episodeInProcess, responseEvents as events } from "../support/in-process-sidecar.ts";
 
-async function setup() {
-  const { app, scripted, createEpisode } = await createInProcessSidecar();
-  const episode = createEpisode();
-  const post = (
-    path: string,
-    body: unknown,
-    headers: Record<string, string> = { "x-api-key": episode.ingressKey },
-  ) => postJson(app, `/e/${episode.id}/anthropic${path}`, body, headers);
-  return { app, episode, scripted, post };
-}
+const setup = () => episodeInProcess((key) => ({ "x-api-key": key }));
 
 const tools = ["observe", "record", "finish"].map((name) => ({
   name: `mcp__ura__${name}`,
@@ -39,7 +30,7 @@ const lines = (episode: Episode, file: "ledger" | "exchanges" | "auxiliary") =>
 describe("POST /v1/messages", () => {
   test("streamed turn: SSE events, the tool_use id is the id the ledger registered, delivery confirmed", async () => {
     const { episode, scripted, post } = await setup();
-    const res = await post("/v1/messages?beta=true", turn(true));
+    const res = await post("/anthropic/v1/messages?beta=true", turn(true));
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const got = await events(res);
@@ -73,7 +64,9 @@ describe("POST /v1/messages", () => {
 
   test("JSON turn with Authorization: Bearer", async () => {
     const { episode, post } = await setup();
-    const res = await post("/v1/messages", turn(false), { authorization: `Bearer ${episode.ingressKey}` });
+    const res = await post("/anthropic/v1/messages", turn(false), {
+      authorization: `Bearer ${episode.ingressKey}`,
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("application/json");
     const body = (await res.json()) as Record<string, unknown>;
@@ -92,7 +85,7 @@ describe("POST /v1/messages", () => {
 
   test("wrong key → 401 and unknown episode → 404, in the Anthropic envelope, nothing recorded", async () => {
     const { app, episode, post } = await setup();
-    const res = await post("/v1/messages", turn(true), { "x-api-key": "ura_key_wrong" });
+    const res = await post("/anthropic/v1/messages", turn(true), { "x-api-key": "ura_key_wrong" });
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({ type: "error", error: { type: "authentication_error" } });
     const missing = await app.request("/e/ep_nothere/anthropic/v1/messages", {
@@ -107,7 +100,7 @@ describe("POST /v1/messages", () => {
 
   test("a server tool is a final 400 naming it; the episode keeps running and nothing went upstream", async () => {
     const { episode, scripted, post } = await setup();
-    const res = await post("/v1/messages", {
+    const res = await post("/anthropic/v1/messages", {
       ...turn(true),
       tools: [...tools, { type: "web_search_20250305", name: "web_search" }],
     });
@@ -125,7 +118,7 @@ describe("POST /v1/messages", () => {
 
   test("a body that is not JSON is a 400", async () => {
     const { post } = await setup();
-    const res = await post("/v1/messages", "{not json");
+    const res = await post("/anthropic/v1/messages", "{not json");
     expect(res.status).toBe(400);
     const body = (await res.json()) as { type: string; error: { type: string; message: string } };
     expect(body).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
@@ -135,7 +128,7 @@ describe("POST /v1/messages", () => {
   test("transient upstream failure (retries spent) → a final 400 at once: the episode is in provider_error", async () => {
     const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "status", status: 503 }]);
-    const first = await post("/v1/messages", turn(true));
+    const first = await post("/anthropic/v1/messages", turn(true));
     expect(first.status).toBe(400);
     const firstBody = (await first.json()) as { error: { type: string; message: string } };
     expect(firstBody).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
@@ -143,7 +136,7 @@ describe("POST /v1/messages", () => {
     expect(firstBody.error.message).toContain("provider_error");
     expect(episode.state).toBe("failed");
     expect(episode.failure?.reason).toBe("provider_error");
-    const retry = await post("/v1/messages", turn(true));
+    const retry = await post("/anthropic/v1/messages", turn(true));
     expect(retry.status).toBe(400);
     const body = (await retry.json()) as { error: { type: string; message: string } };
     expect(body.error.type).toBe("invalid_request_error");
@@ -154,7 +147,7 @@ describe("POST /v1/messages", () => {
   test("invalid upstream output (undeclared tool) → a final 400 naming the fault, never a tool_use", async () => {
     const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "undeclared_tool" }]);
-    const res = await post("/v1/messages", turn(true));
+    const res = await post("/anthropic/v1/messages", turn(true));
     expect(res.status).toBe(400);
     const text = await res.text();
     expect(JSON.parse(text)).toMatchObject({ type: "error", error: { type: "invalid_request_error" } });
@@ -167,7 +160,7 @@ describe("POST /v1/messages", () => {
 describe("POST /v1/messages/count_tokens", () => {
   test("a local final 400: auxiliary, no exchange, no turn, nothing upstream", async () => {
     const { episode, scripted, post } = await setup();
-    const res = await post("/v1/messages/count_tokens?beta=true", {
+    const res = await post("/anthropic/v1/messages/count_tokens?beta=true", {
       model: "ura-qwen",
       messages: [{ role: "user", content: "x" }],
     });
@@ -193,7 +186,7 @@ describe("POST /v1/messages/count_tokens", () => {
 
   test("count_tokens still needs the ingress key", async () => {
     const { episode, post } = await setup();
-    const res = await post("/v1/messages/count_tokens", {}, {});
+    const res = await post("/anthropic/v1/messages/count_tokens", {}, {});
     expect(res.status).toBe(401);
     expect(episode.counters.auxiliary_responses).toBe(0);
   });

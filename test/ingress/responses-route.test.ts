@@ -7,17 +7,9 @@ import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Episode } from "../../src/episodes/episode.ts";
 import { records } from "../support/episode-evidence.ts";
-import { createInProcessSidecar, responseEvents as events, postJson } from "../support/in-process-sidecar.ts";
+import { episodeInProcess, responseEvents as events } from "../support/in-process-sidecar.ts";
 
-async function setup() {
-  const { app, scripted, createEpisode } = await createInProcessSidecar();
-  const episode = createEpisode();
-  const post = (
-    body: unknown,
-    headers: Record<string, string> = { authorization: `Bearer ${episode.ingressKey}` },
-  ) => postJson(app, `/e/${episode.id}/v1/responses`, body, headers);
-  return { app, episode, scripted, post };
-}
+const setup = () => episodeInProcess((key) => ({ authorization: `Bearer ${key}` }));
 
 const robotTools = ["observe", "record", "finish"].map((name) => ({
   type: "function",
@@ -59,7 +51,7 @@ const lines = (episode: Episode, file: "ledger" | "exchanges") => records(episod
 describe("POST /v1/responses", () => {
   test("streamed Codex turn: namespace call back as {namespace, name}, the call id the ledger registered, delivered", async () => {
     const { episode, scripted, post } = await setup();
-    const res = await post(codexTurn(true));
+    const res = await post("/v1/responses", codexTurn(true));
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const got = await events(res);
@@ -113,7 +105,7 @@ describe("POST /v1/responses", () => {
 
   test("JSON turn: one response object with every field", async () => {
     const { post } = await setup();
-    const res = await post({ ...codexTurn(false), stream: undefined });
+    const res = await post("/v1/responses", { ...codexTurn(false), stream: undefined });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("application/json");
     const body = (await res.json()) as Record<string, unknown>;
@@ -138,7 +130,7 @@ describe("POST /v1/responses", () => {
         "utf8",
       ),
     );
-    const res = await post(body);
+    const res = await post("/v1/responses", body);
     expect(res.status).toBe(200);
     const got = await events(res);
     expect(got.at(-1)?.event).toBe("response.completed");
@@ -152,7 +144,7 @@ describe("POST /v1/responses", () => {
 
   test("wrong key → 401 and unknown episode → 404, in the OpenAI envelope, nothing recorded", async () => {
     const { app, episode, post } = await setup();
-    const res = await post(codexTurn(true), { authorization: "Bearer wrong" });
+    const res = await post("/v1/responses", codexTurn(true), { authorization: "Bearer wrong" });
     expect(res.status).toBe(401);
     expect(await res.json()).toMatchObject({
       error: { type: "authentication_error", code: "authentication", param: null },
@@ -169,7 +161,7 @@ describe("POST /v1/responses", () => {
 
   test("an unknown previous_response_id → 404 previous_response_not_found naming the field; nothing upstream", async () => {
     const { episode, scripted, post } = await setup();
-    const res = await post({ ...codexTurn(true), previous_response_id: "resp_1" });
+    const res = await post("/v1/responses", { ...codexTurn(true), previous_response_id: "resp_1" });
     expect(res.status).toBe(404);
     expect(await res.json()).toMatchObject({
       error: {
@@ -183,10 +175,8 @@ describe("POST /v1/responses", () => {
   });
 
   test("/responses/compact → a final 400 at once, recorded as an auxiliary response; nothing upstream", async () => {
-    const { app, episode, scripted } = await setup();
-    const res = await postJson(app, `/e/${episode.id}/v1/responses/compact`, codexTurn(false), {
-      authorization: `Bearer ${episode.ingressKey}`,
-    });
+    const { episode, scripted, post } = await setup();
+    const res = await post("/v1/responses/compact", codexTurn(false));
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({
       error: { type: "invalid_request_error", code: "unsupported_endpoint" },
@@ -198,7 +188,7 @@ describe("POST /v1/responses", () => {
 
   test("a body that is not JSON → 400", async () => {
     const { post } = await setup();
-    const res = await post("{nope");
+    const res = await post("/v1/responses", "{nope");
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({ error: { type: "invalid_request_error", param: "body" } });
   });
@@ -206,7 +196,7 @@ describe("POST /v1/responses", () => {
   test("transient upstream failure (retries spent) → a final 400 at once: the episode is in provider_error, a retry could not succeed", async () => {
     const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "status", status: 503 }]);
-    const first = await post(codexTurn(true));
+    const first = await post("/v1/responses", codexTurn(true));
     expect(first.status).toBe(400);
     expect(first.headers.get("content-type")).toContain("application/json");
     const body = (await first.json()) as { error: { type: string; code: string; message: string } };
@@ -217,7 +207,7 @@ describe("POST /v1/responses", () => {
       status: "failed",
       error: { kind: "upstream_transient", http_status: 400 },
     });
-    const retry = await post(codexTurn(true));
+    const retry = await post("/v1/responses", codexTurn(true));
     expect(retry.status).toBe(400);
     expect(((await retry.json()) as { error: { message: string } }).error.message).toContain(
       "provider_error",
@@ -228,7 +218,7 @@ describe("POST /v1/responses", () => {
   test("upstream rejects the request (4xx) → final 400", async () => {
     const { post, scripted } = await setup();
     scripted.enqueueFaults([{ kind: "thinking_400" }]);
-    const res = await post(codexTurn(true));
+    const res = await post("/v1/responses", codexTurn(true));
     expect(res.status).toBe(400);
     expect(await res.json()).toMatchObject({
       error: { type: "invalid_request_error", code: "upstream_rejected" },
@@ -238,7 +228,7 @@ describe("POST /v1/responses", () => {
   test("invalid upstream output (undeclared tool) → a final 400 naming the fault, never a function_call", async () => {
     const { episode, scripted, post } = await setup();
     scripted.enqueueFaults([{ kind: "undeclared_tool" }]);
-    const res = await post(codexTurn(true));
+    const res = await post("/v1/responses", codexTurn(true));
     expect(res.status).toBe(400);
     const text = await res.text();
     expect(JSON.parse(text)).toMatchObject({

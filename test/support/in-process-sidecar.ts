@@ -117,3 +117,16 @@ export function postJson(
     }),
   );
 }
+
+/**
+ * A fresh in-process sidecar with one episode, and `post(path, body, headers?)` to a
+ * path below that episode (e.g. `/anthropic/v1/messages`), by default with the
+ * episode's key presented the way the client presents it.
+ */
+export async function episodeInProcess(presentKey: (key: string) => Record<string, string>) {
+  const { app, scripted, createEpisode } = await createInProcessSidecar();
+  const episode = createEpisode();
+  const post = (path: string, body: unknown, headers = presentKey(episode.ingressKey)) =>
+    postJson(app, `/e/${episode.id}${path}`, body, headers);
+  return { app, episode, scripted, post };
+}

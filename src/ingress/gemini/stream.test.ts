@@ -1,18 +1,12 @@
 import { describe, expect, test } from "bun:test";
+import { hubResponse } from "../../hub/hub-test-kit.ts";
 import type { HubResponse } from "../../hub/schema.ts";
 import { SidecarError } from "../../lib/errors.ts";
 import { readSse } from "../../sse/read-sse.ts";
 import { fromHub, mapFinishReason } from "./from-hub.ts";
 import { renderStream, streamEvents } from "./stream.ts";
 
-const base: HubResponse = {
-  id: "chatcmpl-1",
-  model: "qwen3-vl-plus",
-  text: null,
-  toolCalls: [],
-  finishReason: "stop",
-  usage: { inputTokens: 120, outputTokens: 7 },
-};
+const base = hubResponse({ usage: { inputTokens: 120, outputTokens: 7 } });
 const twoRecords: HubResponse = {
   ...base,
   finishReason: "tool_calls",

@@ -1,17 +1,10 @@
 import { describe, expect, test } from "bun:test";
-import type { HubRequest, HubResponse } from "../../hub/schema.ts";
+import { hubRequest, hubResponse } from "../../hub/hub-test-kit.ts";
 import { SidecarError } from "../../lib/errors.ts";
 import { fromHub } from "./from-hub.ts";
 
-const request: HubRequest = { model: "claude-sonnet-4-5", messages: [], tools: [], ignored: [] };
-const base: HubResponse = {
-  id: "chatcmpl-7",
-  model: "qwen3-vl-plus",
-  text: null,
-  toolCalls: [],
-  finishReason: "stop",
-  usage: { inputTokens: 10, outputTokens: 3 },
-};
+const request = hubRequest({ model: "claude-sonnet-4-5" });
+const base = hubResponse({ id: "chatcmpl-7", usage: { inputTokens: 10, outputTokens: 3 } });
 
 describe("fromHub", () => {
   test("text and tool_use blocks, the model's call ids unchanged", () => {

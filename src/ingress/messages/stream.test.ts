@@ -1,17 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import type { HubRequest, HubResponse } from "../../hub/schema.ts";
+import { hubRequest, hubResponse } from "../../hub/hub-test-kit.ts";
+import type { HubResponse } from "../../hub/schema.ts";
 import { readSse } from "../../sse/read-sse.ts";
 import { renderStream, streamEvents } from "./stream.ts";
 
-const request: HubRequest = { model: "ura-qwen", messages: [], tools: [], ignored: [] };
-const base: HubResponse = {
-  id: "chatcmpl-42",
-  model: "qwen3-vl-plus",
-  text: null,
-  toolCalls: [],
-  finishReason: "stop",
-  usage: { inputTokens: 120, outputTokens: 7 },
-};
+const request = hubRequest();
+const base = hubResponse({ id: "chatcmpl-42", usage: { inputTokens: 120, outputTokens: 7 } });
 
 function typesOf(response: HubResponse): string[] {
   return streamEvents(response, request).map((e) => e.type);

@@ -1,9 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import type { HubResponse } from "../../hub/schema.ts";
-import { jsonBodyOf } from "../../lib/parse-json-body.ts";
-import { fromHub, type RenderContext } from "./from-hub.ts";
-import { parseRequest } from "./parse-request.ts";
-import { readTools } from "./read-tools.ts";
+import { hubResponse } from "../../hub/hub-test-kit.ts";
+import { fromHub } from "./from-hub.ts";
+import { renderContextFor } from "./responses-test-kit.ts";
 
 /** The required fields of the Open Responses ResponseResource (schema/components/schemas/ResponseResource.json). */
 const requiredFields = [
@@ -41,27 +39,13 @@ const requiredFields = [
   "prompt_cache_key",
 ];
 
-function contextFor(body: Record<string, unknown>): RenderContext {
-  const request = parseRequest(jsonBodyOf(body));
-  const tools = readTools(request.tools ?? []);
-  return {
-    responseId: "resp_x1",
-    createdAt: 100,
-    completedAt: 101,
-    request,
-    offeredTools: tools.offered,
-    names: tools.names,
-  };
-}
+const contextFor = (body: Record<string, unknown>) =>
+  renderContextFor(body, { responseId: "resp_x1", createdAt: 100, completedAt: 101 });
 
-const hub: HubResponse = {
-  id: "chatcmpl-1",
-  model: "qwen3-vl-plus",
-  text: null,
+const hub = hubResponse({
   toolCalls: [{ id: "call_q", name: "mcp__ura__observe", arguments: '{"camera":"front"}' }],
   finishReason: "tool_calls",
-  usage: { inputTokens: 7, outputTokens: 3 },
-};
+});
 
 describe("response object", () => {
   test("every required field of the published schema is present; unset ones are null", () => {

@@ -1,15 +1,13 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
+import { hubResponse } from "../../hub/hub-test-kit.ts";
 import type { HubResponse } from "../../hub/schema.ts";
-import { jsonBodyOf } from "../../lib/parse-json-body.ts";
 import { readSse } from "../../sse/read-sse.ts";
-import type { RenderContext } from "./from-hub.ts";
-import { parseRequest } from "./parse-request.ts";
-import { readTools } from "./read-tools.ts";
+import { renderContextFor } from "./responses-test-kit.ts";
 import { renderStream, streamEvents } from "./stream.ts";
 
-const request = parseRequest(
-  jsonBodyOf({
+const ctx = renderContextFor(
+  {
     model: "ura-qwen",
     input: "go",
     stream: true,
@@ -24,37 +22,20 @@ const request = parseRequest(
       },
       { type: "web_search" },
     ],
-  }),
+  },
+  { responseId: "resp_abc", createdAt: 1_700_000_000, completedAt: 1_700_000_001 },
 );
-const tools = readTools(request.tools ?? []);
-const ctx: RenderContext = {
-  responseId: "resp_abc",
-  createdAt: 1_700_000_000,
-  completedAt: 1_700_000_001,
-  request,
-  offeredTools: tools.offered,
-  names: tools.names,
-};
 const usage = { inputTokens: 12, outputTokens: 5 };
-const text: HubResponse = {
-  id: "chatcmpl-1",
-  model: "qwen3-vl-plus",
-  text: "A red square.",
-  toolCalls: [],
-  finishReason: "stop",
-  usage,
-};
-const calls: HubResponse = {
+const text = hubResponse({ text: "A red square.", usage });
+const calls = hubResponse({
   id: "chatcmpl-2",
-  model: "qwen3-vl-plus",
-  text: null,
   toolCalls: [
     { id: "call_1", name: "mcp__ura__record", arguments: '{"nonce":"n"}' },
     { id: "call_2", name: "ura_observe", arguments: "{}" },
   ],
   finishReason: "tool_calls",
   usage,
-};
+});
 
 describe("SSE event sequence", () => {
   test("text: the full sequence in order, numbered from 0", () => {
