@@ -16,7 +16,6 @@ import { credentialMatches } from "../episodes/ids.ts";
 import type { RouteDeps } from "../server/route-deps.ts";
 import { checkHostAndOrigin } from "./check-host.ts";
 import { createUraServer } from "./create-ura-server.ts";
-import { type ArgumentsCheck, compileToolValidators } from "./tool-validators.ts";
 
 /**
  * Sessions kept per episode; when a client opens one more, the oldest session
@@ -44,17 +43,7 @@ function jsonRpcError(status: number, message: string, headers: Record<string, s
 export function createMcpRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
   const sessions = new Map<string, Session>();
-  const checks = new WeakMap<Episode, Map<string, ArgumentsCheck>>();
   const listenHost = () => new URL(deps.episodes.baseUrl()).hostname;
-
-  const checksFor = (episode: Episode) => {
-    let found = checks.get(episode);
-    if (!found) {
-      found = compileToolValidators(episode.manifest);
-      checks.set(episode, found);
-    }
-    return found;
-  };
 
   function closeSession(id: string, episode: Episode): void {
     const session = sessions.get(id);
@@ -81,7 +70,7 @@ export function createMcpRoutes(deps: RouteDeps): Hono {
     const calls = { running: 0 };
     const server = createUraServer({
       episode,
-      checks: checksFor(episode),
+      checks: deps.toolChecks(episode.manifest),
       logger: deps.logger,
       version: packageJson.version,
       calls,

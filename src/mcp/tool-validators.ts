@@ -23,6 +23,25 @@ export function compileToolValidators(manifest: Manifest): Map<string, Arguments
   return checks;
 }
 
+/**
+ * The validators of a manifest, compiled on first use and kept as long as the
+ * manifest object lives: episodes created from the same manifest (the default one)
+ * share one compilation. Built once per app by the composition root.
+ */
+export type ToolChecks = (manifest: Manifest) => ReadonlyMap<string, ArgumentsCheck>;
+
+export function createToolChecks(): ToolChecks {
+  const compiled = new WeakMap<Manifest, Map<string, ArgumentsCheck>>();
+  return (manifest) => {
+    let checks = compiled.get(manifest);
+    if (!checks) {
+      checks = compileToolValidators(manifest);
+      compiled.set(manifest, checks);
+    }
+    return checks;
+  };
+}
+
 /** Deepest nesting a tool's input schema may have (real robot schemas nest a handful of levels). */
 export const maxSchemaDepth = 32;
 /** Largest manifest, serialised: it is kept in the episode's description and sent in every tools/list. */

@@ -24,6 +24,7 @@ import { createMemoryReclaimer } from "../lib/reclaim-memory.ts";
 import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { createShutdown } from "../lifecycle/shutdown.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
+import { createToolChecks } from "../mcp/tool-validators.ts";
 import { createMetrics } from "../observe/metrics.ts";
 import { combineObservers, type Observer } from "../observe/observer.ts";
 import { loadTracing } from "../observe/tracing/tracing.ts";
@@ -199,6 +200,7 @@ export async function composeApp(options: ComposeOptions) {
     logger,
     clock,
     ids,
+    toolChecks: createToolChecks(),
     bodyLimitBytes: config.body_limit_bytes,
     exchange: {
       recordsBudget: budget,

@@ -1,8 +1,9 @@
-/** What every route group under /e/{episode} gets: the episodes, the exchange pipeline, logging, time and ids. */
+/** What every route group under /e/{episode} gets: the episodes, the exchange pipeline, the tool validators, logging, time and ids. */
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import type { Ids } from "../episodes/ids.ts";
 import type { ExchangeDeps } from "../exchange/run-exchange.ts";
 import type { Logger } from "../lib/logger.ts";
+import type { ToolChecks } from "../mcp/tool-validators.ts";
 
 export type RouteDeps = {
   episodes: EpisodeStore;
@@ -10,6 +11,8 @@ export type RouteDeps = {
   logger: Logger;
   clock: () => number;
   ids: Ids;
+  /** The compiled argument validators of an episode's manifest (MCP tools/call). */
+  toolChecks: ToolChecks;
   /**
    * body_limit_bytes: the largest request body on every route, MCP included, so a call
    * delivered with large arguments can always be called back (the MCP SDK's own default is 4 MiB).
