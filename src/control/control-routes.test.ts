@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, test } from "bun:test";
+import { cancelledEpisodeSchema, episodeListSchema } from "../episodes/episode-status.ts";
 import { createInertExecutor } from "../executor/inert-executor.ts";
 import {
   connectMcp,
@@ -68,7 +69,7 @@ describe("control API", () => {
     expect(created.mcp_token).toMatch(/^ura_mcp_/);
     expect(created).toMatchObject({ state: "running", max_turns: 5, client: "codex", model: "qwen-test" });
     await create();
-    const list = (await (await control("/episodes")).json()) as { episodes: { id: string; state: string }[] };
+    const list = episodeListSchema.parse(await (await control("/episodes")).json());
     expect(list.episodes).toHaveLength(2);
     expect(list.episodes.map((e) => e.state)).toEqual(["running", "running"]);
     const got = (await (await control(`/episodes/${created.id}`)).json()) as Record<string, unknown>;
@@ -140,13 +141,9 @@ describe("control API", () => {
 
     const res = await control(`/episodes/${created.id}/cancel`, { method: "POST" });
     expect(res.status).toBe(200);
-    const body = (await res.json()) as {
-      state: string;
-      failure: { reason: string };
-      drain: { unfinished: string[] };
-    };
+    const body = cancelledEpisodeSchema.parse(await res.json());
     expect(body.state).toBe("failed");
-    expect(body.failure.reason).toBe("cancelled");
+    expect(body.failure?.reason).toBe("cancelled");
     expect(body.drain.unfinished).toEqual(["bg1"]);
     expect(episode.closedReason()).toContain("failed");
 
@@ -177,9 +174,9 @@ describe("control API", () => {
       state: "finished",
       result: { submitted: true, correct: false, answer: "red" },
     });
-    const cancelled = (await (
-      await control(`/episodes/${created.id}/cancel`, { method: "POST" })
-    ).json()) as { state: string };
+    const cancelled = cancelledEpisodeSchema.parse(
+      await (await control(`/episodes/${created.id}/cancel`, { method: "POST" })).json(),
+    );
     expect(cancelled.state).toBe("finished");
     expect(episode.closedReason()).toContain("cancelled");
     await client.close();

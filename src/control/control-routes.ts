@@ -6,6 +6,7 @@ import { Hono } from "hono";
 import { describeZodError } from "../config/load-config.ts";
 import type { Episode } from "../episodes/episode.ts";
 import { episodeOptionsSchema } from "../episodes/episode-options.ts";
+import type { CancelledEpisode, EpisodeList } from "../episodes/episode-status.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../episodes/ids.ts";
 import { SidecarError } from "../lib/errors.ts";
@@ -62,7 +63,7 @@ export function createControlRoutes(deps: ControlDeps) {
     deps.shippingStatus
       ? { ...episode.describe(), shipping: deps.shippingStatus(episode.id) }
       : episode.describe();
-  app.get("/episodes", (c) => c.json({ episodes: deps.episodes.list().map(describe) }));
+  app.get("/episodes", (c) => c.json({ episodes: deps.episodes.list().map(describe) } satisfies EpisodeList));
   app.get("/episodes/:id", (c) => c.json(describe(deps.episodes.get(c.req.param("id")))));
   /** The launch info again, credentials included (`ura-sidecar client-config --episode <id>`). */
   app.get("/episodes/:id/launch", (c) =>
@@ -71,7 +72,7 @@ export function createControlRoutes(deps: ControlDeps) {
   app.post("/episodes/:id/cancel", async (c) => {
     const episode = deps.episodes.get(c.req.param("id"));
     const drained = await episode.cancel();
-    return c.json({ ...episode.describe(), drain: drained });
+    return c.json({ ...episode.describe(), drain: drained } satisfies CancelledEpisode);
   });
   app.post("/shutdown", (c) => {
     setTimeout(deps.shutdown, 0);

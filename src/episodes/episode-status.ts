@@ -84,3 +84,13 @@ export const episodeStatusSchema = z.looseObject({
   shipping: z.unknown().optional(),
 });
 export type EpisodeStatus = z.infer<typeof episodeStatusSchema>;
+
+/** GET /control/episodes: the status of every episode, restored ones included. */
+export const episodeListSchema = z.object({ episodes: z.array(episodeStatusSchema) });
+export type EpisodeList = z.infer<typeof episodeListSchema>;
+
+/** POST /control/episodes/{id}/cancel: the status after cancelling, and the admitted calls the drain left unfinished. */
+export const cancelledEpisodeSchema = episodeStatusSchema.extend({
+  drain: z.object({ unfinished: z.array(z.string()) }),
+});
+export type CancelledEpisode = z.infer<typeof cancelledEpisodeSchema>;

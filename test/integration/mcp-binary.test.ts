@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import { cancelledEpisodeSchema } from "../../src/episodes/episode-status.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 
 const ackDelayMs = 60;
@@ -265,7 +266,7 @@ describe("ura MCP server in the compiled binary", () => {
     const call = turn1.find((b) => b.type === "tool_use") as ToolUse;
     const cancelled = await sidecar.control(`/episodes/${episode.id}/cancel`, { method: "POST" });
     expect(cancelled.status).toBe(200);
-    expect(await cancelled.json()).toMatchObject({
+    expect(cancelledEpisodeSchema.parse(await cancelled.json())).toMatchObject({
       state: "failed",
       failure: { reason: "cancelled" },
       drain: { unfinished: [] },

@@ -9,6 +9,7 @@
 import { expect, test } from "bun:test";
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
+import { episodeListSchema } from "../../src/episodes/episode-status.ts";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import type { SidecarProcess } from "../support/sidecar-process.ts";
 import { driveSmokeEpisode, fileUpstream, startSidecar } from "./lifecycle-kit.ts";
@@ -36,14 +37,12 @@ test("kill -9 anywhere: records stay readable and every restart restores every e
     for (let round = 0; round < rounds; round++) {
       const sidecar: SidecarProcess = await startSidecar(upstream, config, dataDir);
       dataDir = sidecar.dataDir;
-      const restored = (await (await sidecar.control("/episodes")).json()) as {
-        episodes: { id: string; state: string; ledger: { claimed: string[] } }[];
-      };
+      const restored = episodeListSchema.parse(await (await sidecar.control("/episodes")).json());
       // Every episode of earlier rounds is back, none running, and nothing new was claimed for it.
       expect(restored.episodes.map((e) => e.id).sort()).toEqual([...claimedBefore.keys()].sort());
       for (const episode of restored.episodes) {
         expect(episode.state).not.toBe("running");
-        expect(episode.ledger.claimed.sort()).toEqual([...(claimedBefore.get(episode.id) ?? [])].sort());
+        expect([...episode.ledger.claimed].sort()).toEqual([...(claimedBefore.get(episode.id) ?? [])].sort());
       }
       const episode = await sidecar.createEpisode({ client: "codex" });
       const driving = driveSmokeEpisode(episode);
@@ -66,9 +65,7 @@ test("kill -9 anywhere: records stay readable and every restart restores every e
       }
     }
     const last = await startSidecar(upstream, config, dataDir);
-    const { episodes } = (await (await last.control("/episodes")).json()) as {
-      episodes: { state: string }[];
-    };
+    const { episodes } = episodeListSchema.parse(await (await last.control("/episodes")).json());
     expect(episodes).toHaveLength(rounds);
     expect(await last.stop()).toBe(0);
   } catch (error) {
