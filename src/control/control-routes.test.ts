@@ -1,23 +1,18 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import { cancelledEpisodeSchema, episodeListSchema } from "../episodes/episode-status.ts";
 import { createInertExecutor } from "../executor/inert-executor.ts";
 import {
   connectMcp,
   deliverBatch,
   plainManifest,
-  startTestSidecar,
   testControlPassword,
+  testSidecarsPerTest,
 } from "../mcp/mcp-test-kit.ts";
 
-let stops: (() => void)[] = [];
-afterEach(() => {
-  for (const stop of stops) stop();
-  stops = [];
-});
+const startSidecar = testSidecarsPerTest();
 
-async function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
-  const sidecar = await startTestSidecar(options);
-  stops.push(sidecar.stop);
+async function setup(options: Parameters<typeof startSidecar>[0] = {}) {
+  const sidecar = await startSidecar(options);
   const control = (path: string, init: RequestInit & { password?: string | null } = {}) => {
     const { password = testControlPassword, ...rest } = init;
     const headers: Record<string, string> = { "content-type": "application/json" };

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { Executor, Receipt } from "../executor/executor.ts";
 import { createInertExecutor, type InertExecutor } from "../executor/inert-executor.ts";
 import {
@@ -8,19 +8,15 @@ import {
   postMcp,
   rawInitialize,
   readJournal,
-  startTestSidecar,
+  testSidecarsPerTest,
   textOf,
 } from "./mcp-test-kit.ts";
 
-let stops: (() => void)[] = [];
-afterEach(() => {
-  for (const stop of stops) stop();
-  stops = [];
-});
+const startSidecar = testSidecarsPerTest();
 
-async function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
+async function setup(options: Parameters<typeof startSidecar>[0] = {}) {
   const executors: InertExecutor[] = [];
-  const sidecar = await startTestSidecar({
+  const sidecar = await startSidecar({
     createExecutor: () => {
       const executor = createInertExecutor({ random: () => 0.4, newNonce: () => "n0nce42" });
       executors.push(executor);
@@ -28,7 +24,6 @@ async function setup(options: Parameters<typeof startTestSidecar>[0] = {}) {
     },
     ...options,
   });
-  stops.push(sidecar.stop);
   return { ...sidecar, executors };
 }
 

@@ -4,6 +4,7 @@
  * stand-in for a model exchange that registers and delivers a batch in the
  * episode's ledger exactly as run-exchange.ts does.
  */
+import { afterEach } from "bun:test";
 import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -57,6 +58,23 @@ export async function startTestSidecar(
       abortUpstream("test over");
       server?.stop(true);
     },
+  };
+}
+
+/**
+ * Starts test sidecars for the tests of one file, each stopped after the test that
+ * started it. Call once, at the top level of the test file.
+ */
+export function testSidecarsPerTest(): typeof startTestSidecar {
+  let stops: (() => void)[] = [];
+  afterEach(() => {
+    for (const stop of stops) stop();
+    stops = [];
+  });
+  return async (options) => {
+    const sidecar = await startTestSidecar(options);
+    stops.push(sidecar.stop);
+    return sidecar;
   };
 }
 

@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { Episode } from "../../src/episodes/episode.ts";
+import { messagesTurnEvents } from "../../src/ingress/messages/messages-test-kit.ts";
 import { records } from "../support/episode-evidence.ts";
 import { episodeInProcess, responseEvents as events } from "../support/in-process-sidecar.ts";
 
@@ -34,14 +35,7 @@ describe("POST /v1/messages", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const got = await events(res);
-    expect(got.map((e) => e.event)).toEqual([
-      "message_start",
-      "content_block_start",
-      "content_block_delta",
-      "content_block_stop",
-      "message_delta",
-      "message_stop",
-    ]);
+    expect(got.map((e) => e.event)).toEqual(messagesTurnEvents(1));
     for (const e of got) expect(e.data.type).toBe(e.event as string);
     const block = got[1]?.data.content_block as { type: string; id: string; name: string };
     expect(block).toMatchObject({ type: "tool_use", name: "mcp__ura__observe" });

@@ -6,6 +6,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Episode } from "../../src/episodes/episode.ts";
+import { responseEventTypes } from "../../src/ingress/responses/responses-test-kit.ts";
 import { records } from "../support/episode-evidence.ts";
 import { episodeInProcess, responseEvents as events } from "../support/in-process-sidecar.ts";
 
@@ -55,15 +56,7 @@ describe("POST /v1/responses", () => {
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toContain("text/event-stream");
     const got = await events(res);
-    expect(got.map((e) => e.event)).toEqual([
-      "response.created",
-      "response.in_progress",
-      "response.output_item.added",
-      "response.function_call_arguments.delta",
-      "response.function_call_arguments.done",
-      "response.output_item.done",
-      "response.completed",
-    ]);
+    expect(got.map((e) => e.event)).toEqual(responseEventTypes("function_call"));
     got.forEach((e, i) => {
       expect(e.data).toMatchObject({ type: e.event, sequence_number: i });
     });

@@ -3,20 +3,15 @@
  * (fixtures/mcp/<client>-tools-call): they are matched by the call id they carry,
  * and OpenCode's notifications/cancelled does not drop a call's answer.
  */
-import { afterEach, describe, expect, test } from "bun:test";
+import { describe, expect, test } from "bun:test";
 import type { Executor } from "../../src/executor/executor.ts";
 import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
-import { deliverBatch, rawInitialize, readJournal, startTestSidecar } from "../../src/mcp/mcp-test-kit.ts";
+import { deliverBatch, rawInitialize, readJournal, testSidecarsPerTest } from "../../src/mcp/mcp-test-kit.ts";
 
-let stops: (() => void)[] = [];
-afterEach(() => {
-  for (const stop of stops) stop();
-  stops = [];
-});
+const startSidecar = testSidecarsPerTest();
 
 async function start(executor: Executor) {
-  const sidecar = await startTestSidecar({ createExecutor: () => executor });
-  stops.push(sidecar.stop);
+  const sidecar = await startSidecar({ createExecutor: () => executor });
   return sidecar;
 }
 

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { hubRequest, hubResponse } from "../../hub/hub-test-kit.ts";
 import type { HubResponse } from "../../hub/schema.ts";
 import { readSse } from "../../sse/read-sse.ts";
+import { messagesTurnEvents } from "./messages-test-kit.ts";
 import { renderStream, streamEvents } from "./stream.ts";
 
 const request = hubRequest();
@@ -22,20 +23,7 @@ describe("Messages SSE", () => {
         { id: "call_2", name: "mcp__ura__record", arguments: '{"nonce":"n"}' },
       ],
     };
-    expect(typesOf(response)).toEqual([
-      "message_start",
-      "content_block_start",
-      "content_block_delta",
-      "content_block_stop",
-      "content_block_start",
-      "content_block_delta",
-      "content_block_stop",
-      "content_block_start",
-      "content_block_delta",
-      "content_block_stop",
-      "message_delta",
-      "message_stop",
-    ]);
+    expect(typesOf(response)).toEqual(messagesTurnEvents(3));
     const events = streamEvents(response, request);
     expect(events[0]).toEqual({
       type: "message_start",
@@ -82,14 +70,7 @@ describe("Messages SSE", () => {
   });
 
   test("text only ends the turn", () => {
-    expect(typesOf({ ...base, text: "done" })).toEqual([
-      "message_start",
-      "content_block_start",
-      "content_block_delta",
-      "content_block_stop",
-      "message_delta",
-      "message_stop",
-    ]);
+    expect(typesOf({ ...base, text: "done" })).toEqual(messagesTurnEvents(1));
     expect(streamEvents({ ...base, text: "done" }, request).at(-2)).toMatchObject({
       delta: { stop_reason: "end_turn" },
     });
@@ -99,7 +80,7 @@ describe("Messages SSE", () => {
     expect(streamEvents({ ...base, text: "cut", finishReason: "length" }, request).at(-2)).toMatchObject({
       delta: { stop_reason: "max_tokens" },
     });
-    expect(typesOf(base)).toEqual(["message_start", "message_delta", "message_stop"]);
+    expect(typesOf(base)).toEqual(messagesTurnEvents(0));
   });
 
   test("frames carry event: lines, are whole, and parse back to the same events", async () => {

@@ -16,3 +16,30 @@ export function renderContextFor(
   const tools = readTools(request.tools ?? []);
   return { ...at, request, offeredTools: tools.offered, names: tools.names };
 }
+
+/**
+ * The event types of a streamed Responses answer, as the Responses streaming
+ * reference orders them (written from the reference, not from the renderer): created,
+ * in progress, each output item's events, completed.
+ */
+export function responseEventTypes(...items: ("message" | "function_call")[]): string[] {
+  const itemEvents = {
+    message: [
+      "response.content_part.added",
+      "response.output_text.delta",
+      "response.output_text.done",
+      "response.content_part.done",
+    ],
+    function_call: ["response.function_call_arguments.delta", "response.function_call_arguments.done"],
+  };
+  return [
+    "response.created",
+    "response.in_progress",
+    ...items.flatMap((item) => [
+      "response.output_item.added",
+      ...itemEvents[item],
+      "response.output_item.done",
+    ]),
+    "response.completed",
+  ];
+}

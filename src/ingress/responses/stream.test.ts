@@ -3,7 +3,7 @@ import fc from "fast-check";
 import { hubResponse } from "../../hub/hub-test-kit.ts";
 import type { HubResponse } from "../../hub/schema.ts";
 import { readSse } from "../../sse/read-sse.ts";
-import { renderContextFor } from "./responses-test-kit.ts";
+import { renderContextFor, responseEventTypes } from "./responses-test-kit.ts";
 import { renderStream, streamEvents } from "./stream.ts";
 
 const ctx = renderContextFor(
@@ -40,17 +40,7 @@ const calls = hubResponse({
 describe("SSE event sequence", () => {
   test("text: the full sequence in order, numbered from 0", () => {
     const events = streamEvents(text, ctx);
-    expect(events.map((e) => e.type)).toEqual([
-      "response.created",
-      "response.in_progress",
-      "response.output_item.added",
-      "response.content_part.added",
-      "response.output_text.delta",
-      "response.output_text.done",
-      "response.content_part.done",
-      "response.output_item.done",
-      "response.completed",
-    ]);
+    expect(events.map((e) => e.type)).toEqual(responseEventTypes("message"));
     expect(events.map((e) => e.sequence_number)).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8]);
     expect(events[2]).toEqual({
       type: "response.output_item.added",
@@ -92,19 +82,7 @@ describe("SSE event sequence", () => {
 
   test("tool calls: added, arguments delta/done, done with the full item; namespace restored", () => {
     const events = streamEvents(calls, ctx);
-    expect(events.map((e) => e.type)).toEqual([
-      "response.created",
-      "response.in_progress",
-      "response.output_item.added",
-      "response.function_call_arguments.delta",
-      "response.function_call_arguments.done",
-      "response.output_item.done",
-      "response.output_item.added",
-      "response.function_call_arguments.delta",
-      "response.function_call_arguments.done",
-      "response.output_item.done",
-      "response.completed",
-    ]);
+    expect(events.map((e) => e.type)).toEqual(responseEventTypes("function_call", "function_call"));
     expect(events[2]).toEqual({
       type: "response.output_item.added",
       sequence_number: 2,
