@@ -5,6 +5,7 @@
  * reviewed golden upstream request beside it (upstream-request.json).
  */
 import { describe, expect, test } from "bun:test";
+import type { HubRequest } from "../../src/hub/schema.ts";
 import {
   expectImageAfterToolMessage,
   expectToolTurn,
@@ -16,6 +17,19 @@ import {
 const responses = fixtureCases("responses");
 const gemini = fixtureCases("gemini");
 const messages = fixtureCases("messages");
+
+/**
+ * The last turn of a recorded tool-image request: the assistant's one call, an
+ * observe of the front camera (id, model-visible name, the client field it came
+ * from), answered by a tool message with parts of these types.
+ */
+function expectFrontCameraTurn(
+  hub: HubRequest,
+  [id, name, source]: [string, string, string],
+  partTypes: ("text" | "image")[],
+): void {
+  expectToolTurn(hub, { id, name, arguments: '{"camera":"front"}', source }, partTypes);
+}
 
 /** A recorded Claude Code request and the anthropic-beta flags it was sent with. */
 function claudeCase(name: string): { body: Record<string, unknown>; betaFlags: string[] } {
@@ -55,13 +69,7 @@ describe("recorded OpenCode requests", () => {
 
   test("tool image: function_call_output parts become a tool message with an image, shown to Qwen in the next user message", () => {
     const hub = translateFixture("responses", responses.clientRequest("opencode-tool-image"));
-    const call = {
-      id: "call_resp_6",
-      name: "ura_observe",
-      arguments: '{"camera":"front"}',
-      source: "input[2]",
-    };
-    expectToolTurn(hub, call, ["text", "image"]);
+    expectFrontCameraTurn(hub, ["call_resp_6", "ura_observe", "input[2]"], ["text", "image"]);
     const tool = hub.messages.at(-1);
     expect(tool?.role === "tool" && tool.content[1]).toMatchObject({ type: "image", mediaType: "image/png" });
     expectImageAfterToolMessage(hub, "call_resp_6");
@@ -95,13 +103,7 @@ describe("recorded Codex requests", () => {
 
   test("tool image: the namespace call is flattened in history; text and image parts reach the tool message", () => {
     const hub = translateFixture("responses", responses.clientRequest("codex-tool-image"));
-    const call = {
-      id: "call_resp_5",
-      name: "mcp__ura__observe",
-      arguments: '{"camera":"front"}',
-      source: "input[4]",
-    };
-    expectToolTurn(hub, call, ["text", "text", "image"]);
+    expectFrontCameraTurn(hub, ["call_resp_5", "mcp__ura__observe", "input[4]"], ["text", "text", "image"]);
     expect(hub.ignored).toContain(`input_image.detail "high" (Qwen has no detail setting)`);
     expectImageAfterToolMessage(hub, "call_resp_5");
     responses.expectGolden("codex-tool-image", hub);
@@ -151,13 +153,11 @@ describe("recorded Gemini CLI requests", () => {
     const body = gemini.clientRequest("function-response-image");
     const hub = translateFixture("gemini", body);
     expect(hub.messages.map((m) => m.role)).toEqual(["system", "user", "assistant", "tool"]);
-    const call = {
-      id: "call_gem_5",
-      name: "mcp_ura_observe",
-      arguments: '{"camera":"front"}',
-      source: "contents[1].parts[0].functionCall",
-    };
-    expectToolTurn(hub, call, ["text", "image"]);
+    expectFrontCameraTurn(
+      hub,
+      ["call_gem_5", "mcp_ura_observe", "contents[1].parts[0].functionCall"],
+      ["text", "image"],
+    );
     const tool = hub.messages[3];
     if (tool?.role !== "tool") throw new Error("expected a tool message");
     expect(tool.content[0]).toEqual({
@@ -209,13 +209,11 @@ describe("recorded Claude Code requests", () => {
   test("tool_result image: becomes an image part of the tool message, then a labelled user message upstream", () => {
     const { body, betaFlags } = claudeCase("tool-result-image");
     const hub = translateFixture("messages", body, { "anthropic-beta": betaFlags.join(",") });
-    const call = {
-      id: "toolu_0006",
-      name: "mcp__ura__observe",
-      arguments: '{"camera":"front"}',
-      source: "messages[2].content[0]",
-    };
-    expectToolTurn(hub, call, ["text", "image"]);
+    expectFrontCameraTurn(
+      hub,
+      ["toolu_0006", "mcp__ura__observe", "messages[2].content[0]"],
+      ["text", "image"],
+    );
     expectImageAfterToolMessage(hub, "toolu_0006");
     messages.expectGolden("tool-result-image", hub);
   });

@@ -7,7 +7,7 @@
 import { expect } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type HubRequest, hubRequestSchema } from "../../src/hub/schema.ts";
+import { type HubRequest, type HubToolCall, hubRequestSchema } from "../../src/hub/schema.ts";
 import * as gemini from "../../src/ingress/gemini/to-hub.ts";
 import * as messages from "../../src/ingress/messages/to-hub.ts";
 import { responseStoreOf } from "../../src/ingress/responses/stored-responses.ts";
@@ -78,7 +78,7 @@ export function translateFixture(
  */
 export function expectToolTurn(
   hub: HubRequest,
-  call: { id: string; name: string; arguments: string },
+  call: HubToolCall,
   partTypes: ("text" | "image")[],
 ): void {
   expect(hub.messages.at(-2)).toEqual({ role: "assistant", text: null, toolCalls: [call] });
