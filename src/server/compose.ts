@@ -222,7 +222,7 @@ export async function composeApp(options: ComposeOptions) {
     },
   };
 
-  const { shutdown, closed, ...lifecycle } = createShutdown({
+  const lifecycle = createShutdown({
     episodes,
     logger,
     clock,
@@ -239,7 +239,7 @@ export async function composeApp(options: ComposeOptions) {
     control: {
       episodes,
       controlPassword,
-      shutdown: () => void shutdown("control API"),
+      shutdown: () => void lifecycle.shutdown("control API"),
       shippingStatus: shipping ? (id) => shipping.shipper.status(id) : undefined,
     },
     version: options.version,
@@ -269,8 +269,8 @@ export async function composeApp(options: ComposeOptions) {
     secrets: secrets as readonly string[],
     /** Cancels upstream work and retry waits without draining (tests that just stop). */
     abortUpstream: (reason: string) => shutdownController.abort(new Error(reason)),
-    shutdown,
-    closed,
+    shutdown: lifecycle.shutdown,
+    closed: lifecycle.closed,
   };
 }
 
