@@ -76,11 +76,7 @@ export function translateFixture(
  * The last turn of a recorded tool-image request: the assistant made exactly this
  * call, and the tool message answering it carries parts of these types (in order).
  */
-export function expectToolTurn(
-  hub: HubRequest,
-  call: HubToolCall,
-  partTypes: ("text" | "image")[],
-): void {
+export function expectToolTurn(hub: HubRequest, call: HubToolCall, partTypes: ("text" | "image")[]): void {
   expect(hub.messages.at(-2)).toEqual({ role: "assistant", text: null, toolCalls: [call] });
   const tool = hub.messages.at(-1);
   expect(tool).toMatchObject({ role: "tool", toolCallId: call.id, name: call.name });
