@@ -42,7 +42,10 @@ describe("upstream evidence from the records", () => {
               type: "image_url",
               image_url: { url: `data:image/webp;base64,${Buffer.from(webp).toString("base64")}` },
             },
-            { type: "image_url", image_url: { url: { $blob: `sha256:${hex}`, media_type: "image/webp" } } },
+            {
+              type: "image_url",
+              image_url: { url: { $blob: `sha256:${hex}`, media_type: "image/webp", bytes: webp.length } },
+            },
             { type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } },
           ],
         },

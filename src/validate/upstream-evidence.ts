@@ -4,36 +4,30 @@
  * upstream_response as received), never from the upstream's side. This is what
  * `validate` judges a real endpoint by: it cannot be asked what it saw.
  *
- * An image in a record line is either the data URL as sent or a blob reference
- * (`{"$blob":"sha256:<hex>","media_type":…}`) into the data directory's
- * content-addressed store; both are read.
+ * Read through the records' one reader (records/read-records.ts): an image in a
+ * record line is either the data URL as sent or a blob reference into the data
+ * directory's content-addressed store, which the reader resolves.
  */
 import { join } from "node:path";
-import { createBlobStore } from "../records/blob-store.ts";
-import { readJsonLines } from "../records/jsonl-file.ts";
+import { openRecords } from "../records/read-records.ts";
 
 export type UpstreamExchange = { exchange: string; body: unknown; response: unknown };
-type ExchangeLine = {
-  exchange: string;
-  stage: string;
-  body?: unknown;
-  raw?: unknown;
-  validated?: unknown;
-  error?: string;
-};
+/** Records live in <data_dir>/episodes/<id>; the blob store is <data_dir>/blobs. */
+const recordsOf = (recordsDir: string) => openRecords(join(recordsDir, "..", ".."));
 
 /** Every upstream wire request of the episode, in order, with the response recorded for it. */
 export function readUpstreamExchanges(recordsDir: string): UpstreamExchange[] {
-  const lines = readJsonLines<ExchangeLine>(join(recordsDir, "exchanges.jsonl")).entries;
   const out: UpstreamExchange[] = [];
-  for (const line of lines) {
-    if (line.stage === "upstream_request")
-      out.push({ exchange: line.exchange, body: line.body, response: null });
-    if (line.stage === "upstream_response") {
-      const request = out.findLast((r) => r.exchange === line.exchange);
-      // A refused answer (invalid arguments, undeclared tool, …) is kept as its error.
-      if (request)
-        request.response = line.error !== undefined ? { error: line.error } : (line.validated ?? null);
+  for (const exchange of recordsOf(recordsDir).readEpisodeDir(recordsDir).exchanges) {
+    for (const { value: line } of exchange.lines) {
+      if (line.stage === "upstream_request")
+        out.push({ exchange: exchange.id, body: line.body, response: null });
+      if (line.stage === "upstream_response") {
+        const request = out.findLast((r) => r.exchange === exchange.id);
+        // A refused answer (invalid arguments, undeclared tool, …) is kept as its error.
+        if (request)
+          request.response = line.error !== undefined ? { error: line.error } : (line.validated ?? null);
+      }
     }
   }
   return out;
@@ -41,42 +35,37 @@ export function readUpstreamExchanges(recordsDir: string): UpstreamExchange[] {
 
 export type SentImage = { mediaType: string; bytes: Uint8Array | null; role: string };
 
-type Blob = { $blob: string; media_type?: string };
-function isBlob(value: unknown): value is Blob {
-  return typeof value === "object" && value !== null && typeof (value as Blob).$blob === "string";
-}
-
-function blobBytes(recordsDir: string, ref: string): Uint8Array | null {
-  const digest = /^sha256:([0-9a-f]{64})$/.exec(ref)?.[1];
-  if (!digest) return null;
-  // Records live in <data_dir>/episodes/<id>; the store in <data_dir>/blobs/sha256/<hex>.
-  const store = createBlobStore(join(recordsDir, "..", ".."));
-  return store.has(digest) ? store.read(digest) : null;
+/**
+ * The URL a recorded image_url stands for: the data URL as sent, or the one its blob
+ * reference was made from; null for a reference whose blob is missing or damaged,
+ * undefined for anything else.
+ */
+function sentUrl(records: ReturnType<typeof recordsOf>, recorded: unknown): string | null | undefined {
+  try {
+    const url = records.resolve(recorded);
+    return typeof url === "string" ? url : undefined;
+  } catch {
+    return null;
+  }
 }
 
 /** The images of a Chat Completions request body, with the role of the message carrying each. */
 export function imagesSent(body: unknown, recordsDir: string): SentImage[] {
+  const records = recordsOf(recordsDir);
   const messages = (body as { messages?: { role: string; content: unknown }[] })?.messages ?? [];
   const images: SentImage[] = [];
   for (const message of messages) {
     if (!Array.isArray(message.content)) continue;
     for (const part of message.content as { type?: string; image_url?: { url?: unknown } }[]) {
       if (part?.type !== "image_url") continue;
-      const url = part.image_url?.url;
-      if (typeof url === "string") {
-        const match = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s.exec(url);
-        images.push({
-          mediaType: match?.[1] ?? "(not a data URL)",
-          bytes: match?.[2] === undefined ? null : new Uint8Array(Buffer.from(match[2], "base64")),
-          role: message.role,
-        });
-      } else if (isBlob(url)) {
-        images.push({
-          mediaType: url.media_type ?? "(unknown)",
-          bytes: blobBytes(recordsDir, url.$blob),
-          role: message.role,
-        });
-      }
+      const url = sentUrl(records, part.image_url?.url);
+      if (url === undefined) continue;
+      const match = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s.exec(url ?? "");
+      images.push({
+        mediaType: url === null ? "(blob missing or damaged)" : (match?.[1] ?? "(not a data URL)"),
+        bytes: match?.[2] === undefined ? null : new Uint8Array(Buffer.from(match[2], "base64")),
+        role: message.role,
+      });
     }
   }
   return images;
