@@ -33,7 +33,7 @@ export type Rendered = { contentType: string; chunks: string[] };
 export type Translation = {
   hub: HubRequest;
   render: (response: HubResponse) => Rendered;
-  /** Told once whether the rendered answer was fully delivered or revoked (e.g. to store it). */
+  /** Told once whether the rendered answer was fully delivered or revoked — also when it failed before delivery (e.g. to store it). */
   settled?: (outcome: "delivered" | "revoked") => void;
 };
 
@@ -271,6 +271,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       episode.ledger.register({ batchId, calls: robotCalls });
     }
   } catch (error) {
+    translation.settled?.("revoked");
     return fail(exchangeError(error));
   }
   try {
@@ -278,6 +279,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     await episode.records.sync();
   } catch (error) {
     if (batchId) revokeQuietly(episode, batchId, "its records could not be made durable", log);
+    translation.settled?.("revoked");
     return fail(exchangeError(error));
   }
 

@@ -19,6 +19,7 @@ import { codecsWarmedCheck, dataDirWritableCheck } from "../health/readiness.ts"
 import type { Codecs } from "../images/codecs.ts";
 import { createImageCache } from "../images/image-cache.ts";
 import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
+import { createResponseStores } from "../ingress/responses/restored-responses.ts";
 import { createLogger, type LogLevel } from "../lib/logger.ts";
 import { createMemoryReclaimer } from "../lib/reclaim-memory.ts";
 import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
@@ -31,6 +32,7 @@ import { loadTracing } from "../observe/tracing/tracing.ts";
 import { createBlobStore } from "../records/blob-store.ts";
 import { createDataDirBudget } from "../records/data-dir-budget.ts";
 import { createRedactor } from "../records/episode-records.ts";
+import { openRecords } from "../records/read-records.ts";
 import { writeFileAtomically } from "../records/write-file-atomically.ts";
 import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
 import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
@@ -201,6 +203,7 @@ export async function composeApp(options: ComposeOptions) {
     clock,
     ids,
     toolChecks: createToolChecks(),
+    responses: createResponseStores(openRecords(dataDir, blobs)),
     bodyLimitBytes: config.body_limit_bytes,
     exchange: {
       recordsBudget: budget,

@@ -2,6 +2,7 @@
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import type { Ids } from "../episodes/ids.ts";
 import type { ExchangeDeps } from "../exchange/run-exchange.ts";
+import type { ResponseStores } from "../ingress/responses/restored-responses.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { ToolChecks } from "../mcp/tool-validators.ts";
 
@@ -13,6 +14,8 @@ export type RouteDeps = {
   ids: Ids;
   /** The compiled argument validators of an episode's manifest (MCP tools/call). */
   toolChecks: ToolChecks;
+  /** Each episode's stored Responses (previous_response_id, item_reference), rebuilt from its records. */
+  responses: ResponseStores;
   /**
    * body_limit_bytes: the largest request body on every route, MCP included, so a call
    * delivered with large arguments can always be called back (the MCP SDK's own default is 4 MiB).

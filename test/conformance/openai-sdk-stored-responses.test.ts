@@ -4,7 +4,10 @@
  * function_call_output and `previous_response_id`, streamed and not; the two
  * stateful cases of a conformance run (continuation of a stored response; a
  * missing or store:false previous response → previous_response_not_found); and
- * every answer valid against the published schema.
+ * every answer valid against the published schema. Across a restart of the
+ * binary on the same data directory, the episode's stored responses are still
+ * served from its records (`responses.retrieve`), store:false ones are not, and a
+ * continuation is refused explicitly: a restored episode runs no model exchange.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import OpenAI from "openai";
@@ -117,4 +120,76 @@ describe("openai SDK: stored responses against the binary", () => {
     expect(error).toBeInstanceOf(OpenAI.NotFoundError);
     expect((error as Error).message).toContain("store: false");
   });
+});
+
+/** The response as the wire carried it: without what the SDK adds to a non-streamed answer. */
+function wire(response: OpenAI.Responses.Response): Record<string, unknown> {
+  const { _request_id, output_text, ...rest } = response as OpenAI.Responses.Response & {
+    _request_id?: unknown;
+  };
+  return rest;
+}
+
+describe("openai SDK: stored responses survive a restart (served from the records)", () => {
+  test("retrieve before and after the restart; store:false and unknown ids 404; continuing a restored episode is a clear 400", async () => {
+    const before = await startSidecarProcess();
+    const launched = await before.createEpisode();
+    const sdk = (on: SidecarProcess) =>
+      new OpenAI({
+        apiKey: launched.ingress_key,
+        baseURL: launched.urls.responses.replace(before.url, on.url),
+        maxRetries: 0,
+      });
+    let r1: OpenAI.Responses.Response;
+    let r2: OpenAI.Responses.Response;
+    let unstored: OpenAI.Responses.Response;
+    try {
+      const live = sdk(before);
+      r1 = await live.responses.create({ model, input: "Observe, record the nonce twice, finish.", tools });
+      const [observe] = calls(r1);
+      const stream = await live.responses.create({
+        model,
+        previous_response_id: r1.id,
+        input: [{ type: "function_call_output", call_id: observe?.call_id ?? "", output: "nonce: abc123" }],
+        tools,
+        stream: true,
+      });
+      let completed: OpenAI.Responses.Response | undefined;
+      for await (const event of stream) if (event.type === "response.completed") completed = event.response;
+      if (!completed) throw new Error("no response.completed");
+      r2 = completed;
+      unstored = await live.responses.create({ model, input: "Name this session.", store: false });
+      expect(wire(await live.responses.retrieve(r2.id))).toEqual(wire(r2));
+    } finally {
+      expect(await before.stop()).toBe(0);
+    }
+
+    const after = await startSidecarProcess({ dataDir: before.dataDir });
+    try {
+      const restored = sdk(after);
+      const again1 = await restored.responses.retrieve(r1.id);
+      const again2 = await restored.responses.retrieve(r2.id);
+      expect(wire(again1)).toEqual(wire(r1));
+      expect(wire(again2)).toEqual(wire(r2));
+      expect(again2.previous_response_id).toBe(r1.id);
+      for (const response of [again1, again2]) expect(responseResourceErrors(response)).toEqual([]);
+
+      for (const [id, says] of [
+        [unstored.id, "store: false"],
+        ["resp_never_delivered", "no response"],
+      ] as const) {
+        const error = await restored.responses.retrieve(id).catch((e: unknown) => e);
+        expect(error).toBeInstanceOf(OpenAI.NotFoundError);
+        expect((error as Error).message).toContain(says);
+      }
+
+      const continued = await restored.responses
+        .create({ model, previous_response_id: r2.id, input: "go on", tools })
+        .catch((e: unknown) => e);
+      expect(continued).toBeInstanceOf(OpenAI.BadRequestError);
+      expect((continued as Error).message).toContain("no further model exchanges are run");
+    } finally {
+      await after.stop();
+    }
+  }, 60_000);
 });

@@ -6,7 +6,7 @@
  * the Responses envelope, naming the field.
  */
 import { describe, expect, test } from "bun:test";
-import { resolveStoredInput, responseStoreOf } from "../../src/ingress/responses/stored-responses.ts";
+import { createResponseStore, resolveStoredInput } from "../../src/ingress/responses/stored-responses.ts";
 import { records } from "../support/episode-evidence.ts";
 import { createInProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
 
@@ -156,10 +156,10 @@ describe("stored responses", () => {
   });
 
   test("a revoked or still undelivered response cannot be continued (400, naming the field)", () => {
-    const store = responseStoreOf({});
+    const store = createResponseStore();
     const earlier = { type: "message" as const, role: "user" as const, content: "a" };
-    store.put("resp_a", [earlier], [], true);
-    store.put("resp_b", [], [], true);
+    store.put([earlier], { id: "resp_a", output: [] }, true);
+    store.put([], { id: "resp_b", output: [] }, true);
     store.settle("resp_b", "revoked");
     const request = (id: string) => ({ model: "m", input: "x", previous_response_id: id });
     expect(() => resolveStoredInput(request("resp_a"), store)).toThrow("still being delivered");

@@ -10,7 +10,7 @@ import { join, resolve } from "node:path";
 import { type HubRequest, type HubToolCall, hubRequestSchema } from "../../src/hub/schema.ts";
 import * as gemini from "../../src/ingress/gemini/to-hub.ts";
 import * as messages from "../../src/ingress/messages/to-hub.ts";
-import { responseStoreOf } from "../../src/ingress/responses/stored-responses.ts";
+import { createResponseStore } from "../../src/ingress/responses/stored-responses.ts";
 import * as responses from "../../src/ingress/responses/to-hub.ts";
 import { jsonBodyOf } from "../../src/lib/parse-json-body.ts";
 import { buildChatRequest } from "../../src/upstream/build-chat-request.ts";
@@ -61,7 +61,7 @@ export function translateFixture(
         createdAt: 0,
         now: () => 0,
         newResponseId: () => "resp_0",
-        store: responseStoreOf({}),
+        store: createResponseStore,
       }).hub;
     case "gemini":
       return gemini.toHub(jsonBodyOf(body), {

@@ -3,6 +3,8 @@
  *   POST /v1/responses          one model exchange, JSON or SSE (`stream: true`); a
  *                               `previous_response_id` or `item_reference` is resolved
  *                               from this episode's delivered responses (stored-responses.ts)
+ *   GET  /v1/responses/{id}     a stored, delivered response of this episode, as delivered
+ *                               (from its records: also after a restart)
  *   POST /v1/responses/compact  local, final 400 (auxiliary: no exchange, no turn)
  * The key comes as `Authorization: Bearer`. Everything else is the shared
  * exchange pipeline; any error is answered in the OpenAI envelope.
@@ -15,7 +17,7 @@ import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
 import { renderError } from "./errors.ts";
-import { responseStoreOf } from "./stored-responses.ts";
+import { deliveredResponse } from "./stored-responses.ts";
 import { toHub } from "./to-hub.ts";
 
 /**
@@ -39,13 +41,19 @@ export function createRoutes(deps: RouteDeps): Hono {
     return answerAuxiliary(deps.logger, episode, { ...entry, message: compactMessage }, error, renderError);
   });
 
+  app.get("/v1/responses/:id", (c) => {
+    const episode = authenticateRequest(deps.episodes, c);
+    const stored = deliveredResponse(deps.responses.of(episode.id), c.req.param("id"), "response_id");
+    return c.json(stored.response);
+  });
+
   app.post("/v1/responses", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
     const ctx = {
       createdAt: seconds(),
       now: seconds,
       newResponseId: () => deps.ids.callId().replace(/^call_/, "resp_"),
-      store: responseStoreOf(episode),
+      store: () => deps.responses.of(episode.id),
     };
     const body = parseJsonBody(await c.req.text());
     return episode.track(

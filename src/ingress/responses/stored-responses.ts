@@ -1,6 +1,6 @@
 /**
- * The stateful part of the Responses API, served from what the episode itself
- * delivered: `previous_response_id` and `item_reference` input items.
+ * The stateful part of the Responses API for one episode: `previous_response_id`,
+ * `item_reference` input items and retrieving a response by id.
  *
  * A response is stored when it was rendered for a request with `store` not false
  * (the API's default is true), and becomes resolvable only once it was fully
@@ -9,58 +9,58 @@
  * chain it continued, already resolved, plus its own input) followed by its
  * output as input items, so `previous_response_id` yields exactly "that
  * response's input + output" and the new input follows (chained, as the API
- * defines). Stores are per episode: another episode's id is unknown here. They
- * live as long as the process (a restarted sidecar answers 404 for earlier ids).
+ * defines). A store belongs to one episode: another episode's id is unknown here.
+ * The index is rebuilt from the episode's records when the process starts
+ * (restored-responses.ts), so it holds nothing the records do not.
  */
 import { SidecarError } from "../../lib/errors.ts";
 import type { OutputItem } from "./from-hub.ts";
 import type { InputItem, ResponsesRequest } from "./schema.ts";
 
-type StoredResponse =
-  | { state: "pending" | "delivered" | "revoked"; items: InputItem[]; outputById: Map<string, InputItem> }
+/** The response object as delivered (the JSON answer, or the stream's final `response`). */
+export type DeliveredResponse = { id: string; output: readonly OutputItem[] } & Record<string, unknown>;
+
+export type StoredResponse =
+  | {
+      state: "pending" | "delivered" | "revoked";
+      items: InputItem[];
+      outputById: Map<string, InputItem>;
+      response: DeliveredResponse;
+    }
   | { state: "not_stored" };
 
 export type ResponseStore = {
   /** Records a rendered response, pending delivery: its effective input, then its output. */
-  put: (id: string, input: InputItem[], output: readonly OutputItem[], store: boolean) => void;
+  put: (input: InputItem[], response: DeliveredResponse, store: boolean) => void;
   settle: (id: string, outcome: "delivered" | "revoked") => void;
   get: (id: string) => StoredResponse | undefined;
   /** An output item of a delivered response, by its item id (`item_reference`). */
   item: (itemId: string) => InputItem | undefined;
 };
 
-const stores = new WeakMap<object, ResponseStore>();
-
-/** The response store of one episode (created on first use). */
-export function responseStoreOf(episode: object): ResponseStore {
-  let store = stores.get(episode);
-  if (!store) {
-    const responses = new Map<string, StoredResponse>();
-    store = {
-      put: (id, input, output, keep) => {
-        if (!keep) {
-          responses.set(id, { state: "not_stored" });
-          return;
-        }
-        const asInput = outputAsInput(output);
-        const outputById = new Map(output.map((item, i) => [item.id, asInput[i] as InputItem]));
-        responses.set(id, { state: "pending", items: [...input, ...asInput], outputById });
-      },
-      settle: (id, outcome) => {
-        const entry = responses.get(id);
-        if (entry && entry.state === "pending") entry.state = outcome;
-      },
-      get: (id) => responses.get(id),
-      item: (itemId) => {
-        for (const entry of responses.values())
-          if (entry.state === "delivered" && entry.outputById.has(itemId))
-            return entry.outputById.get(itemId);
-        return undefined;
-      },
-    };
-    stores.set(episode, store);
-  }
-  return store;
+export function createResponseStore(): ResponseStore {
+  const responses = new Map<string, StoredResponse>();
+  return {
+    put: (input, response, keep) => {
+      if (!keep) {
+        responses.set(response.id, { state: "not_stored" });
+        return;
+      }
+      const asInput = outputAsInput(response.output);
+      const outputById = new Map(response.output.map((item, i) => [item.id, asInput[i] as InputItem]));
+      responses.set(response.id, { state: "pending", items: [...input, ...asInput], outputById, response });
+    },
+    settle: (id, outcome) => {
+      const entry = responses.get(id);
+      if (entry && entry.state === "pending") entry.state = outcome;
+    },
+    get: (id) => responses.get(id),
+    item: (itemId) => {
+      for (const entry of responses.values())
+        if (entry.state === "delivered" && entry.outputById.has(itemId)) return entry.outputById.get(itemId);
+      return undefined;
+    },
+  };
 }
 
 /** Output items as the input items a client would send back for them. */
@@ -86,8 +86,12 @@ function notFound(param: string, message: string, code: string): SidecarError {
   return new SidecarError("not_found", `${param}: ${message}`, { param, code });
 }
 
-/** The stored items of a delivered response, or the error the client must see. */
-function itemsOf(store: ResponseStore, id: string, param: string): InputItem[] {
+/** A delivered, stored response, or the error the client must see. */
+export function deliveredResponse(
+  store: ResponseStore,
+  id: string,
+  param: string,
+): Extract<StoredResponse, { items: unknown }> {
   const entry = store.get(id);
   if (entry === undefined)
     throw notFound(
@@ -104,7 +108,7 @@ function itemsOf(store: ResponseStore, id: string, param: string): InputItem[] {
   if (entry.state === "revoked")
     throw new SidecarError(
       "invalid_request",
-      `${param}: response ${JSON.stringify(id)} was not delivered (the client went away before its end), so it cannot be continued`,
+      `${param}: response ${JSON.stringify(id)} was not delivered (the client went away before its end), so it is not stored`,
       { param, code: "previous_response_not_found" },
     );
   if (entry.state === "pending")
@@ -113,11 +117,16 @@ function itemsOf(store: ResponseStore, id: string, param: string): InputItem[] {
       `${param}: response ${JSON.stringify(id)} is still being delivered`,
       { param, code: "previous_response_not_found" },
     );
-  return entry.items;
+  return entry;
 }
 
 /** The effective input, and how many of its first items came from `previous_response_id`. */
 export type ResolvedInput = { input: InputItem[] | string; previousItems: number };
+
+/** The effective input as items (a string input is one user message). */
+export function effectiveInput(input: ResolvedInput["input"]): InputItem[] {
+  return typeof input === "string" ? [{ type: "message", role: "user", content: input }] : input;
+}
 
 /**
  * The request with its stored parts resolved: `input` becomes the previous
@@ -126,7 +135,7 @@ export type ResolvedInput = { input: InputItem[] | string; previousItems: number
  */
 export function resolveStoredInput(request: ResponsesRequest, store: ResponseStore): ResolvedInput {
   const previous = request.previous_response_id
-    ? itemsOf(store, request.previous_response_id, "previous_response_id")
+    ? deliveredResponse(store, request.previous_response_id, "previous_response_id").items
     : [];
   const previousItems = previous.length;
   if (typeof request.input === "string") {

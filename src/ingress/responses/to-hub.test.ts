@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import type { HubRequest } from "../../hub/schema.ts";
 import { jsonBodyOf } from "../../lib/parse-json-body.ts";
 import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
-import { responseStoreOf } from "./stored-responses.ts";
+import { createResponseStore } from "./stored-responses.ts";
 import { toHub } from "./to-hub.ts";
 
 function translate(body: unknown): HubRequest {
@@ -10,7 +10,7 @@ function translate(body: unknown): HubRequest {
     createdAt: 0,
     now: () => 0,
     newResponseId: () => "resp_test",
-    store: responseStoreOf({}),
+    store: createResponseStore,
   }).hub;
 }
 

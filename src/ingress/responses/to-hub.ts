@@ -18,17 +18,16 @@ import { invalidField } from "../../lib/errors.ts";
 import type { JsonBody } from "../../lib/parse-json-body.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
-import { fromHub, type RenderContext, toOutputItems } from "./from-hub.ts";
+import { fromHub, type RenderContext } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";
 import { flattenName, readTools } from "./read-tools.ts";
 import {
   type ContentPart,
   functionToolChoiceSchema,
-  type InputItem,
   type ResponsesRequest,
   type ToolChoice,
 } from "./schema.ts";
-import { type ResponseStore, resolveStoredInput } from "./stored-responses.ts";
+import { effectiveInput, type ResponseStore, resolveStoredInput } from "./stored-responses.ts";
 import { renderStream } from "./stream.ts";
 
 const dataUrlPattern = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s;
@@ -226,15 +225,14 @@ export type ToHubContext = {
   createdAt: number;
   now: () => number;
   newResponseId: () => string;
-  /** This episode's responses, for `previous_response_id` and `item_reference`. */
-  store: ResponseStore;
+  /** This episode's responses, for `previous_response_id` and `item_reference` (built on first use). */
+  store: () => ResponseStore;
 };
 
 export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
   const received = parseRequest(body);
-  const { input, previousItems } = resolveStoredInput(received, ctx.store);
-  const effectiveInput: InputItem[] =
-    typeof input === "string" ? [{ type: "message", role: "user", content: input }] : input;
+  const store = ctx.store();
+  const { input, previousItems } = resolveStoredInput(received, store);
   const request: ResponsesRequest = { ...received, input, previous_response_id: undefined };
   const fieldOf = itemFields(received, previousItems);
   refuseUnsupported(request);
@@ -267,14 +265,14 @@ export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
         names: tools.names,
       };
       responseId = rendering.responseId;
-      const output = toOutputItems(response, rendering);
-      ctx.store.put(responseId, effectiveInput, output, received.store !== false);
+      const rendered = fromHub(response, rendering);
+      store.put(effectiveInput(input), rendered, received.store !== false);
       return received.stream
         ? { contentType: "text/event-stream; charset=utf-8", chunks: renderStream(response, rendering) }
-        : { contentType: "application/json", chunks: [JSON.stringify(fromHub(response, rendering))] };
+        : { contentType: "application/json", chunks: [JSON.stringify(rendered)] };
     },
     settled: (outcome) => {
-      if (responseId !== undefined) ctx.store.settle(responseId, outcome);
+      if (responseId !== undefined) store.settle(responseId, outcome);
     },
   };
 }
