@@ -15,11 +15,19 @@ import { bodyLimit } from "hono/body-limit";
 import { type ControlDeps, createControlRoutes } from "./control/control-routes.ts";
 import { createHealthRoutes } from "./health/health-routes.ts";
 import { notDrainingCheck, type ReadinessCheck } from "./health/readiness.ts";
+import { ingressProtocolOf, refuseIngressRequest } from "./ingress/refuse-ingress-request.ts";
 import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
 import { SidecarError } from "./lib/errors.ts";
 import type { MemoryReclaimer } from "./lib/reclaim-memory.ts";
+import { jsonRpcError } from "./mcp/mcp-routes.ts";
 import type { Metrics } from "./observe/metrics.ts";
 import { createMetricsRoute } from "./observe/metrics-route.ts";
+import {
+  admitRequests,
+  type RequestLimitsDeps,
+  receiveBodies,
+  type ServerLimits,
+} from "./server/request-timeouts.ts";
 import type { RouteDeps } from "./server/route-deps.ts";
 import { createUiRoutes, type UiDeps } from "./ui/ui-routes.tsx";
 
@@ -28,6 +36,8 @@ export type AppDeps = RouteDeps & {
   version: string;
   demoUpstream: boolean;
   bodyLimitBytes: number;
+  /** Connection timeouts and the in-flight limit (config `server`); they act only when Bun.serve serves the app. */
+  serverLimits?: ServerLimits;
   /** True once shutdown began: new exchanges are refused (and /health/ready answers 503). */
   isShuttingDown: () => boolean;
   /** Readiness checks besides not draining (codecs warmed, data directory writable), from the composition root. */
@@ -66,6 +76,13 @@ export function createApp(deps: AppDeps): Hono {
       ms: deps.clock() - started,
     });
   });
+  const requestLimits: RequestLimitsDeps | undefined = deps.serverLimits && {
+    limits: deps.serverLimits,
+    logger: deps.logger,
+    clock: deps.clock,
+    refuse: (request, error, entry) => refuseBeforeRoute(deps, request, error, entry),
+  };
+  if (requestLimits) app.use("*", admitRequests(requestLimits));
   if (deps.tracing) {
     app.use("/e/*", deps.tracing.middleware);
     app.use("/control/*", deps.tracing.middleware);
@@ -89,6 +106,15 @@ export function createApp(deps: AppDeps): Hono {
         ),
     }),
   );
+  if (requestLimits) {
+    // A model answer is replayed in one go once the upstream exchange is buffered; any other
+    // event stream (MCP) pauses while the robot works: it keeps no timer and ends its connection.
+    const pausingAnswer = (path: string, answer: Response) =>
+      !ingressProtocolOf(path) && (answer.headers.get("content-type") ?? "").startsWith("text/event-stream");
+    // Model routes read their body with c.req.text(); MCP's transport reads the raw request.
+    const readsRawBody = (path: string) => !ingressProtocolOf(path);
+    app.use("*", receiveBodies(requestLimits, { pausingAnswer, readsRawBody }));
+  }
   app.route(
     "/health",
     createHealthRoutes({
@@ -114,4 +140,19 @@ export function createApp(deps: AppDeps): Hono {
     return c.json({ error: { type: error.kind, message: error.message } }, error.status as 400);
   });
   return app;
+}
+
+const mcpPath = /^\/e\/[^/]+\/mcp$/;
+
+/** A request refused before its route ran, in the envelope its route would have used. */
+function refuseBeforeRoute(
+  deps: RouteDeps,
+  request: Request,
+  error: SidecarError,
+  entry: { operation: string } & Record<string, unknown>,
+): Response {
+  const ingress = refuseIngressRequest(deps, request, error, entry);
+  if (ingress) return ingress;
+  if (mcpPath.test(new URL(request.url).pathname)) return jsonRpcError(error.status, error.message);
+  return Response.json({ error: { type: error.kind, message: error.message } }, { status: error.status });
 }

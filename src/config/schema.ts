@@ -84,6 +84,34 @@ export const configSchema = z
       .int()
       .positive()
       .default(256 * 1024 * 1024),
+    /**
+     * Limits on client connections (src/server/request-timeouts.ts, docs/server-limits.md).
+     * A request head must be complete within about 10 s: that bound is Bun's own and not
+     * configurable. None of these cuts a wait on the upstream or on the robot.
+     */
+    server: z
+      .object({
+        /**
+         * Seconds from the end of a request's head to its last body byte (a deadline: bytes
+         * trickling in do not extend it). Over it: a final 400 in the route's envelope, the
+         * connection closed, the refusal recorded. On loopback 256 MiB arrive in one to two seconds.
+         */
+        body_timeout_seconds: z.number().int().min(1).max(3600).default(60),
+        /**
+         * Seconds a connection may go without a byte written while answering, and an idle
+         * kept-alive connection between requests. Bun counts them in 4 s steps (a connection
+         * is closed between N−4 and N s, N rounded up to a multiple of 4) and allows at most 255.
+         */
+        idle_timeout_seconds: z.number().int().min(8).max(255).default(60),
+        /**
+         * Requests being received, worked on or answered at once, each holding a connection
+         * (an MCP session's event stream counts while it is open). Beyond it a request gets a
+         * retryable 503 in its route's envelope before its body is read; /health/* always answers.
+         */
+        max_requests_in_flight: z.number().int().min(1).default(512),
+      })
+      .strict()
+      .default({ body_timeout_seconds: 60, idle_timeout_seconds: 60, max_requests_in_flight: 512 }),
     upstream: upstreamSchema.default(upstreamSchema.parse({})),
     records: z
       .object({

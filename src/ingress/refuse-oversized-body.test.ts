@@ -7,7 +7,7 @@ import type { Episode } from "../episodes/episode.ts";
 import { loadCodecsOnFirstUse } from "../images/codecs.ts";
 import { readJsonLines } from "../records/jsonl-file.ts";
 import { composeApp } from "../server/compose.ts";
-import { ingressProtocolOf } from "./refuse-oversized-body.ts";
+import { ingressProtocolOf } from "./refuse-ingress-request.ts";
 
 const limit = 4_000;
 const controlPassword = "pw-0123456789";

@@ -33,7 +33,12 @@ type Session = {
   calls: { running: number };
 };
 
-function jsonRpcError(status: number, message: string, headers: Record<string, string> = {}): Response {
+/** A JSON-RPC error answered outside any session (the transport's own envelope for such errors). */
+export function jsonRpcError(
+  status: number,
+  message: string,
+  headers: Record<string, string> = {},
+): Response {
   return new Response(JSON.stringify({ jsonrpc: "2.0", error: { code: -32000, message }, id: null }), {
     status,
     headers: { "content-type": "application/json", ...headers },

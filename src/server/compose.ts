@@ -248,6 +248,7 @@ export async function composeApp(options: ComposeOptions) {
     version: options.version,
     demoUpstream: demo && options.upstreamFetch === undefined,
     bodyLimitBytes: config.body_limit_bytes,
+    serverLimits: config.server,
     isShuttingDown: () => lifecycle.shuttingDown,
     metrics,
     readiness: [codecsWarmedCheck(options.codecsWarmed ?? (() => true)), dataDirWritableCheck(dataDir)],

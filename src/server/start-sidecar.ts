@@ -88,7 +88,9 @@ export async function startSidecar(options: StartOptions) {
     hostname,
     port,
     fetch: (req, srv) => app.fetch(req, { server: srv }),
-    idleTimeout: 0,
+    // Per request, the app lifts it while a route waits on the upstream or the robot
+    // and sets it again for the answer (src/server/request-timeouts.ts).
+    idleTimeout: config.server.idle_timeout_seconds,
     // The app's body limit (body_limit_bytes) refuses every oversized body in the client's
     // envelope, from its declared length before reading it, or while reading a streamed one;
     // the server's own (128 MiB by default) would cut a long history off with a bare 413.

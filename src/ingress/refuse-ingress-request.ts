@@ -1,0 +1,71 @@
+/**
+ * A model request refused before its route runs (a body over the limit, a body
+ * that did not arrive in time, too many requests in flight): the refusal is
+ * rendered in the client's own protocol envelope, and when the episode is known
+ * and the request carries its key, it is written to the episode's auxiliary
+ * records (no exchange, no turn). Other paths (control, MCP) get `undefined` and
+ * keep their own envelope.
+ */
+import { credentialMatches } from "../episodes/ids.ts";
+import type { SidecarError } from "../lib/errors.ts";
+import type { RouteDeps } from "../server/route-deps.ts";
+import { answerAuxiliary } from "./answer-auxiliary.ts";
+import { presentedKey } from "./authenticate-ingress.ts";
+import * as gemini from "./gemini/errors.ts";
+import * as messages from "./messages/errors.ts";
+import * as responses from "./responses/errors.ts";
+
+export type IngressProtocol = "responses" | "gemini" | "messages";
+
+const ingressPath = /^\/e\/([^/]+)\/(?:(v1\/responses)$|(gemini)\/|(anthropic)\/)/;
+
+const renderers: Record<IngressProtocol, (error: SidecarError) => Response> = {
+  responses: responses.renderError,
+  gemini: gemini.renderError,
+  messages: messages.renderError,
+};
+
+/** Which ingress protocol a path belongs to, with its (still encoded) episode id segment. */
+export function ingressProtocolOf(
+  path: string,
+): { protocol: IngressProtocol; episodeId: string } | undefined {
+  const match = ingressPath.exec(path);
+  if (!match?.[1]) return undefined;
+  const protocol: IngressProtocol = match[2] ? "responses" : match[3] ? "gemini" : "messages";
+  return { protocol, episodeId: match[1] };
+}
+
+/** `entry` says what was refused and why (operation, reason, the limit at stake). */
+export function refuseIngressRequest(
+  deps: RouteDeps,
+  request: Request,
+  error: SidecarError,
+  entry: { operation: string } & Record<string, unknown>,
+): Response | undefined {
+  const url = new URL(request.url);
+  const ingress = ingressProtocolOf(url.pathname);
+  if (!ingress) return undefined;
+  const render = renderers[ingress.protocol];
+  const episode = authenticatedEpisode(deps, request, url, ingress.episodeId);
+  if (!episode) return render(error);
+  return answerAuxiliary(
+    deps.logger,
+    episode,
+    { ...entry, protocol: ingress.protocol, path: url.pathname },
+    error,
+    render,
+  );
+}
+
+/** The episode a refusal is recorded in: only a known one whose key the request carries. */
+function authenticatedEpisode(deps: RouteDeps, request: Request, url: URL, encodedId: string) {
+  let episode: ReturnType<RouteDeps["episodes"]["get"]>;
+  try {
+    episode = deps.episodes.get(decodeURIComponent(encodedId));
+  } catch {
+    return undefined; // unknown episode (or an undecodable id): nothing to record it in
+  }
+  return credentialMatches(presentedKey(request.headers, url.searchParams), episode.ingressKey)
+    ? episode
+    : undefined;
+}

@@ -1,0 +1,103 @@
+/**
+ * The request limits over a real Bun.serve (they act only when Bun serves the app):
+ * routes still read the body (hono's reader and the raw Request, as the MCP
+ * transport does), the in-flight limit refuses through `refuse` before a body is
+ * read, a pausing stream is sent with `connection: close`, and an app driven with
+ * app.request() has no limits at all.
+ */
+import { afterEach, expect, test } from "bun:test";
+import { Hono } from "hono";
+import { createLogger } from "../lib/logger.ts";
+import { admitRequests, type RequestLimitsDeps, receiveBodies } from "./request-timeouts.ts";
+
+const refusals: { path: string; kind: string; operation: unknown }[] = [];
+const deps: RequestLimitsDeps = {
+  limits: { body_timeout_seconds: 5, idle_timeout_seconds: 8, max_requests_in_flight: 2 },
+  logger: createLogger({ level: "error", redact: (line) => line, write: () => {} }),
+  clock: Date.now,
+  refuse: (request, error, entry) => {
+    refusals.push({ path: new URL(request.url).pathname, kind: error.kind, operation: entry.operation });
+    return Response.json({ refused: error.message }, { status: error.status });
+  },
+};
+
+function limitedApp() {
+  const app = new Hono();
+  app.use("*", admitRequests(deps));
+  app.use(
+    "*",
+    receiveBodies(deps, {
+      pausingAnswer: (path) => path === "/events",
+      readsRawBody: (path) => path === "/raw",
+    }),
+  );
+  const { promise: release, resolve } = Promise.withResolvers<void>();
+  app.post("/text", async (c) => c.text(`text:${await c.req.text()}`));
+  app.post("/raw", async (c) => c.json(await c.req.raw.json()));
+  app.get("/hold", async (c) => {
+    await release;
+    return c.text("held");
+  });
+  app.get("/events", (c) => c.body("data: 1\n\n", 200, { "content-type": "text/event-stream" }));
+  return { app, release: resolve };
+}
+
+let stop: (() => void) | undefined;
+afterEach(() => {
+  stop?.();
+  refusals.length = 0;
+});
+
+function serve(app: Hono) {
+  const server = Bun.serve({
+    hostname: "127.0.0.1",
+    port: 0,
+    fetch: (req, srv) => app.fetch(req, { server: srv }),
+  });
+  stop = () => server.stop(true);
+  return `http://127.0.0.1:${server.port}`;
+}
+
+test("routes read the received body through hono and through the raw request", async () => {
+  const url = serve(limitedApp().app);
+  const text = await fetch(`${url}/text`, { method: "POST", body: "hello" });
+  expect(await text.text()).toBe("text:hello");
+  const raw = await fetch(`${url}/raw`, { method: "POST", body: JSON.stringify({ a: [1, 2] }) });
+  expect(await raw.json()).toEqual({ a: [1, 2] });
+});
+
+test("beyond max_requests_in_flight the request is refused before its route runs", async () => {
+  const { app, release } = limitedApp();
+  const url = serve(app);
+  const held = [fetch(`${url}/hold`), fetch(`${url}/hold`)];
+  await Bun.sleep(50);
+  const refused = await fetch(`${url}/text`, { method: "POST", body: "late" });
+  expect(refused.status).toBe(503);
+  expect(refused.headers.get("retry-after")).toBe("1");
+  expect(refusals).toEqual([{ path: "/text", kind: "unavailable", operation: "request_limit" }]);
+  release();
+  expect(await Promise.all(held.map(async (h) => (await h).text()))).toEqual(["held", "held"]);
+  expect(await (await fetch(`${url}/text`, { method: "POST", body: "again" })).text()).toBe("text:again");
+});
+
+test("a pausing event stream ends its connection; other answers keep it", async () => {
+  const url = serve(limitedApp().app);
+  expect((await fetch(`${url}/events`)).headers.get("connection")).toBe("close");
+  expect((await fetch(`${url}/text`, { method: "POST", body: "x" })).headers.get("connection")).not.toBe(
+    "close",
+  );
+});
+
+test("driven with app.request() (no Bun server) nothing is limited", async () => {
+  const { app } = limitedApp();
+  const answers = await Promise.all(
+    Array.from({ length: 4 }, (_, i) => app.request("/text", { method: "POST", body: `n${i}` })),
+  );
+  expect(await Promise.all(answers.map((a) => a.text()))).toEqual([
+    "text:n0",
+    "text:n1",
+    "text:n2",
+    "text:n3",
+  ]);
+  expect(refusals).toEqual([]);
+});
