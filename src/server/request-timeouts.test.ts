@@ -32,14 +32,16 @@ function limitedApp() {
     }),
   );
   const { promise: release, resolve } = Promise.withResolvers<void>();
+  const holding = { count: 0 };
   app.post("/text", async (c) => c.text(`text:${await c.req.text()}`));
   app.post("/raw", async (c) => c.json(await c.req.raw.json()));
   app.get("/hold", async (c) => {
+    holding.count += 1;
     await release;
     return c.text("held");
   });
   app.get("/events", (c) => c.body("data: 1\n\n", 200, { "content-type": "text/event-stream" }));
-  return { app, release: resolve };
+  return { app, release: resolve, holding };
 }
 
 let stop: (() => void) | undefined;
@@ -67,10 +69,10 @@ test("routes read the received body through hono and through the raw request", a
 });
 
 test("beyond max_requests_in_flight the request is refused before its route runs", async () => {
-  const { app, release } = limitedApp();
+  const { app, release, holding } = limitedApp();
   const url = serve(app);
   const held = [fetch(`${url}/hold`), fetch(`${url}/hold`)];
-  await Bun.sleep(50);
+  for (let waited = 0; holding.count < 2 && waited < 5_000; waited += 10) await Bun.sleep(10);
   const refused = await fetch(`${url}/text`, { method: "POST", body: "late" });
   expect(refused.status).toBe(503);
   expect(refused.headers.get("retry-after")).toBe("1");

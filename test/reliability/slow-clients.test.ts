@@ -23,12 +23,12 @@ import type { LaunchInfo, SidecarProcess } from "../support/sidecar-process.ts";
 
 setDefaultTimeout(60_000);
 
-const bodyTimeoutSeconds = 2;
+const bodyTimeoutSeconds = 3;
 /** Bun counts idle time in 4 s steps: a connection is closed 4–8 s after its last byte. */
 const idleTimeoutSeconds = 8;
 const maxRequestsInFlight = 4;
 /** Longer than every timer above together: what waiting on the upstream or the robot may take. */
-const longWaitMs = 12_000;
+const longWaitMs = 14_000;
 
 let upstream: CannedUpstream;
 let sidecar: SidecarProcess;
@@ -165,14 +165,25 @@ test("an idle kept-alive connection is closed after idle_timeout_seconds", async
 test("a long upstream wait is not cut: the answer arrives after every timer would have fired", async () => {
   const episode = await sidecar.createEpisode();
   upstream.reset();
-  for (const stream of [false, true]) {
-    upstream.reply({ kind: "slow", ms: longWaitMs, reply: { kind: "text", text: "worth the wait" } });
-    const started = Date.now();
-    const res = await responsesTurn(episode, {}, { stream });
-    expect(res.status).toBe(200);
-    expect(await res.text()).toContain("worth the wait");
-    expect(Date.now() - started).toBeGreaterThanOrEqual(longWaitMs - 100);
+  const slow = {
+    kind: "slow" as const,
+    ms: longWaitMs,
+    reply: { kind: "text" as const, text: "worth the wait" },
+  };
+  upstream.reply(slow);
+  upstream.reply(slow);
+  const started = Date.now();
+  const answers = await Promise.all(
+    [false, true].map(async (stream) => {
+      const res = await responsesTurn(episode, {}, { stream });
+      return { status: res.status, text: await res.text() };
+    }),
+  );
+  for (const answer of answers) {
+    expect(answer.status).toBe(200);
+    expect(answer.text).toContain("worth the wait");
   }
+  expect(Date.now() - started).toBeGreaterThanOrEqual(longWaitMs - 100);
 }, 90_000);
 
 test("a robot call that outlasts the idle timeout is not cut: its result arrives over the MCP stream", async () => {
@@ -200,7 +211,9 @@ test("beyond max_requests_in_flight: a retryable 503 in the route's envelope, re
   const episode = await sidecar.createEpisode();
   upstream.reset();
   const stalled = await Promise.all(Array.from({ length: maxRequestsInFlight }, () => stalledBody(episode)));
-  await Bun.sleep(200);
+  // The stalled requests count once the sidecar has read their heads: wait for the control API to say so.
+  const atLimit = async () => (await sidecar.control("/episodes")).status === 503;
+  for (let waited = 0; !(await atLimit()) && waited < 1_500; waited += 50) await Bun.sleep(50);
   const refused = await responsesTurn(episode);
   expect(refused.status).toBe(503);
   expect(refused.headers.get("retry-after")).toBe("1");
