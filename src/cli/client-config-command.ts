@@ -9,11 +9,11 @@
  * with `--episode` the flag checks that the episode has it.
  */
 import { existsSync, readFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { clientNameSchema, clientNames } from "../clients/client-manifests.ts";
 import { contextPolicySchema } from "../context/policy-schema.ts";
 import { createKit } from "../kits/create-kit.ts";
 import { type LaunchInfo, launchInfoSchema } from "../kits/launch-info.ts";
+import { parseFlags, usageError } from "./command-flags.ts";
 
 const policyNames = contextPolicySchema.unwrap().options.map((option) => option.shape.policy.value);
 type PolicyName = (typeof policyNames)[number];
@@ -67,35 +67,20 @@ export async function clientConfigCommand(
   args: string[],
   env: Record<string, string | undefined>,
 ): Promise<number> {
-  let parsed: {
-    values: {
-      episode?: string;
-      "new-episode"?: boolean;
-      "context-policy"?: string;
-      out?: string;
-      sidecar?: string;
-      binary?: string;
-    };
-    positionals: string[];
-  };
-  try {
-    parsed = parseArgs({
-      args,
-      options: {
-        episode: { type: "string" },
-        "new-episode": { type: "boolean" },
-        "context-policy": { type: "string" },
-        out: { type: "string" },
-        sidecar: { type: "string" },
-        binary: { type: "string" },
-      },
-      allowPositionals: true,
-      strict: true,
-    });
-  } catch (error) {
-    console.error(`ura-sidecar client-config: ${(error as Error).message}\n${usage}`);
-    return 2;
-  }
+  const fail = usageError("client-config", usage);
+  const parsed = parseFlags({
+    args,
+    options: {
+      episode: { type: "string" },
+      "new-episode": { type: "boolean" },
+      "context-policy": { type: "string" },
+      out: { type: "string" },
+      sidecar: { type: "string" },
+      binary: { type: "string" },
+    },
+    allowPositionals: true,
+  });
+  if (parsed instanceof Error) return fail(parsed.message);
   const { values, positionals } = parsed;
   const client = clientNameSchema.safeParse(positionals[0]);
   const policy = values["context-policy"];
@@ -106,10 +91,7 @@ export async function clientConfigCommand(
       : policy !== undefined && !policyNames.includes(policy as PolicyName)
         ? `unknown --context-policy ${JSON.stringify(policy)}`
         : undefined;
-  if (problem || !client.success || !values.out) {
-    console.error(`ura-sidecar client-config: ${problem}\n${usage}`);
-    return 2;
-  }
+  if (problem || !client.success || !values.out) return fail(problem ?? "");
   const sidecar = values.sidecar ?? "http://127.0.0.1:8787";
   let episode: LaunchInfo;
   try {

@@ -5,10 +5,10 @@
  * of some selected episode were corrupt or a line failed validation (listed in
  * manifest.json `skipped`); 2 usage error or nothing could be written.
  */
-import { parseArgs } from "node:util";
 import { readSecrets } from "../config/load-config.ts";
 import { ExportRefused, exportDataset } from "../dataset/export-dataset.ts";
 import { loadCodecs } from "../images/codecs.ts";
+import { parseFlags, usageError } from "./command-flags.ts";
 
 const usage = `usage: ura-sidecar export dataset --out DIR (EPISODE_ID… | --all) [--data-dir DIR (default ./ura-data)]
        [--client NAME]… [--model NAME]… [--since DATE] [--until DATE]
@@ -27,36 +27,30 @@ export async function exportDatasetCommand(
   version: string,
   env: NodeJS.ProcessEnv,
 ): Promise<number> {
-  const fail = (message: string) => {
-    console.error(`ura-sidecar export dataset: ${message}\n${usage}`);
-    return 2;
-  };
+  const fail = usageError("export dataset", usage);
   const [what, ...rest] = args;
   if (what !== "dataset")
     return fail(`unknown export ${JSON.stringify(what ?? "")}; the one export is "dataset"`);
-  let parsed: ReturnType<typeof parse>;
-  const parse = () =>
-    parseArgs({
-      args: rest,
-      allowPositionals: true,
-      strict: true,
-      options: {
-        out: { type: "string" },
-        "data-dir": { type: "string" },
-        all: { type: "boolean" },
-        client: { type: "string", multiple: true },
-        model: { type: "string", multiple: true },
-        since: { type: "string" },
-        until: { type: "string" },
-        "include-failed": { type: "boolean" },
-        "include-interrupted": { type: "boolean" },
-        "inline-images": { type: "boolean" },
-      },
-    });
+  const parsed = parseFlags({
+    args: rest,
+    allowPositionals: true,
+    options: {
+      out: { type: "string" },
+      "data-dir": { type: "string" },
+      all: { type: "boolean" },
+      client: { type: "string", multiple: true },
+      model: { type: "string", multiple: true },
+      since: { type: "string" },
+      until: { type: "string" },
+      "include-failed": { type: "boolean" },
+      "include-interrupted": { type: "boolean" },
+      "inline-images": { type: "boolean" },
+    },
+  });
+  if (parsed instanceof Error) return fail(parsed.message);
   let since: Date | undefined;
   let until: Date | undefined;
   try {
-    parsed = parse();
     since = parseDate("--since", parsed.values.since);
     // A bare date as --until means through the end of that day.
     const untilText = parsed.values.until;

@@ -9,8 +9,8 @@
  * The data directory is --data-dir, else URA_DATA_DIR, else ./ura-data (as `serve`).
  */
 import { existsSync, writeFileSync } from "node:fs";
-import { parseArgs } from "node:util";
 import { openRecords, type RecordedExchange } from "../records/read-records.ts";
+import { parseFlags, usageError } from "./command-flags.ts";
 
 const usage = `usage: ura-sidecar records list [--data-dir DIR]
        ura-sidecar records show EPISODE [--exchange N [--part client|upstream|delivered]] [--data-dir DIR]
@@ -53,28 +53,18 @@ export async function recordsCommand(
   env: Record<string, string | undefined>,
   out: Output = defaultOutput,
 ): Promise<number> {
-  const fail = (message: string) => {
-    out.error(`ura-sidecar records: ${message}\n${usage}`);
-    return 2;
-  };
-  const parsed = (() => {
-    try {
-      return parseArgs({
-        args,
-        allowPositionals: true,
-        options: {
-          "data-dir": { type: "string" },
-          exchange: { type: "string" },
-          part: { type: "string" },
-          inline: { type: "boolean" },
-          out: { type: "string" },
-        },
-        strict: true,
-      });
-    } catch (error) {
-      return error as Error;
-    }
-  })();
+  const fail = usageError("records", usage, (text) => out.error(text));
+  const parsed = parseFlags({
+    args,
+    allowPositionals: true,
+    options: {
+      "data-dir": { type: "string" },
+      exchange: { type: "string" },
+      part: { type: "string" },
+      inline: { type: "boolean" },
+      out: { type: "string" },
+    },
+  });
   if (parsed instanceof Error) return fail(parsed.message);
   const { values, positionals } = parsed;
   const [verb, episodeId, ...extra] = positionals;

@@ -5,56 +5,37 @@
  * (URA_UPSTREAM_URL, URA_UPSTREAM_API_KEY from the environment): that endpoint is
  * usually not on this machine, so no loopback-only namespace is made for it.
  */
-import { parseArgs } from "node:util";
 import { type ClientName, clientNameSchema, clientNames } from "../clients/client-manifests.ts";
 import { type ClientBinary, givenBinary, installedClient } from "../clients/installed-clients.ts";
 import { insideNamespaceEnv, planNamespace, reexecInNamespace } from "../validate/network-namespace.ts";
 import { type RealUpstream, runValidation } from "../validate/run-validation.ts";
+import { parseFlags, usageError } from "./command-flags.ts";
 
 const usage = `usage: ura-sidecar validate (--client <${clientNames.join("|")}> [--binary PATH] | --all) --out DIR
        [--clients-dir DIR] [--timeout SECONDS] [--wrong-mcp-token]
        [--upstream [--model NAME]]   against URA_UPSTREAM_URL (key: URA_UPSTREAM_API_KEY) instead of the scripted upstream`;
+
+const validateFlags = {
+  client: { type: "string" },
+  all: { type: "boolean" },
+  binary: { type: "string" },
+  out: { type: "string" },
+  "clients-dir": { type: "string" },
+  timeout: { type: "string" },
+  "wrong-mcp-token": { type: "boolean" },
+  upstream: { type: "boolean" },
+  model: { type: "string" },
+} as const;
 
 export async function validateCommand(
   args: string[],
   version: string,
   env: Record<string, string | undefined> = process.env,
 ): Promise<number> {
-  let values: {
-    client?: string;
-    all?: boolean;
-    binary?: string;
-    out?: string;
-    "clients-dir"?: string;
-    timeout?: string;
-    "wrong-mcp-token"?: boolean;
-    upstream?: boolean;
-    model?: string;
-  };
-  try {
-    values = parseArgs({
-      args,
-      options: {
-        client: { type: "string" },
-        all: { type: "boolean" },
-        binary: { type: "string" },
-        out: { type: "string" },
-        "clients-dir": { type: "string" },
-        timeout: { type: "string" },
-        "wrong-mcp-token": { type: "boolean" },
-        upstream: { type: "boolean" },
-        model: { type: "string" },
-      },
-      strict: true,
-    }).values;
-  } catch (error) {
-    console.error(`ura-sidecar validate: ${(error as Error).message}\n${usage}`);
-    return 2;
-  }
-  const fail = (message: string) => {
-    console.error(`ura-sidecar validate: ${message}\n${usage}`);
-    return 2;
-  };
+  const fail = usageError("validate", usage);
+  const parsed = parseFlags({ args, options: validateFlags });
+  if (parsed instanceof Error) return fail(parsed.message);
+  const { values } = parsed;
   if (!values.out) return fail("--out DIR is required");
   if (Boolean(values.all) === (values.client !== undefined))
     return fail("give exactly one of --client NAME and --all");
