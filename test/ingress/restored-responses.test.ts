@@ -75,7 +75,7 @@ test("rebuilt from the records: chained items, delivered objects, store:false, r
 
   // The dependency builds an episode's store from the same records, once; an episode without records has none.
   const stores = createResponseStores(records);
-  expect(stores.of(episode.id).get(r1.id)).toMatchObject({ state: "delivered" });
-  expect(stores.of(episode.id)).toBe(stores.of(episode.id));
-  expect(stores.of("ep_00000000000000000000").get(r1.id)).toBeUndefined();
+  expect(stores.of(episode).get(r1.id)).toMatchObject({ state: "delivered" });
+  expect(stores.of(episode)).toBe(stores.of(episode));
+  expect(stores.of({ id: "ep_00000000000000000000" }).get(r1.id)).toBeUndefined();
 });

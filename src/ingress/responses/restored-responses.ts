@@ -26,9 +26,12 @@ import {
   resolveStoredInput,
 } from "./stored-responses.ts";
 
+/** An episode as the stores know it: the object the episode store holds, and its id. */
+type EpisodeRef = { readonly id: string };
+
 export type ResponseStores = {
   /** The store of an episode, rebuilt from its records on first use. */
-  of: (episodeId: string) => ResponseStore;
+  of: (episode: EpisodeRef) => ResponseStore;
 };
 
 type RecordsReader = Pick<Records, "episodeIds" | "readEpisode" | "clientRequestText" | "deliveredText">;
@@ -56,16 +59,18 @@ const deliveredResponseSchema = z.looseObject({
 });
 
 export function createResponseStores(records: RecordsReader): ResponseStores {
-  const stores = new Map<string, ResponseStore>();
+  // Keyed by the episode object: a store lives no longer than its episode.
+  const stores = new WeakMap<EpisodeRef, ResponseStore>();
   return {
-    of(episodeId) {
-      let store = stores.get(episodeId);
+    of(episode) {
+      const episodeId = episode.id;
+      let store = stores.get(episode);
       if (!store) {
         const exchanges = records.episodeIds().includes(episodeId)
           ? records.readEpisode(episodeId).exchanges
           : [];
         store = restoreResponseStore(exchanges, records);
-        stores.set(episodeId, store);
+        stores.set(episode, store);
       }
       return store;
     },

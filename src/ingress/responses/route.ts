@@ -43,7 +43,7 @@ export function createRoutes(deps: RouteDeps): Hono {
 
   app.get("/v1/responses/:id", (c) => {
     const episode = authenticateRequest(deps.episodes, c);
-    const stored = deliveredResponse(deps.responses.of(episode.id), c.req.param("id"), "response_id");
+    const stored = deliveredResponse(deps.responses.of(episode), c.req.param("id"), "response_id");
     return c.json(stored.response);
   });
 
@@ -53,7 +53,7 @@ export function createRoutes(deps: RouteDeps): Hono {
       createdAt: seconds(),
       now: seconds,
       newResponseId: () => deps.ids.callId().replace(/^call_/, "resp_"),
-      store: () => deps.responses.of(episode.id),
+      store: () => deps.responses.of(episode),
     };
     const body = parseJsonBody(await c.req.text());
     return episode.track(
