@@ -19,16 +19,7 @@
  */
 import { expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import {
-  appendFileSync,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  rmSync,
-} from "node:fs";
+import { appendFileSync, cpSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
@@ -39,6 +30,7 @@ import { assertPrerequisites, runClient } from "../support/client-run.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { binaryPath, controlPassword, startSidecarProcess } from "../support/sidecar-process.ts";
 import { runValidate } from "../support/validate-run.ts";
+import { varTmp } from "../support/var-tmp.ts";
 
 const timeoutMs = 900_000;
 const upstreamKey = "sk-test-upstream-secret-key";
@@ -209,8 +201,7 @@ describeInLoopbackNamespace("dataset export end to end", { file: import.meta.pat
       expect(received.long?.length).toBe(25);
 
       // One data directory holding all five episodes (records of earlier runs, read afterwards).
-      mkdirSync("/var/tmp/ura-e2e", { recursive: true });
-      const work = mkdtempSync("/var/tmp/ura-e2e/dataset-");
+      const work = mkdtempSync(join(varTmp(), "dataset-"));
       const dataDir = join(work, "data");
       cpSync(join(validated.out, "data"), dataDir, { recursive: true });
       cpSync(join(sidecar.dataDir, "episodes"), join(dataDir, "episodes"), { recursive: true });

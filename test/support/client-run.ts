@@ -6,7 +6,8 @@
  * `validate` use), also against an upstream that fails every request.
  */
 import { expect } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync } from "node:fs";
+import { join } from "node:path";
 import type { ClientName } from "../../src/clients/client-manifests.ts";
 import { clientManifests } from "../../src/clients/client-manifests.ts";
 import { clientBinPath, installedVersion } from "../../src/clients/install-clients.ts";
@@ -23,6 +24,7 @@ import {
   type SidecarProcess,
   startSidecarProcess,
 } from "./sidecar-process.ts";
+import { varTmp } from "./var-tmp.ts";
 
 export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
 
@@ -79,8 +81,7 @@ export async function runClient(
   episode: LaunchInfo,
   options: { timeoutMs: number; model?: string },
 ): Promise<ClientRun> {
-  mkdirSync("/var/tmp/ura-e2e", { recursive: true });
-  const dir = mkdtempSync(`/var/tmp/ura-e2e/${client}-`);
+  const dir = mkdtempSync(join(varTmp(), `${client}-`));
   const kit = createKit({ client, episode, dir, bin: clientBinPath(client), model: options.model });
   const launch = launchCommand(kit.plan, smokePrompt);
   const { stdout, stderr, code, ms } = await runLaunch(launch, options.timeoutMs);

@@ -8,13 +8,14 @@
  */
 
 import { expect } from "bun:test";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ClientName } from "../../src/clients/client-manifests.ts";
 import { episodeStatusSchema } from "../../src/episodes/episode-status.ts";
 import { runLaunch } from "../../src/kits/run-launch.ts";
 import { insideNamespaceEnv } from "../../src/validate/network-namespace.ts";
 import { binaryPath, type EpisodeStatus } from "./sidecar-process.ts";
+import { varTmp } from "./var-tmp.ts";
 
 const repoRoot = resolve(import.meta.dir, "../..");
 /** Longer than any test that runs validate waits: a hung run is killed rather than left behind. */
@@ -39,8 +40,7 @@ export type ValidateRun = {
 
 /** Runs `ura-sidecar validate <args> --out <fresh dir>` with a bare environment (plus `env`). */
 export async function runValidate(args: string[], env: Record<string, string> = {}): Promise<ValidateRun> {
-  mkdirSync("/var/tmp/ura-e2e", { recursive: true });
-  const out = mkdtempSync("/var/tmp/ura-e2e/validate-");
+  const out = mkdtempSync(join(varTmp(), "validate-"));
   const inside = process.env[insideNamespaceEnv];
   const { stdout, stderr, code } = await runLaunch(
     {
