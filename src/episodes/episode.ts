@@ -347,7 +347,14 @@ export function createEpisode(init: EpisodeInit) {
       if (persistTimer !== undefined) return;
       persistTimer = setTimeout(() => {
         persistTimer = undefined;
-        episode.persist();
+        if (init.records.frozen) return;
+        // Off the event loop: a synchronous rewrite stalled the exchanges in flight for milliseconds.
+        init.records.describeInBackground({ ...episode.describe(), restore: restoreInfo }).catch((error) =>
+          init.warn?.("episode.json could not be written", {
+            episode: init.id,
+            message: (error as Error).message,
+          }),
+        );
       }, 250);
       persistTimer.unref();
     },

@@ -159,6 +159,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
 
   let translation: Translation;
   let upstreamRequest: ReturnType<typeof buildChatRequest>;
+  let upstreamBody: string;
   try {
     translation = spec.translate();
     const { hub } = translation;
@@ -191,6 +192,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       );
     }
     const body = upstream.body;
+    upstreamBody = body;
     checkImageSizes(upstream.request, deps.sizeLimits);
     checkUpstreamSize(body, deps.sizeLimits);
     // The body as sent, spliced in: stringifying it again doubled the cost of large (image) requests.
@@ -209,7 +211,9 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   const signal = linked.signal;
   let response: HubResponse;
   try {
-    const exchange = await deps.upstream.complete(upstreamRequest, signal).finally(linked.dispose);
+    const exchange = await deps.upstream
+      .complete(upstreamRequest, signal, upstreamBody)
+      .finally(linked.dispose);
     response = exchange.response;
     episode.records.exchange(exchangeId, "upstream_response", {
       attempts: exchange.attempts,

@@ -40,6 +40,12 @@ export function observeRecords(
     describe(description: unknown) {
       guarded("episode.json", () => records.describe(description));
     },
+    describeInBackground(description: unknown) {
+      return records.describeInBackground(description).catch((error: Error) => {
+        observer.observe({ kind: "records_failure", episode, file: "episode.json", message: error.message });
+        throw error;
+      });
+    },
     freeze(marker: Record<string, unknown>) {
       guarded("frozen.json", () => records.freeze(marker));
     },

@@ -1,7 +1,8 @@
-import { expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { describe, expect, test } from "bun:test";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { RecordsWriteError } from "./append-file.ts";
 import { createBlobStore } from "./blob-store.ts";
 import { createEpisodeRecords } from "./episode-records.ts";
 
@@ -39,4 +40,51 @@ test("every kind of line reaches its file, with or without a byte counter", () =
       rmSync(dir, { recursive: true, force: true });
     }
   }
+});
+
+describe("episode.json written in the background", () => {
+  const open = () => {
+    const dir = mkdtempSync(join(tmpdir(), "ura-describe-"));
+    const records = createEpisodeRecords({
+      dir,
+      clock: () => 0,
+      redact: (line) => line,
+      blobs: createBlobStore(dir),
+    });
+    const description = () => JSON.parse(readFileSync(join(dir, "episode.json"), "utf8"));
+    return { dir, records, description };
+  };
+
+  test("the newest of several descriptions lands, every caller is told, and no temporary file stays", async () => {
+    const { dir, records, description } = open();
+    await Promise.all([1, 2, 3].map((n) => records.describeInBackground({ n })));
+    expect(description()).toEqual({ n: 3 });
+    expect(readdirSync(dir)).toEqual(["episode.json"]);
+  });
+
+  test("a synchronous description given meanwhile is never overwritten by an older one", async () => {
+    const { records, description } = open();
+    const background = records.describeInBackground({ state: "running" });
+    records.describe({ state: "failed" });
+    await background;
+    expect(description()).toEqual({ state: "failed" });
+  });
+
+  test("nothing is written once the records are frozen", async () => {
+    const { dir, records } = open();
+    records.describe({ state: "running" });
+    const background = records.describeInBackground({ state: "later" });
+    records.freeze({ reason: "test" });
+    await background;
+    await records.describeInBackground({ state: "after" });
+    expect(JSON.parse(readFileSync(join(dir, "episode.json"), "utf8"))).toEqual({ state: "running" });
+    expect(readdirSync(dir).sort()).toEqual(["episode.json", "frozen.json"]);
+  });
+
+  test("a write that fails rejects with RecordsWriteError and is the records' failure", async () => {
+    const { dir, records } = open();
+    rmSync(dir, { recursive: true, force: true });
+    await expect(records.describeInBackground({ n: 1 })).rejects.toBeInstanceOf(RecordsWriteError);
+    expect(records.failure).toContain("episode.json");
+  });
 });

@@ -72,6 +72,7 @@ export function openRestartRecords(options: RestartRecordsOptions): RestartRecor
     auxiliary: (data) => append("auxiliary", data),
     // episode.json stays the description the earlier process wrote; the API shows the restored state.
     describe(): void {},
+    describeInBackground: async () => {},
     freeze(marker: Record<string, unknown>): void {
       if (stopped) return;
       append("stopped", marker);

@@ -65,6 +65,22 @@ describe("upstream client against the scripted upstream", () => {
     expect(sent.headers.authorization).toBe("<redacted>");
   });
 
+  test("sends the body the exchange already serialised, byte for byte, instead of serialising again", async () => {
+    const sentBodies: string[] = [];
+    const capture = (async (input: string | URL | Request, init?: RequestInit) => {
+      sentBodies.push(String(init?.body));
+      return fetch(input, init);
+    }) as typeof fetch;
+    const serialised = JSON.stringify(smokeRequest, null, 1);
+    const result = await client({ fetch: capture }).complete(
+      smokeRequest,
+      new AbortController().signal,
+      serialised,
+    );
+    expect(result.response.finishReason).toBe("tool_calls");
+    expect(sentBodies).toEqual([serialised]);
+  });
+
   test("retries 429/500/503 and succeeds within the budget", async () => {
     upstream.scripted.enqueueFaults([
       { kind: "status", status: 429 },

@@ -157,9 +157,16 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
     }
   }
 
-  /** Runs the exchange; throws UpstreamFailure (kind upstream_*) or the abort reason. */
-  async function complete(chat: ChatRequest, signal: AbortSignal): Promise<UpstreamExchange> {
-    const body = JSON.stringify(chat);
+  /**
+   * Runs the exchange; throws UpstreamFailure (kind upstream_*) or the abort reason.
+   * `body` is `JSON.stringify(chat)` when the caller has it already (the exchange
+   * measured and recorded it): a large request is not serialised a second time.
+   */
+  async function complete(
+    chat: ChatRequest,
+    signal: AbortSignal,
+    body: string = JSON.stringify(chat),
+  ): Promise<UpstreamExchange> {
     const declared = new Set((chat.tools ?? []).map((t) => t.function.name));
     const attempts: UpstreamAttempt[] = [];
     const policy = options.retry;
