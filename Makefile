@@ -1,7 +1,8 @@
 # Thin one-liners; Bun comes from the npm package `bun` (pinned in package.json).
 BUN := node_modules/.bin/bun
 BIN := dist/ura-sidecar
-COMPILE := $(BUN) build --compile --no-compile-autoload-dotenv --no-compile-autoload-bunfig
+# --bytecode: parsing moves to build time; the binary starts answering in about half the time (bench/gateway.ts).
+COMPILE := $(BUN) build --compile --bytecode --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
 .PHONY: install build clients system-packages run test unit e2e check bench image clean
 

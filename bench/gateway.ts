@@ -5,18 +5,23 @@
  *   floor   — a minimal pass-through proxy (a few lines of Bun) in between
  *   Portkey — the Portkey AI gateway passing Chat Completions through (it forwards
  *             /v1/responses untranslated, so the peer comparison is on Chat requests)
- *   sidecar — dist/ura-sidecar (Responses ingress translated to Chat, records on) in between
+ *   sidecar — dist/ura-sidecar (Responses ingress translated to Chat, records on and
+ *             durable: an fdatasync before each answer is delivered) in between
+ *   sidecar without fsync — the same with records.fsync false (records survive kill -9,
+ *             not a power cut): what the sidecar adds besides waiting for the disk
  * For a text-only 20-turn request and a tool-call response, JSON and SSE, at concurrency 1 and 16:
- * added p50/p99 latency (sidecar − direct) and throughput. Also cold start (exec
- * to health-ready, WASM init included) and memory (RSS idle, and with 50 episodes
- * each holding a 30-image history).
+ * added p50/p99 latency (sidecar − direct) and throughput. Also cold start (exec to the
+ * socket answering, and to /health/ready with the codecs warm) for the Makefile's build
+ * and for the same sources built the other way (with or without `--bytecode`), and memory
+ * (RSS after start-up and warm-up, after the load, and with 50 episodes each holding a
+ * 30-image history).
  * All servers listen on 127.0.0.1 only; every loop is bounded.
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { rgbNoisePng } from "../src/images/generate-png.ts";
-import { startSidecarProcess } from "../test/support/sidecar-process.ts";
+import { binaryPath, startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { spawnServer } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -122,8 +127,15 @@ export async function runGatewayBench(
     dataDir,
     args: ["--log-level", "warn"],
   });
+  const noFsyncConfig = join(mkdtempSync(join(tmpdir(), "ura-bench-cfg-")), "config.json");
+  writeFileSync(noFsyncConfig, JSON.stringify({ records: { fsync: false } }));
+  const sidecarNoFsync = await startSidecarProcess({
+    upstreamUrl: upstream.url,
+    args: ["--log-level", "warn", "--config", noFsyncConfig],
+  });
   try {
     const episode = await sidecar.createEpisode({});
+    const episodeNoFsync = await sidecarNoFsync.createEpisode({});
     const turns = textTurns(20);
     const chatBody = (stream: boolean, tools: boolean) =>
       JSON.stringify({
@@ -153,6 +165,7 @@ export async function runGatewayBench(
       });
     const json = { "content-type": "application/json" };
     const sidecarHeaders = { ...json, authorization: `Bearer ${episode.ingress_key}` };
+    const noFsyncHeaders = { ...json, authorization: `Bearer ${episodeNoFsync.ingress_key}` };
     // Portkey's OpenAI provider passes Chat Completions through to a custom host (127.0.0.1 is trusted).
     const portkeyHeaders = {
       ...json,
@@ -161,14 +174,15 @@ export async function runGatewayBench(
       "x-portkey-custom-host": upstream.url,
     };
     log(
-      "Sidecar: Responses in, Chat Completions upstream, records on. Floor and Portkey: Chat Completions passed through.",
+      "Sidecar: Responses in, Chat Completions upstream, records on (durable; and with records.fsync false). Floor and Portkey: Chat Completions passed through.",
     );
     log(
-      "| case | conc | direct p50 | added p50: floor / Portkey / sidecar | sidecar added p99 | rps: floor / Portkey / sidecar |",
+      "| case | conc | direct p50 | added p50: floor / Portkey / sidecar / sidecar no fsync | sidecar added p99 | rps: floor / Portkey / sidecar / no fsync |",
     );
     log("|---|---|---|---|---|---|");
     const worst = {
       vsFloor: 0,
+      noFsyncVsFloor: 0,
       vsPortkey: 0,
       tail: 0,
       rpsVsFloor: Number.POSITIVE_INFINITY,
@@ -195,6 +209,12 @@ export async function runGatewayBench(
               headers: sidecarHeaders,
               body: responsesBody(stream, tools),
             },
+            {
+              name: "nofsync",
+              url: `${episodeNoFsync.urls.responses}/responses`,
+              headers: noFsyncHeaders,
+              body: responsesBody(stream, tools),
+            },
           ];
           for (const t of targets) await load(t, concurrency, 50); // warm-up
           // Interleave rounds so drift on a shared machine hits every target alike.
@@ -218,12 +238,19 @@ export async function runGatewayBench(
           figures[`${key}_floor_rps`] = at("floor", "rps");
           figures[`${key}_portkey_rps`] = at("portkey", "rps");
           figures[`${key}_sidecar_rps`] = at("sidecar", "rps");
+          figures[`${key}_nofsync_added_p50_ms`] = added("nofsync");
+          figures[`${key}_nofsync_rps`] = at("nofsync", "rps");
           // An added latency under 10 µs is measurement noise: floor the divisor there.
           const ratio = (a: number, b: number) => a / Math.max(b, 0.01);
           figures[`${key}_added_vs_floor_ratio`] = ratio(added("sidecar"), added("floor"));
           figures[`${key}_added_vs_portkey_ratio`] = ratio(added("sidecar"), added("portkey"));
+          figures[`${key}_nofsync_added_vs_floor_ratio`] = ratio(added("nofsync"), added("floor"));
           if (concurrency === 1) {
             worst.vsFloor = Math.max(worst.vsFloor, figures[`${key}_added_vs_floor_ratio`] ?? 0);
+            worst.noFsyncVsFloor = Math.max(
+              worst.noFsyncVsFloor,
+              figures[`${key}_nofsync_added_vs_floor_ratio`] ?? 0,
+            );
             // Steady tail: each round's added p99 against its added p50.
             const directRounds = rounds.direct ?? [];
             for (const [i, r] of (rounds.sidecar ?? []).entries()) {
@@ -237,25 +264,29 @@ export async function runGatewayBench(
           worst.rpsVsPortkey = Math.min(worst.rpsVsPortkey, at("sidecar", "rps") / at("portkey", "rps"));
           const f = (x: number | undefined) => (x ?? Number.NaN).toFixed(3);
           log(
-            `| ${name} | ${concurrency} | ${f(direct)} | ${f(added("floor"))} / ${f(added("portkey"))} / ${f(added("sidecar"))} | ${f(figures[`${key}_added_p99_ms`])} | ${at("floor", "rps").toFixed(0)} / ${at("portkey", "rps").toFixed(0)} / ${at("sidecar", "rps").toFixed(0)} |`,
+            `| ${name} | ${concurrency} | ${f(direct)} | ${f(added("floor"))} / ${f(added("portkey"))} / ${f(added("sidecar"))} / ${f(added("nofsync"))} | ${f(figures[`${key}_added_p99_ms`])} | ${at("floor", "rps").toFixed(0)} / ${at("portkey", "rps").toFixed(0)} / ${at("sidecar", "rps").toFixed(0)} / ${at("nofsync", "rps").toFixed(0)} |`,
           );
         }
       }
     }
     figures.added_p50_ms = figures.text20_json_c1_added_p50_ms ?? Number.NaN;
     figures.added_vs_floor_ratio = worst.vsFloor;
+    figures.nofsync_added_vs_floor_ratio = worst.noFsyncVsFloor;
     figures.added_vs_portkey_ratio = worst.vsPortkey;
     figures.p99_vs_p50_added_ratio = worst.tail;
     figures.rps_c16_vs_floor_ratio = worst.rpsVsFloor;
     figures.rps_vs_portkey_ratio = worst.rpsVsPortkey;
     log(
-      `worst case: added p50 ${worst.vsFloor.toFixed(2)}× the floor at c=1 (goal ≤ 2); ${worst.vsPortkey.toFixed(2)}× Portkey's (goal < 1); added p99 ${worst.tail.toFixed(2)}× added p50 in the worst round (goal ≤ 3); rps at c=16 ${(worst.rpsVsFloor * 100).toFixed(0)}% of the floor's (goal ≥ 50%); rps ${worst.rpsVsPortkey.toFixed(2)}× Portkey's (goal > 1)`,
+      `worst case: added p50 ${worst.vsFloor.toFixed(2)}× the floor at c=1 (goal ≤ 2; ${worst.noFsyncVsFloor.toFixed(2)}× without fsync); ${worst.vsPortkey.toFixed(2)}× Portkey's (goal < 1); added p99 ${worst.tail.toFixed(2)}× added p50 in the worst round (goal ≤ 3); rps at c=16 ${(worst.rpsVsFloor * 100).toFixed(0)}% of the floor's (goal ≥ 50%); rps ${worst.rpsVsPortkey.toFixed(2)}× Portkey's (goal > 1)`,
     );
 
     // Memory: idle, then 50 episodes each holding a 30-image history.
     const rss = () =>
       Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${sidecar.proc.pid}/status`, "utf8"))?.[1] ?? 0) /
       1024;
+    // Idle after the load above (start-up, warm-up, every case's rounds): the goal's figure,
+    // read once the sidecar has been idle long enough to collect what the load left (collect-when-idle.ts).
+    await Bun.sleep(3_000);
     figures.rss_idle_mb = rss();
     const frame = Buffer.from(rgbNoisePng(320, 240, 11).png).toString("base64");
     const history: unknown[] = [{ role: "user", content: "look 30 times" }];
@@ -287,34 +318,96 @@ export async function runGatewayBench(
     );
     figures.rss_50_episodes_30_images_mb = rss();
     log(
-      `memory: RSS idle ${figures.rss_idle_mb.toFixed(1)} MB, with 50 episodes × 30-image history ${figures.rss_50_episodes_30_images_mb.toFixed(1)} MB`,
+      `memory: RSS idle after the load ${figures.rss_idle_mb.toFixed(1)} MB (goal ≤ 100), with 50 episodes × 30-image history ${figures.rss_50_episodes_30_images_mb.toFixed(1)} MB`,
     );
   } finally {
     await sidecar.stop();
+    await sidecarNoFsync.stop();
     portkey.proc.kill();
     floor.proc.kill();
     upstream.proc.kill();
   }
 
-  // Cold start: exec to health-ready, WASM init and warm-up included.
-  const starts: number[] = [];
-  for (let i = 0; i < 5; i++) {
-    const t0 = performance.now();
-    const p = await startSidecarProcess({ args: ["--log-level", "warn"] });
+  Object.assign(figures, await measureColdStart(log));
+  return figures;
+}
+
+/** The same sources built the other way than the Makefile does (with or without --bytecode). */
+function buildOtherWay(bytecode: boolean): string {
+  const out = join(mkdtempSync(join(tmpdir(), "ura-bench-build-")), "ura-sidecar");
+  const built = Bun.spawnSync(
+    [
+      "node_modules/.bin/bun",
+      "build",
+      "--compile",
+      ...(bytecode ? ["--bytecode"] : []),
+      "--no-compile-autoload-dotenv",
+      "--no-compile-autoload-bunfig",
+      "src/main.ts",
+      "src/images/conversion-worker.ts",
+      "--outfile",
+      out,
+    ],
+    { cwd: root, stdout: "pipe", stderr: "pipe" },
+  );
+  if (built.exitCode !== 0) throw new Error(`bun build failed: ${built.stderr.toString()}`);
+  return out;
+}
+
+/**
+ * Cold start, exec to the socket answering (/health/live) and to /health/ready (the
+ * codecs warm), for the Makefile's build and the other build, interleaved; and the RSS
+ * once ready (start-up and warm-up, no load yet). Medians of 5.
+ */
+async function measureColdStart(log: (line: string) => void): Promise<Record<string, number>> {
+  const makefileBytecode = readFileSync(join(root, "Makefile"), "utf8").includes("--bytecode");
+  const builds = [
+    { name: makefileBytecode ? "bytecode" : "plain", path: binaryPath },
+    { name: makefileBytecode ? "plain" : "bytecode", path: buildOtherWay(!makefileBytecode) },
+  ];
+  const samples = new Map(
+    builds.map((b) => [b.name, { live: [] as number[], ready: [] as number[], rss: [] as number[] }]),
+  );
+  const until = async (url: string) => {
     for (;;) {
-      const ok = await fetch(`${p.url}/health/ready`).then(
-        async (r) => r.ok || (r.status === 404 && (await fetch(`${p.url}/health`)).ok),
-        () => false,
-      );
-      if (ok) break;
-      await Bun.sleep(2);
+      if (
+        await fetch(url).then(
+          (r) => r.ok,
+          () => false,
+        )
+      )
+        return performance.now();
+      await Bun.sleep(1);
     }
-    starts.push(performance.now() - t0);
-    await p.stop();
+  };
+  for (let i = 0; i < 5; i++) {
+    for (const build of builds) {
+      const t0 = performance.now();
+      const p = await startSidecarProcess({ args: ["--log-level", "warn"], binary: build.path });
+      const live = (await until(`${p.url}/health/live`)) - t0;
+      const ready = (await until(`${p.url}/health/ready`)) - t0;
+      const status = readFileSync(`/proc/${p.proc.pid}/status`, "utf8");
+      const sample = samples.get(build.name);
+      sample?.live.push(live);
+      sample?.ready.push(ready);
+      sample?.rss.push(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
+      await p.stop();
+    }
   }
-  starts.sort((a, b) => a - b);
-  figures.cold_start_ms = starts[2] ?? Number.NaN;
-  log(`cold start (exec → health ready, median of 5): ${figures.cold_start_ms.toFixed(0)} ms`);
+  const figures: Record<string, number> = {};
+  for (const build of builds) {
+    const sample = samples.get(build.name);
+    figures[`cold_start_${build.name}_ms`] = median(sample?.ready ?? []);
+    figures[`cold_start_${build.name}_listen_ms`] = median(sample?.live ?? []);
+    log(
+      `cold start, ${build.name} build${build.path === binaryPath ? " (the Makefile's)" : ""} (median of 5): socket answers ${median(sample?.live ?? []).toFixed(0)} ms, ready with codecs warm ${median(sample?.ready ?? []).toFixed(0)} ms (goal ≤ 300)`,
+    );
+  }
+  const made = samples.get(builds[0]?.name ?? "");
+  figures.cold_start_ms = median(made?.ready ?? []);
+  figures.cold_start_listen_ms = median(made?.live ?? []);
+  figures.rss_after_start_mb = median(made?.rss ?? []);
+  log(`memory: RSS after start-up and warm-up ${figures.rss_after_start_mb.toFixed(1)} MB (goal ≤ 100)`);
   return figures;
 }
 

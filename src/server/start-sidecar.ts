@@ -17,6 +17,7 @@ import { loadCodecsOnFirstUse } from "../images/codecs.ts";
 import { defaultWorkerCount } from "../images/conversion-pool.ts";
 import { startImageConversion } from "../images/start-image-conversion.ts";
 import { lockDataDir } from "../records/data-dir-lock.ts";
+import { createIdleCollector } from "./collect-when-idle.ts";
 import { composeApp } from "./compose.ts";
 
 export type StartOptions = {
@@ -54,6 +55,7 @@ export async function startSidecar(options: StartOptions) {
     (error: Error) => ({ error }),
   );
   let server: ReturnType<typeof Bun.serve> | undefined;
+  const collector = createIdleCollector(2_000);
   const { hostname, port } = parseListen(config.listen);
   const baseUrl = () =>
     `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server?.port ?? port}`;
@@ -68,6 +70,7 @@ export async function startSidecar(options: StartOptions) {
     },
     baseUrl,
     stopServer: () => {
+      collector.stop();
       server?.stop(true);
       dataDirLock.release();
     },
@@ -87,7 +90,7 @@ export async function startSidecar(options: StartOptions) {
   server = Bun.serve({
     hostname,
     port,
-    fetch: (req, srv) => app.fetch(req, { server: srv }),
+    fetch: (req, srv) => collector.track(() => app.fetch(req, { server: srv })),
     // Per request, the app lifts it while a route waits on the upstream or the robot
     // and sets it again for the answer (src/server/request-timeouts.ts).
     idleTimeout: config.server.idle_timeout_seconds,

@@ -33,7 +33,14 @@ export type LaunchInfo = {
 export type { EpisodeStatus };
 
 export async function startSidecarProcess(
-  options: { upstreamUrl?: string; dataDir?: string; args?: string[]; env?: Record<string, string> } = {},
+  options: {
+    upstreamUrl?: string;
+    dataDir?: string;
+    args?: string[];
+    env?: Record<string, string>;
+    /** Another build of the binary (the bench compares builds); default binaryPath. */
+    binary?: string;
+  } = {},
 ): Promise<SidecarProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "ura-e2e-"));
   const env: Record<string, string> = {
@@ -46,7 +53,15 @@ export async function startSidecarProcess(
     ...options.env,
   };
   const proc = Bun.spawn(
-    [binaryPath, "serve", "--listen", "127.0.0.1:0", "--data-dir", dataDir, ...(options.args ?? [])],
+    [
+      options.binary ?? binaryPath,
+      "serve",
+      "--listen",
+      "127.0.0.1:0",
+      "--data-dir",
+      dataDir,
+      ...(options.args ?? []),
+    ],
     {
       env,
       stdout: "pipe",
