@@ -16,21 +16,22 @@ import { PngDecodeError, type PngToWebp } from "./png-to-webp.ts";
 import type { WebpSettings } from "./settings.ts";
 
 /**
- * Where the worker's code is. Under `bun run`, beside this module. In a compiled
- * binary every module's URL is the binary's own and each entry point keeps its path
- * below the build's common root (`images/…` when the entries are under src/, as in the
- * Makefile; `src/images/…` when an entry sits at the repository root, as in tests).
+ * Where the worker's code is. In a compiled binary each entry point keeps its path
+ * below the build's common root in the binary's own file system (`images/…` when the
+ * entries are under src/, as in the Makefile; `src/images/…` when an entry sits at the
+ * repository root, as in tests). Looked for first, by file: a `--bytecode` build
+ * reports the source file's path as `import.meta.url`, so the URL cannot tell. Under
+ * `bun run`, beside this module.
  */
 export function conversionWorkerUrl(): URL {
   const embedded = "/$bunfs/root/";
-  if (!import.meta.url.startsWith(`file://${embedded}`))
-    return new URL("./conversion-worker.ts", import.meta.url);
   const inBinary = ["images/conversion-worker.js", "src/images/conversion-worker.js"].find((path) =>
     existsSync(`${embedded}${path}`),
   );
-  if (!inBinary)
+  if (inBinary) return new URL(`file://${embedded}${inBinary}`);
+  if (import.meta.url.startsWith(`file://${embedded}`))
     throw new Error("the image conversion worker is not in this binary (build it as an entry point)");
-  return new URL(`file://${embedded}${inBinary}`);
+  return new URL("./conversion-worker.ts", import.meta.url);
 }
 
 export function defaultWorkerCount(): number {
