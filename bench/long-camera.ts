@@ -19,11 +19,11 @@
  * the body it gets): an upper bound on the time the sidecar adds.
  *   bun bench/long-camera.ts [turns]
  */
-import { mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { cameraLikeFrame } from "../src/images/synthetic-frames.ts";
-import { writePng } from "../src/images/write-png.ts";
+import { cameraLikePng } from "../src/images/synthetic-frames.ts";
+import { directoryBytes } from "../src/records/data-dir-budget.ts";
 import { openRecords } from "../src/records/read-records.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { spawnServer } from "./spawn-server.ts";
@@ -31,20 +31,7 @@ import { spawnServer } from "./spawn-server.ts";
 const MiB = 1024 * 1024;
 const providerLimit = 6 * MiB;
 
-function cameraPng(seed: number): string {
-  const frame = cameraLikeFrame(640, 480, seed);
-  return writePng({ width: 640, height: 480, colourType: 6, bitDepth: 8, rows: frame.data }).toBase64();
-}
-
-/** Bytes of every file under a directory. */
-function treeBytes(dir: string): number {
-  let total = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    total += entry.isDirectory() ? treeBytes(path) : statSync(path).size;
-  }
-  return total;
-}
+const cameraPng = (seed: number) => cameraLikePng(640, 480, seed).toBase64();
 
 /** Resident memory now (VmRSS) or at its peak so far (VmHWM), in MB. */
 export function rssMb(pid: number, field: "VmRSS" | "VmHWM" = "VmRSS"): number {
@@ -184,7 +171,7 @@ async function runEpisode(
       else log(`  turn ${turn}: HTTP ${res.status} ${text.slice(0, 200)}`);
       requestMb.push(body.length / MiB);
       msPerMb.push(ms / (body.length / MiB));
-      if (turn === 10 || turn === 50 || turn === turns) recordsAt[turn] = treeBytes(dataDir);
+      if (turn === 10 || turn === 50 || turn === turns) recordsAt[turn] = directoryBytes(dataDir);
       if (turn % 25 === 0)
         log(
           `  ${ingress.name} turn ${turn}: ${(body.length / MiB).toFixed(1)} MB request, ${ms.toFixed(0)} ms`,
@@ -201,10 +188,10 @@ async function runEpisode(
       Buffer.byteLength(records.upstreamRequestText(exchange) ?? ""),
     );
     const underLimit = upstreamBytes.filter((bytes) => bytes > 0 && bytes <= providerLimit).length;
-    const blobBytes = treeBytes(join(dataDir, "blobs"));
+    const blobBytes = directoryBytes(join(dataDir, "blobs"));
     const lineBytes = (stage: string) =>
       episode.exchanges.reduce((sum, exchange) => sum + (exchange.stage(stage)?.text.length ?? 0) + 1, 0);
-    const allLines = treeBytes(join(dataDir, "episodes"));
+    const allLines = directoryBytes(join(dataDir, "episodes"));
     const last = episode.exchanges.at(-1);
     // Distinct text: the last exchange's request lines (the whole text history once), plus every
     // exchange's own answer lines (new each turn).
@@ -262,10 +249,7 @@ async function runStall(
   log: (line: string) => void,
   workers?: number,
 ): Promise<Record<string, number>> {
-  const big = [1, 2].map((seed) => {
-    const frame = cameraLikeFrame(4000, 3000, 500 + seed);
-    return writePng({ width: 4000, height: 3000, colourType: 6, bitDepth: 8, rows: frame.data }).toBase64();
-  });
+  const big = [1, 2].map((seed) => cameraLikePng(4000, 3000, 500 + seed).toBase64());
   const configPath = join(mkdtempSync(join(tmpdir(), "ura-bench-stall-")), "config.json");
   writeFileSync(configPath, JSON.stringify(workers === undefined ? {} : { images: { workers } }));
   const sidecar = await startSidecarProcess({

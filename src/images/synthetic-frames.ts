@@ -4,6 +4,8 @@
  * the encoder up at start-up with a real-sized frame, and by tests and benches.
  */
 
+import { writePng } from "./write-png.ts";
+
 /** A small seeded PRNG (mulberry32), so frames are identical run to run. */
 export function createRandom(seed: number): () => number {
   let state = seed >>> 0;
@@ -104,4 +106,10 @@ export function screenshotLikeFrame(width: number, height: number, seed = 2): Rg
     }
   }
   return { width, height, data };
+}
+
+/** `cameraLikeFrame` as an 8-bit RGBA PNG file: a robot camera's frame as a client sends it. */
+export function cameraLikePng(width: number, height: number, seed = 1): Uint8Array {
+  const frame = cameraLikeFrame(width, height, seed);
+  return writePng({ width, height, colourType: 6, bitDepth: 8, rows: frame.data });
 }

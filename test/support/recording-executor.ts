@@ -12,7 +12,16 @@ export type ControllerJob = {
   body: { call_id: string; episode_id: string; tool: string; arguments: Record<string, unknown> };
 };
 
-export function serveRecordingExecutor(options: { receiptDelayMs?: number } = {}) {
+export type ControllerReceipt = { ok: boolean; content: unknown[]; data?: Record<string, unknown> };
+
+export function serveRecordingExecutor(
+  options: {
+    receiptDelayMs?: number;
+    /** The receipt of a job (asked once per job); default: it says whose call it ran. */
+    receipt?: (job: ControllerJob) => ControllerReceipt;
+  } = {},
+) {
+  const receipts = new Map<string, ControllerReceipt>();
   const jobs = new Map<string, ControllerJob>();
   const submits: { key: string; status: number }[] = [];
   const server = Bun.serve({
@@ -42,6 +51,11 @@ export function serveRecordingExecutor(options: { receiptDelayMs?: number } = {}
         const job = [...jobs.values()].find((j) => j.jobId === decodeURIComponent(receipt[1] ?? ""));
         if (!job) return new Response("unknown job", { status: 404 });
         if (options.receiptDelayMs) await Bun.sleep(options.receiptDelayMs);
+        if (options.receipt) {
+          const made = receipts.get(job.jobId) ?? options.receipt(job);
+          receipts.set(job.jobId, made);
+          return Response.json(made);
+        }
         const ranFor = `ran ${job.body.tool} for episode ${job.body.episode_id} call ${job.body.call_id}`;
         return Response.json({
           ok: true,

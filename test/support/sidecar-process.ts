@@ -12,6 +12,24 @@ import { type EpisodeStatus, episodeStatusSchema } from "../../src/episodes/epis
 export const binaryPath = process.env.URA_BINARY ?? resolve(import.meta.dir, "../../dist/ura-sidecar");
 export const controlPassword = "test-control-password-0123456789";
 
+/** Runs the compiled binary once (a command such as `records` or `export`) to its exit. */
+export async function runBinary(
+  args: string[],
+  env: Record<string, string> = {},
+): Promise<{ stdout: string; stderr: string; code: number }> {
+  const proc = Bun.spawn([binaryPath, ...args], {
+    env: { PATH: process.env.PATH ?? "/usr/bin:/bin", ...env },
+    stdout: "pipe",
+    stderr: "pipe",
+  });
+  const [stdout, stderr, code] = await Promise.all([
+    new Response(proc.stdout).text(),
+    new Response(proc.stderr).text(),
+    proc.exited,
+  ]);
+  return { stdout, stderr, code };
+}
+
 export type SidecarProcess = {
   url: string;
   dataDir: string;
