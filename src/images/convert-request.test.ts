@@ -238,3 +238,32 @@ describe("pixel limit", () => {
     await expect(converter.convertRequest(request)).rejects.toThrow("11×10 pixels is over the limit of 100");
   });
 });
+
+describe("a refused request costs no conversion", () => {
+  const newFrames = () => [rgbNoisePng(40, 30, 11).png, rgbNoisePng(40, 30, 12).png];
+  const refusals: [string, HubPart, string][] = [
+    ["over the pixel limit", png(solidColourPng(50, 50, [1, 2, 3])), "over the limit of 1200 pixels"],
+    ["not base64", { type: "image", mediaType: "image/png", data: "%%%%" }, "invalid base64"],
+    [
+      "not a PNG",
+      { type: "image", mediaType: "image/png", data: b64(new Uint8Array(64)) },
+      "not a valid PNG",
+    ],
+  ];
+  for (const [name, bad, message] of refusals) {
+    test(`an image ${name} after new frames: refused before any of them is converted or cached`, async () => {
+      const counted = countingCodecs();
+      const cache = createImageCache(1024 * 1024);
+      const converter = createImageConverter({
+        converter: convertOnThisThread(counted),
+        settings,
+        cache,
+        maxPixels: 1200,
+      });
+      const input = request([{ role: "user", content: [...newFrames().map(png), bad] }]);
+      await expect(converter.convertRequest(input)).rejects.toThrow(message);
+      expect(counted.encodes).toBe(0);
+      expect(cache.entries).toBe(0);
+    });
+  }
+});

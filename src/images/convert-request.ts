@@ -79,53 +79,41 @@ function invalidPng(param: string, detail: string, cause?: unknown): SidecarErro
   });
 }
 
+/** An image part after its checks: left as it is, its WebP already cached, or a PNG to convert. */
+type Checked =
+  | { kind: "keep"; part: HubPart }
+  | { kind: "cached"; part: HubImagePart; pngBytes: number; webp: Uint8Array }
+  | { kind: "convert"; part: HubImagePart; param: string; png: Uint8Array; key: string };
+
 export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
   const { converter, settings, cache } = deps;
 
-  /** The WebP of one PNG: the cache, a conversion of the same PNG already running for this request, or a new one. */
-  type Pending = Map<string, Promise<Uint8Array>>;
-
-  function convertPart(
-    part: HubPart,
-    param: string,
-    stats: ImageStats,
-    pending: Pending,
-  ): HubPart | Promise<HubPart> {
-    if (part.type !== "image") return part;
+  /**
+   * Everything that can refuse an image, without decoding it: its base64, its PNG header,
+   * the pixel limit. Every image of a request passes this before any conversion starts,
+   * so a refused request converts and caches nothing.
+   */
+  function check(part: HubPart, param: string, stats: ImageStats): Checked {
+    if (part.type !== "image") return { kind: "keep", part };
     stats.images++;
     if (part.mediaType.toLowerCase() !== "image/png") {
       stats.passedThrough.not_png++;
-      return part;
+      return { kind: "keep", part };
     }
-    const bytes = decodeBase64(part.data);
-    if (!bytes) throw invalidPng(param, "invalid base64");
-    const key = sha256Hex(bytes);
-    const cached = cache.get(key);
-    if (cached !== undefined) {
-      stats.cacheHits++;
-      stats.bytesBefore += bytes.length;
-      stats.bytesAfter += cached.length;
-      return { type: "image", mediaType: "image/webp", data: encodeBase64(cached), ...sourceOf(part) };
-    }
-    const running = pending.get(key);
-    if (running) {
-      stats.cacheHits++;
-      return running.then((webp) => {
-        stats.bytesBefore += bytes.length;
-        stats.bytesAfter += webp.length;
-        return { type: "image", mediaType: "image/webp", data: encodeBase64(webp), ...sourceOf(part) };
-      });
-    }
-    // The header is read before any decoding: a refusal costs no conversion.
-    const header = inspectPng(bytes);
+    const png = decodeBase64(part.data);
+    if (!png) throw invalidPng(param, "invalid base64");
+    const key = sha256Hex(png);
+    const webp = cache.get(key);
+    if (webp !== undefined) return { kind: "cached", part, pngBytes: png.length, webp };
+    const header = inspectPng(png);
     if (!header.ok) throw invalidPng(param, header.reason);
     if (header.bitDepth === 16) {
       stats.passedThrough.png_16bit++;
-      return part;
+      return { kind: "keep", part };
     }
     if (header.animated) {
       stats.passedThrough.animated_png++;
-      return part;
+      return { kind: "keep", part };
     }
     if (deps.maxPixels !== undefined && header.width * header.height > deps.maxPixels) {
       throw new SidecarError(
@@ -134,50 +122,79 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
         { param },
       );
     }
-    const conversion = converter.convert(bytes, settings).then(
+    return { kind: "convert", part, param, png, key };
+  }
+
+  /** The WebP of one checked PNG: a conversion of the same PNG already running for this request, or a new one. */
+  function convert(
+    checked: Extract<Checked, { kind: "convert" }>,
+    stats: ImageStats,
+    pending: Map<string, Promise<Uint8Array>>,
+  ): Promise<Uint8Array> {
+    const running = pending.get(checked.key);
+    if (running) {
+      stats.cacheHits++;
+      return running;
+    }
+    stats.converted++;
+    const conversion = converter.convert(checked.png, settings).then(
       ({ webp, ms }) => {
         stats.encodeMs += ms;
-        cache.set(key, webp);
+        cache.set(checked.key, webp);
         return webp;
       },
       (error: unknown) => {
-        if (error instanceof PngDecodeError) throw invalidPng(param, "the decoder rejected its data", error);
+        if (error instanceof PngDecodeError)
+          throw invalidPng(checked.param, "the decoder rejected its data", error);
         throw error;
       },
     );
-    pending.set(key, conversion);
-    stats.converted++;
-    return conversion.then((webp) => {
-      stats.bytesBefore += bytes.length;
-      stats.bytesAfter += webp.length;
-      return { type: "image", mediaType: "image/webp", data: encodeBase64(webp), ...sourceOf(part) };
-    });
+    pending.set(checked.key, conversion);
+    return conversion;
   }
+
+  const asWebp = (part: HubImagePart, webp: Uint8Array): HubPart => ({
+    type: "image",
+    mediaType: "image/webp",
+    data: encodeBase64(webp),
+    ...sourceOf(part),
+  });
 
   return {
     async convertRequest(request) {
       const stats = emptyStats();
-      const pending: Pending = new Map();
-      const conversions: Promise<void>[] = [];
+      const checked = request.messages.map((message, i) =>
+        (message.role === "user" || message.role === "tool") &&
+        message.content.some((part) => part.type === "image")
+          ? message.content.map((part, j) =>
+              check(part, (part.type === "image" && part.source) || `messages[${i}].content[${j}]`, stats),
+            )
+          : undefined,
+      );
       // Every PNG of the request converts at once (as many in parallel as the pool has workers).
-      const messages = request.messages.map((message, i) => {
-        if (message.role !== "user" && message.role !== "tool") return message;
-        if (!message.content.some((part) => part.type === "image")) return message;
-        const content = [...message.content];
-        message.content.forEach((part, j) => {
-          const param = (part.type === "image" && part.source) || `messages[${i}].content[${j}]`;
-          const converted = convertPart(part, param, stats, pending);
-          if (converted instanceof Promise) {
-            conversions.push(
-              converted.then((done) => {
-                content[j] = done;
-              }),
-            );
-          } else content[j] = converted;
-        });
-        return { ...message, content };
-      });
-      await Promise.all(conversions);
+      const pending = new Map<string, Promise<Uint8Array>>();
+      const messages = await Promise.all(
+        request.messages.map(async (message, i) => {
+          const parts = checked[i];
+          if (!parts || (message.role !== "user" && message.role !== "tool")) return message;
+          const content = await Promise.all(
+            parts.map(async (item): Promise<HubPart> => {
+              if (item.kind === "keep") return item.part;
+              if (item.kind === "cached") {
+                stats.cacheHits++;
+                stats.bytesBefore += item.pngBytes;
+                stats.bytesAfter += item.webp.length;
+                return asWebp(item.part, item.webp);
+              }
+              const webp = await convert(item, stats, pending);
+              stats.bytesBefore += item.png.length;
+              stats.bytesAfter += webp.length;
+              return asWebp(item.part, webp);
+            }),
+          );
+          return { ...message, content };
+        }),
+      );
       return { request: { ...request, messages }, stats };
     },
   };
