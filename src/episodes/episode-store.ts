@@ -38,6 +38,8 @@ export type EpisodeStoreDeps = {
   observer?: Observer;
   /** The executor of each new episode (default: from `config.executor`). */
   createExecutor?: ExecutorFactory;
+  /** An episode runs no more model exchanges (e.g. the image cache lets go of its frames). */
+  episodeEnded?: (id: string) => void;
 };
 
 export function episodeUrls(baseUrl: string, id: string) {
@@ -101,6 +103,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       executor: createExecutor(id),
       drainDeadlineMs: deps.config.shutdown.drain_deadline_ms,
       clock: deps.clock,
+      ended: () => deps.episodeEnded?.(id),
     });
     episodes.set(id, episode);
     episode.persist();

@@ -51,6 +51,8 @@ export type EpisodeInit = {
   executor: Executor;
   /** How long cancelling waits for admitted calls to finish. */
   drainDeadlineMs: number;
+  /** The episode runs no more model exchanges (failed, cancelled): what it kept for them can go. */
+  ended?: () => void;
   clock: () => number;
   /** How the ledger is made (default: a new, open one); a restored episode rebuilds it from its journal. */
   createLedger?: (options: EpisodeLedgerOptions) => EpisodeLedger;
@@ -198,6 +200,7 @@ export function createEpisode(init: EpisodeInit) {
       failure = { reason, message };
       ledger.close();
       episode.persist();
+      init.ended?.();
     },
     /**
      * A submitted finish ends the episode's robot work: admission closes, so later
@@ -218,8 +221,10 @@ export function createEpisode(init: EpisodeInit) {
      */
     async cancel(message = "cancelled by the control API", drainTimeoutMs = init.drainDeadlineMs) {
       // A finished episode stays finished: cancelling it only closes it for further work.
-      if (state === "finished") ledger.close(message);
-      else episode.fail("cancelled", message);
+      if (state === "finished") {
+        ledger.close(message);
+        init.ended?.();
+      } else episode.fail("cancelled", message);
       abort.abort(new Error(message));
       // A restored episode runs nothing here: its unfinished calls are the uncertain ones of an earlier process.
       const drained = restored

@@ -174,6 +174,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     const { request: converted, stats } = await createImageConverter({
       ...deps.images,
       maxPixels: deps.sizeLimits.max_image_pixels,
+      owner: episode.id,
     }).convertRequest(filtered);
     const upstream = buildUpstreamBody(converted, episode.context, decision, {
       build: (request) =>

@@ -52,6 +52,8 @@ export interface ImageConverterDeps {
   cache: ImageCache;
   /** PNGs whose header claims more pixels are refused before decoding (size-guard.ts). */
   maxPixels?: number;
+  /** The episode converting (its cache entries are released when it ends). */
+  owner?: string;
 }
 
 /** Decoded length of a base64 string, without decoding or scanning it (exact when it has no whitespace). */
@@ -103,7 +105,7 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     const png = decodeBase64(part.data);
     if (!png) throw invalidPng(param, "invalid base64");
     const key = sha256Hex(png);
-    const webp = cache.get(key);
+    const webp = cache.get(key, deps.owner);
     if (webp !== undefined) return { kind: "cached", part, pngBytes: png.length, webp };
     const header = inspectPng(png);
     if (!header.ok) throw invalidPng(param, header.reason);
@@ -140,7 +142,7 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     const conversion = converter.convert(checked.png, settings).then(
       ({ webp, ms }) => {
         stats.encodeMs += ms;
-        cache.set(checked.key, webp);
+        cache.set(checked.key, webp, deps.owner);
         return webp;
       },
       (error: unknown) => {

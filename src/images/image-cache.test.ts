@@ -27,3 +27,19 @@ test("an entry larger than the bound is not stored and evicts nothing; replacing
   expect(cache.bytes).toBe(66);
   expect(createImageCache(0).entries).toBe(0);
 });
+
+test("release drops the entries only the released episode used; shared and unowned ones stay", () => {
+  const cache = createImageCache(10_000);
+  cache.set(key("a"), webp(10), "ep_1");
+  cache.set(key("b"), webp(10), "ep_1");
+  expect(cache.get(key("b"), "ep_2")).toBeDefined();
+  cache.set(key("c"), webp(10));
+  cache.release("ep_1");
+  expect(cache.get(key("a"))).toBeUndefined();
+  expect(cache.get(key("b"))).toBeDefined();
+  expect(cache.get(key("c"))).toBeDefined();
+  expect(cache.bytes).toBe(2 * 74);
+  cache.release("ep_2");
+  expect(cache.get(key("b"))).toBeUndefined();
+  expect(cache.entries).toBe(1);
+});

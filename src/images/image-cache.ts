@@ -9,10 +9,17 @@
  * the same frame in two episodes is converted once. Binary WebP, not base64 text
  * (a third smaller). The key is a SHA-256: a collision would show the model the
  * wrong picture, which on a robot is a wrong action.
+ *
+ * An entry remembers the episodes that used it: once none of them can send it
+ * again (each has ended, `release`), it goes at once rather than waiting to be
+ * pushed out, so the memory of ended episodes is given back.
  */
 export interface ImageCache {
-  get(sourceDigest: string): Uint8Array | undefined;
-  set(sourceDigest: string, webp: Uint8Array): void;
+  /** The WebP of a source, now also used by `owner` (an episode id) when given. */
+  get(sourceDigest: string, owner?: string): Uint8Array | undefined;
+  set(sourceDigest: string, webp: Uint8Array, owner?: string): void;
+  /** `owner` sends no more images: entries that only it used are dropped. */
+  release(owner: string): void;
   readonly entries: number;
   readonly bytes: number;
 }
@@ -20,32 +27,43 @@ export interface ImageCache {
 /** Bytes an entry costs: the WebP plus its key (64 hex characters). */
 const sizeOf = (key: string, webp: Uint8Array) => key.length + webp.byteLength;
 
+type Entry = { webp: Uint8Array; owners: Set<string> };
+
 /** A byte-bounded LRU (a Map iterates oldest first); maxBytes 0 caches nothing. */
 export function createImageCache(maxBytes: number): ImageCache {
-  const map = new Map<string, Uint8Array>();
+  const map = new Map<string, Entry>();
   let bytes = 0;
+  const remove = (key: string, entry: Entry) => {
+    map.delete(key);
+    bytes -= sizeOf(key, entry.webp);
+  };
   return {
-    get(key) {
-      const value = map.get(key);
-      if (value === undefined) return undefined;
+    get(key, owner) {
+      const entry = map.get(key);
+      if (entry === undefined) return undefined;
       map.delete(key);
-      map.set(key, value);
-      return value;
+      map.set(key, entry);
+      if (owner !== undefined) entry.owners.add(owner);
+      return entry.webp;
     },
-    set(key, value) {
+    set(key, webp, owner) {
       const previous = map.get(key);
-      if (previous !== undefined) {
-        map.delete(key);
-        bytes -= sizeOf(key, previous);
-      }
-      const size = sizeOf(key, value);
+      if (previous !== undefined) remove(key, previous);
+      const size = sizeOf(key, webp);
       if (size > maxBytes) return;
-      map.set(key, value);
+      const owners = previous?.owners ?? new Set<string>();
+      if (owner !== undefined) owners.add(owner);
+      map.set(key, { webp, owners });
       bytes += size;
-      for (const [oldKey, oldValue] of map) {
+      for (const [oldKey, oldEntry] of map) {
         if (bytes <= maxBytes) break;
-        map.delete(oldKey);
-        bytes -= sizeOf(oldKey, oldValue);
+        remove(oldKey, oldEntry);
+      }
+    },
+    release(owner) {
+      for (const [key, entry] of map) {
+        if (!entry.owners.delete(owner)) continue;
+        if (entry.owners.size === 0) remove(key, entry);
       }
     },
     get entries() {

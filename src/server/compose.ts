@@ -163,8 +163,10 @@ export async function composeApp(options: ComposeOptions) {
     writeFileAtomically(path, bytes);
     budget.add(bytes.length);
   });
+  const imageCache = createImageCache(config.images.cache_bytes);
   const episodes = createEpisodeStore({
     observer,
+    episodeEnded: (id) => imageCache.release(id),
     config,
     dataDir,
     defaultManifest,
@@ -213,7 +215,7 @@ export async function composeApp(options: ComposeOptions) {
           convert: async (png, settings) => convertOnThisThread(await codecs()).convert(png, settings),
         },
         settings: config.images.webp,
-        cache: createImageCache(config.images.cache_bytes),
+        cache: imageCache,
       },
       sizeLimits: config.images.limits,
       imageInput: config.upstream.image_input,
@@ -263,6 +265,7 @@ export async function composeApp(options: ComposeOptions) {
     config,
     dataDir,
     episodes,
+    imageCache,
     logger,
     scripted,
     demo,

@@ -96,3 +96,20 @@ test("a refused turn converts nothing, sends nothing and records a few KB howeve
   );
   expect(directoryBytes(join(s.dataDir, "blobs"))).toBeLessThan(frames.length * 200 * 1024);
 });
+
+test("an ended episode's frames leave the image cache; a frame another episode still uses stays", async () => {
+  const post = (episode: ReturnType<InProcessSidecar["createEpisode"]>, images: string[]) =>
+    postJson(s.app, `/e/${episode.id}/v1/responses`, history(images), {
+      authorization: `Bearer ${episode.ingressKey}`,
+    }).then((res) => res.text());
+  const own = Array.from({ length: 3 }, (_, i) => rgbNoisePng(64, 48, 900 + i).png.toBase64());
+  const [a, b] = [s.createEpisode(), s.createEpisode()];
+  const cached = s.imageCache.entries;
+  await post(a, [own[0] as string, own[1] as string]);
+  await post(b, [own[1] as string, own[2] as string]);
+  expect(s.imageCache.entries).toBe(cached + 3);
+  await a.cancel();
+  expect(s.imageCache.entries).toBe(cached + 2);
+  b.fail("cancelled", "test over");
+  expect(s.imageCache.entries).toBe(cached);
+});

@@ -71,6 +71,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     scripted,
     logLines,
     secrets: composed.secrets,
+    imageCache: composed.imageCache,
     createEpisode: (episodeOptions: EpisodeOptions = { max_turns: 0 }): Episode =>
       episodes.create(episodeOptions),
     /** Serves the app on a loopback port (once); returns its origin. */
