@@ -4,6 +4,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { runConcurrentCameraBench } from "./concurrent-camera.ts";
 import { runContextBench } from "./context.ts";
 import { runDurabilityBench } from "./durability.ts";
 import { runExchangeCpuBench } from "./exchange-cpu.ts";
@@ -24,6 +25,8 @@ console.log("\n## Codec warm-up");
 Object.assign(results, await runWarmUpBench(console.log));
 console.log("\n## Long camera episode");
 Object.assign(results, await runLongCameraBench(console.log));
+console.log("\n## Many camera episodes at once (memory)");
+Object.assign(results, await runConcurrentCameraBench(console.log));
 console.log("\n## Context filter");
 Object.assign(results, await runContextBench());
 console.log("\n## Durability (fdatasync of claims)");

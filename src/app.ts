@@ -17,6 +17,7 @@ import { createHealthRoutes } from "./health/health-routes.ts";
 import { notDrainingCheck, type ReadinessCheck } from "./health/readiness.ts";
 import { ingressProtocolOf, refuseIngressRequest } from "./ingress/refuse-ingress-request.ts";
 import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
+import type { BodyAdmission } from "./lib/body-admission.ts";
 import { SidecarError } from "./lib/errors.ts";
 import type { MemoryReclaimer } from "./lib/reclaim-memory.ts";
 import { jsonRpcError } from "./mcp/mcp-routes.ts";
@@ -48,11 +49,16 @@ export type AppDeps = RouteDeps & {
   tracing?: { middleware: MiddlewareHandler };
   /** The timeline pages at /ui (login with the control password); no route when absent. */
   ui?: Omit<UiDeps, "controlPassword">;
+  /** Bounds the bytes of large model request bodies processed at once (body_bytes_in_flight). */
+  admission?: BodyAdmission;
   /** Told the body size of every answered request (large ones free their memory early). */
   memory?: MemoryReclaimer;
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
   episodeRoutes: ((deps: RouteDeps) => Hono)[];
 };
+
+/** Model request bodies from this size on are admitted under body_bytes_in_flight. */
+const admittedFromBytes = 1024 * 1024;
 
 export function createApp(deps: AppDeps): Hono {
   const app = new Hono();
@@ -114,6 +120,23 @@ export function createApp(deps: AppDeps): Hono {
     // Model routes read their body with c.req.text(); MCP's transport reads the raw request.
     const readsRawBody = (path: string) => !ingressProtocolOf(path);
     app.use("*", receiveBodies(requestLimits, { pausingAnswer, readsRawBody }));
+  }
+  if (deps.admission) {
+    const admission = deps.admission;
+    app.use("/e/*", async (c, next) => {
+      const bytes = Number(c.req.header("content-length") ?? 0);
+      // Tool callbacks (MCP) and small model requests never queue behind camera histories. After
+      // the body is received (its deadline would otherwise run while it waits): a waiting
+      // request holds its text, not the copies processing makes.
+      if (c.req.method !== "POST" || bytes < admittedFromBytes || !ingressProtocolOf(c.req.path))
+        return next();
+      const release = await admission.admit(bytes);
+      try {
+        await next();
+      } finally {
+        release();
+      }
+    });
   }
   app.route(
     "/health",

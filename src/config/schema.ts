@@ -112,6 +112,18 @@ export const configSchema = z
       })
       .strict()
       .default({ body_timeout_seconds: 60, idle_timeout_seconds: 60, max_requests_in_flight: 512 }),
+    /**
+     * Bytes of model request bodies (those of 1 MiB or more) processed at once, for all
+     * episodes together: a received request that would pass it waits until earlier ones are
+     * answered. A camera history costs a few times its size while it is processed, so this
+     * bounds the sidecar's memory however many episodes send at once (docs/long-sessions.md,
+     * "Memory"). One body larger than this is processed alone.
+     */
+    body_bytes_in_flight: z
+      .number()
+      .int()
+      .positive()
+      .default(64 * 1024 * 1024),
     upstream: upstreamSchema.default(upstreamSchema.parse({})),
     records: z
       .object({

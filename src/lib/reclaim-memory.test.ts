@@ -36,3 +36,11 @@ test("the collection is full only when no other request is in flight", async () 
   await Bun.sleep(20);
   expect(collections).toEqual([false, true]);
 });
+
+test("memory let go outside a request (an ended episode's frames) is collected too", async () => {
+  const { collections, reclaimer } = recorded();
+  reclaimer.released();
+  reclaimer.released();
+  await Bun.sleep(20);
+  expect(collections).toEqual([true]);
+});

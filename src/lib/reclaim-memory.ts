@@ -17,6 +17,8 @@ export type MemoryReclaimer = {
   requestStarted(): void;
   /** Called when a request has been answered, with its body's size in bytes. */
   requestEnded(bodyBytes: number): void;
+  /** Large memory was let go outside any request (an ended episode's cached frames). */
+  released(): void;
 };
 
 export type MemoryReclaimerOptions = {
@@ -38,12 +40,16 @@ export function createMemoryReclaimer(options: MemoryReclaimerOptions): MemoryRe
     },
     requestEnded(bodyBytes) {
       inFlight = Math.max(0, inFlight - 1);
-      if (bodyBytes < thresholdBytes || pending !== undefined) return;
-      pending = setTimeout(() => {
-        pending = undefined;
-        collect(inFlight === 0);
-      }, delayMs);
-      pending.unref?.();
+      if (bodyBytes >= thresholdBytes) schedule();
     },
+    released: schedule,
   };
+  function schedule(): void {
+    if (pending !== undefined) return;
+    pending = setTimeout(() => {
+      pending = undefined;
+      collect(inFlight === 0);
+    }, delayMs);
+    pending.unref?.();
+  }
 }

@@ -20,6 +20,7 @@ import type { Codecs } from "../images/codecs.ts";
 import { createImageCache } from "../images/image-cache.ts";
 import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
 import { createResponseStores } from "../ingress/responses/restored-responses.ts";
+import { createBodyAdmission } from "../lib/body-admission.ts";
 import { createLogger, type LogLevel } from "../lib/logger.ts";
 import { createMemoryReclaimer } from "../lib/reclaim-memory.ts";
 import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
@@ -164,9 +165,13 @@ export async function composeApp(options: ComposeOptions) {
     budget.add(bytes.length);
   });
   const imageCache = createImageCache(config.images.cache_bytes);
+  const memory = createMemoryReclaimer({ thresholdBytes: reclaimAfterBytes });
   const episodes = createEpisodeStore({
     observer,
-    episodeEnded: (id) => imageCache.release(id),
+    episodeEnded: (id) => {
+      imageCache.release(id);
+      memory.released();
+    },
     config,
     dataDir,
     defaultManifest,
@@ -255,7 +260,8 @@ export async function composeApp(options: ComposeOptions) {
     metrics,
     readiness: [codecsWarmedCheck(options.codecsWarmed ?? (() => true)), dataDirWritableCheck(dataDir)],
     episodeRoutes: episodeRouteGroups,
-    memory: createMemoryReclaimer({ thresholdBytes: reclaimAfterBytes }),
+    memory,
+    admission: createBodyAdmission(config.body_bytes_in_flight),
     ui: { episodes, dataDir },
     ...(tracing ? { tracing } : {}),
   });
