@@ -19,8 +19,8 @@ import { join } from "node:path";
 import { cameraLikePng } from "../src/images/synthetic-frames.ts";
 import { crc32 } from "../src/images/write-png.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { spawnServer } from "./gateway.ts";
 import { rssMb } from "./long-camera.ts";
+import { spawnServer } from "./spawn-server.ts";
 
 /** The PNG with a tEXt chunk after its header: other bytes, the same pixels. */
 function withText(png: Uint8Array, text: string): Uint8Array {
