@@ -79,19 +79,22 @@ export function formatRecordLine(
   fields: Record<string, unknown>,
   spliced: SplicedMembers = {},
 ): string {
-  let line = JSON.stringify({ ...stamp(options.clock), ...fields });
-  const splice = (key: string, json: string) => {
-    line = `${line.slice(0, -1)},${JSON.stringify(key)}:${json}}`;
-  };
-  for (const [key, json] of Object.entries(spliced.json ?? {})) splice(key, json);
+  const head = JSON.stringify({ ...stamp(options.clock), ...fields });
+  const jsons = Object.entries(spliced.json ?? {});
   const texts = Object.entries(spliced.text ?? {});
-  if (hasReferenceForm(line) || texts.some(([, text]) => hasReferenceForm(text))) {
-    splice("images_inline", "true");
-    for (const [key, text] of texts) splice(key, JSON.stringify(text));
-    return options.redact(line);
-  }
-  line = externalizeImages(line, options.blobs);
-  for (const [key, text] of texts) splice(key, JSON.stringify(externalizeImages(text, options.blobs)));
+  const inline = [head, ...jsons.map(([, json]) => json), ...texts.map(([, text]) => text)].some(
+    hasReferenceForm,
+  );
+  // Each part on its own: an image literal is a whole string token, never across a splice,
+  // and a spliced body (tens of MB with a camera history) is never first copied into the line.
+  const externalized = (text: string) => (inline ? text : externalizeImages(text, options.blobs));
+  const members = [
+    ...jsons.map(([key, json]) => `${JSON.stringify(key)}:${externalized(json)}`),
+    ...(inline ? ['"images_inline":true'] : []),
+    ...texts.map(([key, text]) => `${JSON.stringify(key)}:${JSON.stringify(externalized(text))}`),
+  ];
+  const base = externalized(head);
+  const line = members.length === 0 ? base : `${base.slice(0, -1)},${members.join(",")}}`;
   return options.redact(line);
 }
 
