@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { rgbNoisePng, solidColourPng } from "../../src/images/generate-png.ts";
 import { directoryBytes } from "../../src/records/data-dir-budget.ts";
 import { openRecords } from "../../src/records/read-records.ts";
+import { imageTurnRequest } from "../support/image-turn.ts";
 import { createInProcessSidecar, type InProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
 
 let s: InProcessSidecar;
@@ -27,25 +28,7 @@ beforeAll(async () => {
 afterAll(() => s.stop());
 
 const frames = Array.from({ length: 10 }, (_, i) => rgbNoisePng(160, 120, 40 + i).png.toBase64());
-const dataUrl = (base64: string) => `data:image/png;base64,${base64}`;
-
-function history(images: string[]) {
-  return {
-    model: "ura-qwen",
-    stream: false,
-    store: false,
-    input: [
-      {
-        type: "message",
-        role: "user",
-        content: [
-          { type: "input_text", text: "watch the table" },
-          ...images.map((image) => ({ type: "input_image", image_url: dataUrl(image) })),
-        ],
-      },
-    ],
-  };
-}
+const history = (images: string[]) => imageTurnRequest("watch the table", images);
 
 test("a refused turn converts nothing, sends nothing and records a few KB however large its history", async () => {
   const episode = s.createEpisode({ max_turns: 2 });

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import { rgbNoisePng } from "../../src/images/generate-png.ts";
 import { directoryBytes } from "../../src/records/data-dir-budget.ts";
 import { openRecords } from "../../src/records/read-records.ts";
+import { imageTurnRequest } from "../support/image-turn.ts";
 import { type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 
 const maxBytes = 300_000;
@@ -24,26 +25,8 @@ afterAll(async () => {
   expect(await sidecar.stop()).toBe(0);
 });
 
-function turn(frame: number) {
-  return JSON.stringify({
-    model: "ura-qwen",
-    stream: false,
-    store: false,
-    input: [
-      {
-        type: "message",
-        role: "user",
-        content: [
-          { type: "input_text", text: `frame ${frame}` },
-          {
-            type: "input_image",
-            image_url: `data:image/png;base64,${rgbNoisePng(160, 120, frame).png.toBase64()}`,
-          },
-        ],
-      },
-    ],
-  });
-}
+const turn = (frame: number) =>
+  JSON.stringify(imageTurnRequest(`frame ${frame}`, [rgbNoisePng(160, 120, frame).png.toBase64()]));
 
 test("over records.max_bytes a new exchange is refused, loudly and on record", async () => {
   const launch = await sidecar.createEpisode({ max_turns: 0 });
