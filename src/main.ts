@@ -8,16 +8,24 @@
  */
 import { parseArgs } from "node:util";
 import packageJson from "../package.json" with { type: "json" };
-import { clientConfigCommand } from "./cli/client-config-command.ts";
-import { exportDatasetCommand } from "./cli/export-dataset-command.ts";
+import { clientConfigCommand, usage as clientConfigUsage } from "./cli/client-config-command.ts";
+import { exportDatasetCommand, usage as exportUsage } from "./cli/export-dataset-command.ts";
 import { helpText } from "./cli/help.ts";
-import { recordsCommand } from "./cli/records-command.ts";
-import { validateCommand } from "./cli/validate-command.ts";
+import { recordsCommand, usage as recordsUsage } from "./cli/records-command.ts";
+import { validateCommand, usage as validateUsage } from "./cli/validate-command.ts";
 import { ConfigError, type ConfigFlags, loadConfig, readSecrets } from "./config/load-config.ts";
 import { DataDirLockedError } from "./records/data-dir-lock.ts";
 import { startSidecar } from "./server/start-sidecar.ts";
 
 const version = packageJson.version;
+
+/** What `ura-sidecar <command> --help` prints: that command's own usage. */
+const subcommandUsages: Record<string, string> = {
+  "client-config": clientConfigUsage,
+  validate: validateUsage,
+  records: recordsUsage,
+  export: exportUsage,
+};
 
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", ...rest] = argv[0]?.startsWith("-") ? ["serve", ...argv] : argv;
@@ -26,7 +34,7 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (argv.includes("--help") || argv.includes("-h") || command === "help") {
-    console.log(helpText(version));
+    console.log(subcommandUsages[command] ?? helpText(version));
     return 0;
   }
   if (command === "client-config") return clientConfigCommand(rest, process.env);

@@ -18,7 +18,7 @@ import { parseFlags, usageError } from "./command-flags.ts";
 const policyNames = contextPolicySchema.unwrap().options.map((option) => option.shape.policy.value);
 type PolicyName = (typeof policyNames)[number];
 
-const usage = `usage: ura-sidecar client-config <${clientNames.join("|")}> (--episode <id | episode.json> | --new-episode)
+export const usage = `usage: ura-sidecar client-config <${clientNames.join("|")}> (--episode <id | episode.json> | --new-episode)
        --out DIR [--context-policy <${policyNames.join("|")}>] [--sidecar URL (default http://127.0.0.1:8787)]
        [--binary PATH]`;
 

@@ -10,7 +10,7 @@ import { ExportRefused, exportDataset } from "../dataset/export-dataset.ts";
 import { loadCodecs } from "../images/codecs.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
 
-const usage = `usage: ura-sidecar export dataset --out DIR (EPISODE_ID… | --all) [--data-dir DIR (default ./ura-data)]
+export const usage = `usage: ura-sidecar export dataset --out DIR (EPISODE_ID… | --all) [--data-dir DIR (default ./ura-data)]
        [--client NAME]… [--model NAME]… [--since DATE] [--until DATE]
        [--include-failed] [--include-interrupted] [--inline-images]`;
 

@@ -12,7 +12,7 @@ import { existsSync, writeFileSync } from "node:fs";
 import { openRecords, type RecordedExchange } from "../records/read-records.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
 
-const usage = `usage: ura-sidecar records list [--data-dir DIR]
+export const usage = `usage: ura-sidecar records list [--data-dir DIR]
        ura-sidecar records show EPISODE [--exchange N [--part client|upstream|delivered]] [--data-dir DIR]
        ura-sidecar records export EPISODE --inline [--out FILE] [--data-dir DIR]`;
 

@@ -11,7 +11,7 @@ import { insideNamespaceEnv, planNamespace, reexecInNamespace } from "../validat
 import { type RealUpstream, runValidation } from "../validate/run-validation.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
 
-const usage = `usage: ura-sidecar validate (--client <${clientNames.join("|")}> [--binary PATH] | --all) --out DIR
+export const usage = `usage: ura-sidecar validate (--client <${clientNames.join("|")}> [--binary PATH] | --all) --out DIR
        [--clients-dir DIR] [--timeout SECONDS] [--wrong-mcp-token]
        [--upstream [--model NAME]]   against URA_UPSTREAM_URL (key: URA_UPSTREAM_API_KEY) instead of the scripted upstream`;
 

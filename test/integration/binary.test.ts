@@ -23,6 +23,20 @@ describe("dist/ura-sidecar", () => {
     expect(readdirSync(dir)).toEqual(["ura-sidecar"]);
   });
 
+  test("a subcommand's --help prints that command's usage, not the general help", () => {
+    for (const [command, words] of [
+      ["records", "records list"],
+      ["validate", "validate (--client"],
+      ["client-config", "client-config <"],
+      ["export", "export dataset --out DIR"],
+    ]) {
+      const help = Bun.spawnSync([binaryPath, command as string, "--help"], { env: bareEnv });
+      expect({ command, exit: help.exitCode }).toEqual({ command, exit: 0 });
+      expect(help.stdout.toString()).toContain(`usage: ura-sidecar ${words}`);
+      expect(help.stdout.toString()).not.toContain("--validate-config");
+    }
+  });
+
   test("serve --validate-config exits non-zero naming each bad key", () => {
     const dir = mkdtempSync(join(tmpdir(), "ura-cfg-"));
     writeFileSync(
