@@ -105,6 +105,31 @@ describe("body_budget", () => {
     expect(decision.body_budget?.bytes_after).toBe(jsonBytes(out));
   });
 
+  test("blocks whose images are already omitted go in few measurements, and no more of them than needed", () => {
+    // A long camera history: every evictable frame is omitted and the newest 13 are still
+    // over the budget, so whole blocks go, dozens of text-only ones before any frame.
+    const request = cameraRequest(69);
+    const budget = 100_000;
+    const measured: { messages: number; bytes: number }[] = [];
+    const measure = (r: HubRequest) => {
+      const bytes = jsonBytes(r);
+      measured.push({ messages: r.messages.length, bytes });
+      return bytes;
+    };
+    const { request: out, decision } = run(request, policy({ max_body_bytes: budget }), measure);
+    expect(jsonBytes(out)).toBeLessThanOrEqual(budget);
+    expect(decision.images_omitted).toHaveLength(56);
+    expect(decision.blocks_removed.length).toBeGreaterThan(56);
+    expect(out.messages).toHaveLength(request.messages.length - 2 * decision.blocks_removed.length);
+    // One block fewer was measured and is over the budget: the fewest blocks went.
+    expect(measured.find((m) => m.messages === out.messages.length + 2)?.bytes).toBeGreaterThan(budget);
+    // Not one measurement (one multi-MB body built) per block removed.
+    expect(measured.length).toBeLessThan(20);
+    // The body measured last is the one returned (the caller sends the last body it built).
+    expect(measured.at(-1)).toEqual({ messages: out.messages.length, bytes: jsonBytes(out) });
+    expect(decision.body_budget?.bytes_after).toBe(jsonBytes(out));
+  });
+
   test("when the real body is larger than estimated, more batches go until it fits", () => {
     const request = cameraRequest(30);
     // A body whose framing costs 1000 bytes per message more than the hub JSON shows.

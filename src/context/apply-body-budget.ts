@@ -14,8 +14,9 @@
  *
  * The amount to omit is chosen from a cheap estimate (image base64 lengths plus the
  * JSON of everything else, aimed a margin under the budget); the body actually built
- * is then measured, and one more batch goes whenever it is still over. The caller's
- * `measureBody` is that real measurement (its last body is what gets sent).
+ * is then measured, and one more batch goes whenever it is still over; the fewest
+ * blocks still needed are then found in logarithmically many measurements. The
+ * caller's `measureBody` is that real measurement (its last body is what gets sent).
  */
 import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
 import { listToolImages } from "./apply-sliding-window.ts";
@@ -114,7 +115,7 @@ export function applyBodyBudget(
     return { request: { ...request, messages: kept }, decision: omittedList };
   }
 
-  for (;;) {
+  const measure = () => {
     const candidate = build();
     const bytes = options.measureBody(candidate.request);
     const reduced = {
@@ -123,17 +124,54 @@ export function applyBodyBudget(
       images_omitted: candidate.decision,
       blocks_removed: blocks.slice(0, removed).map((block) => ({ toolCallIds: block.toolCallIds })),
     };
-    if (bytes <= budget) return { request: candidate.request, decision: reduced };
-    if (omitted < evictable) omitted += batch;
-    else if (removed < removable) removed++;
-    else
-      throw new ContextPolicyError(
-        `context policy body_budget: the upstream body is still ${bytes} bytes after omitting ` +
-          `${omitted} tool-result images and removing ${removed} call/result blocks, over ` +
-          `max_body_bytes ${budget} (from ~${estimateBefore}); the rest is protected: system prompt, ` +
-          `tool declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks ` +
-          `and the ${policy.min_recent_tool_images} most recent tool images`,
-        reduced,
-      );
+    return { request: candidate.request, decision: reduced, fits: bytes <= budget, bytes };
+  };
+  const overBudget = (bytes: number) =>
+    new ContextPolicyError(
+      `context policy body_budget: the upstream body is still ${bytes} bytes after omitting ` +
+        `${omitted} tool-result images and removing ${removed} call/result blocks, over ` +
+        `max_body_bytes ${budget} (from ~${estimateBefore}); the rest is protected: system prompt, ` +
+        `tool declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks ` +
+        `and the ${policy.min_recent_tool_images} most recent tool images`,
+      measured.decision,
+    );
+
+  let measured = measure();
+  while (!measured.fits && omitted < evictable) {
+    omitted += batch;
+    measured = measure();
   }
+  if (measured.fits) return { request: measured.request, decision: measured.decision };
+  if (removed >= removable) throw overBudget(measured.bytes);
+  // The fewest whole blocks to remove, found without measuring every count: once the
+  // images are omitted a block is its text (hundreds of bytes), so stepping one block
+  // per measurement built and dropped dozens of multi-MB bodies in one exchange (the
+  // peak memory of a long camera episode). Removing a block only shrinks the body,
+  // so the first count that fits is found by doubling steps, then halving the gap.
+  let tooFew = removed;
+  let step = 1;
+  for (;;) {
+    removed = Math.min(tooFew + step, removable);
+    measured = measure();
+    if (measured.fits) break;
+    if (removed === removable) throw overBudget(measured.bytes);
+    tooFew = removed;
+    step *= 2;
+  }
+  let enough = removed;
+  let fitting = measured;
+  while (enough - tooFew > 1) {
+    removed = tooFew + Math.floor((enough - tooFew) / 2);
+    measured = measure();
+    if (measured.fits) {
+      enough = removed;
+      fitting = measured;
+    } else tooFew = removed;
+  }
+  // The body measured last is the body sent (the caller keeps the last one it built).
+  if (measured !== fitting) {
+    removed = enough;
+    fitting = measure();
+  }
+  return { request: fitting.request, decision: fitting.decision };
 }
