@@ -25,6 +25,7 @@ import { join } from "node:path";
 import { cameraLikePng } from "../src/images/synthetic-frames.ts";
 import { directoryBytes } from "../src/records/data-dir-budget.ts";
 import { openRecords } from "../src/records/read-records.ts";
+import { imageTurnRequest } from "../test/support/image-turn.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { spawnServer } from "./spawn-server.ts";
 
@@ -285,21 +286,7 @@ async function runStall(
     let converting = true;
     const conversions = (async () => {
       for (const frame of big) {
-        await post(
-          camera,
-          JSON.stringify({
-            model: "ura-qwen",
-            stream: false,
-            store: false,
-            input: [
-              {
-                type: "message",
-                role: "user",
-                content: [{ type: "input_image", image_url: `data:image/png;base64,${frame}` }],
-              },
-            ],
-          }),
-        );
+        await post(camera, JSON.stringify(imageTurnRequest(undefined, [frame])));
       }
       converting = false;
     })();
