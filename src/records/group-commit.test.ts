@@ -1,0 +1,66 @@
+import { describe, expect, test } from "bun:test";
+import { createGroupCommit } from "./group-commit.ts";
+
+/** An fdatasync the test completes by hand: which fds were synced, in order, and the pending completions. */
+function heldDatasync() {
+  const pending: { fd: number; done: (error: NodeJS.ErrnoException | null) => void }[] = [];
+  return {
+    pending,
+    fdatasync: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => {
+      pending.push({ fd, done });
+    },
+    complete(error: NodeJS.ErrnoException | null = null) {
+      const next = pending.shift();
+      if (!next) throw new Error("no fdatasync in flight");
+      next.done(error);
+    },
+  };
+}
+
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
+describe("group commit", () => {
+  test("syncs asked for while a file's round is in flight share the next round, started when it completes", async () => {
+    const disk = heldDatasync();
+    const commit = createGroupCommit({ fdatasync: disk.fdatasync });
+    const settled: string[] = [];
+    void commit.sync(7).then(() => settled.push("first"));
+    await turn();
+    expect(disk.pending.map((p) => p.fd)).toEqual([7]);
+    // Written after the first fdatasync began: it cannot cover them, and no second one runs beside it.
+    void commit.sync(7).then(() => settled.push("second"));
+    await turn();
+    void commit.sync(7).then(() => settled.push("third"));
+    await turn();
+    expect(disk.pending).toHaveLength(1);
+    disk.complete();
+    await turn();
+    expect(settled).toEqual(["first"]);
+    // One round for both that waited.
+    expect(disk.pending.map((p) => p.fd)).toEqual([7]);
+    disk.complete();
+    await turn();
+    expect(settled).toEqual(["first", "second", "third"]);
+    expect(commit.syncs).toBe(2);
+  });
+
+  test("different files are synced side by side; a failed round rejects only its own waiters", async () => {
+    const disk = heldDatasync();
+    const commit = createGroupCommit({ fdatasync: disk.fdatasync });
+    const a = commit.sync(1);
+    const b = commit.sync(2);
+    await turn();
+    expect(disk.pending.map((p) => p.fd)).toEqual([1, 2]);
+    const later = commit.sync(1);
+    disk.complete(Object.assign(new Error("EIO"), { code: "EIO" }));
+    disk.complete();
+    await expect(a).rejects.toThrow("EIO");
+    await b;
+    await turn();
+    // The failure does not stop the file's next round.
+    expect(disk.pending.map((p) => p.fd)).toEqual([1]);
+    disk.complete();
+    await later;
+    expect(commit.syncs).toBe(3);
+  });
+});
