@@ -260,15 +260,20 @@ export function createEpisode(init: EpisodeInit) {
       if (outcome.providerError !== undefined) episode.fail("provider_error", outcome.providerError);
       episode.persistSoon();
     },
-    /** A tool call passed the ledger and the schema check and goes to the executor. */
+    /**
+     * A tool call passed the ledger and the schema check and goes to the executor.
+     * Only a counter: the claim itself is in the ledger's journal, fdatasync'ed before
+     * the executor sees it, and a restart restores calls from that journal, so the
+     * description is rewritten with the other counters, off the call's path.
+     */
     toolCallAdmitted(): void {
       counters.tool_calls_admitted += 1;
-      episode.persist();
+      episode.persistSoon();
     },
-    /** A tool call was refused and never executed. */
+    /** A tool call was refused and never executed (journaled by the ledger; the counter as above). */
     toolCallRefused(): void {
       counters.tool_calls_refused += 1;
-      episode.persist();
+      episode.persistSoon();
     },
     /** An MCP session began or ended (written with the next persist: sessions come and go often). */
     mcpSessionOpened(): void {

@@ -1,4 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
 import type { Executor, Receipt } from "../executor/executor.ts";
 import { createInertExecutor, type InertExecutor } from "../executor/inert-executor.ts";
 import {
@@ -144,6 +146,30 @@ describe("tools", () => {
     expect(a.counters.tool_calls_refused).toBe(1);
     expect(executors[0]?.jobs()).toEqual([]);
     expect(readJournal(a).at(-1)).toMatchObject({ type: "refused", tool: "observe", code: "no_match" });
+    await client.close();
+  });
+
+  test("admitted and refused calls rewrite episode.json off the call's path, with the counters, soon after", async () => {
+    const { episodes, mcpUrl } = await setup();
+    const a = episodes.create({ max_turns: 0 });
+    const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
+    // A synchronous rewrite (write, rename over the file) costs ~5 ms on ext4 and blocks every exchange in flight.
+    let synchronousRewrites = 0;
+    const describe = a.records.describe.bind(a.records);
+    a.records.describe = (episode) => {
+      synchronousRewrites += 1;
+      describe(episode);
+    };
+    deliverBatch(a, [{ id: "call_obs", tool: "observe", args: {} }]);
+    expect((await client.callTool({ name: "observe", arguments: {} })).isError).toBeFalsy();
+    expect((await client.callTool({ name: "observe", arguments: {} })).isError).toBe(true);
+    expect(synchronousRewrites).toBe(0);
+    const onDisk = () =>
+      JSON.parse(readFileSync(join(a.records.dir, "episode.json"), "utf8")) as {
+        counters: Record<string, number>;
+      };
+    for (let i = 0; i < 100 && onDisk().counters.tool_calls_refused !== 1; i++) await Bun.sleep(20);
+    expect(onDisk().counters).toMatchObject({ tool_calls_admitted: 1, tool_calls_refused: 1 });
     await client.close();
   });
 
