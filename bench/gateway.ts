@@ -9,6 +9,8 @@
  *             durable: an fdatasync before each answer is delivered) in between
  *   sidecar without fsync — the same with records.fsync false (records survive kill -9,
  *             not a power cut): what the sidecar adds besides waiting for the disk
+ *   one episode per client (c=16 only) — the durable sidecar with each concurrent client
+ *             in its own episode, as 16 robots would be, rather than 16 exchanges of one
  * For a text-only 20-turn request and a tool-call response, JSON and SSE, at concurrency 1 and 16:
  * added p50/p99 latency (sidecar − direct) and throughput. Also cold start (exec to the
  * socket answering, and to /health/ready with the codecs warm) for the Makefile's build
@@ -16,6 +18,7 @@
  * (RSS after start-up and warm-up, after the load, and with 50 episodes each holding a
  * 30-image history).
  * All servers listen on 127.0.0.1 only; every loop is bounded.
+ * `bun bench/gateway.ts text20_json_c16 …` runs only the named cases (no memory, no cold start).
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -30,18 +33,26 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] ?? Number.NaN;
 }
 
-type Target = { name: string; url: string; headers: Record<string, string>; body: string };
+type Target = {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  /** Each concurrent client its own URL and headers (an episode each), instead of all sharing `url`. */
+  perClient?: { url: string; headers: Record<string, string> }[];
+};
 
 async function load(target: Target, concurrency: number, total: number) {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
   await Promise.all(
-    Array.from({ length: concurrency }, async () => {
+    Array.from({ length: concurrency }, async (_, client) => {
+      const { url, headers } = target.perClient?.[client % target.perClient.length] ?? target;
       while (next < total) {
         next += 1;
         const t0 = performance.now();
-        const res = await fetch(target.url, { method: "POST", headers: target.headers, body: target.body });
+        const res = await fetch(url, { method: "POST", headers, body: target.body });
         const text = await res.text();
         if (res.status !== 200) throw new Error(`${target.name}: HTTP ${res.status} ${text.slice(0, 200)}`);
         latencies.push(performance.now() - t0);
@@ -110,6 +121,8 @@ async function startPortkey(): Promise<{ url: string; proc: ReturnType<typeof Bu
 
 export async function runGatewayBench(
   log: (line: string) => void = console.log,
+  /** Case keys to run (e.g. `text20_json_c16`); none = every case, then memory and cold start. */
+  only: string[] = [],
 ): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
   const upstream = await spawnServer(
@@ -136,6 +149,8 @@ export async function runGatewayBench(
   try {
     const episode = await sidecar.createEpisode({});
     const episodeNoFsync = await sidecarNoFsync.createEpisode({});
+    // At c=16 also one client per episode, as 16 robots each running its own agent would.
+    const robots = await Promise.all(Array.from({ length: 16 }, () => sidecar.createEpisode({})));
     const turns = textTurns(20);
     const chatBody = (stream: boolean, tools: boolean) =>
       JSON.stringify({
@@ -174,24 +189,27 @@ export async function runGatewayBench(
       "x-portkey-custom-host": upstream.url,
     };
     log(
-      "Sidecar: Responses in, Chat Completions upstream, records on (durable; and with records.fsync false). Floor and Portkey: Chat Completions passed through.",
+      "Sidecar: Responses in, Chat Completions upstream, records on (durable: an fdatasync before each answer; and with records.fsync false). Floor and Portkey: Chat Completions passed through, nothing recorded, no disk wait: compare them with the no-fsync column for the work alone.",
     );
     log(
-      "| case | conc | direct p50 | added p50: floor / Portkey / sidecar / sidecar no fsync | sidecar added p99 | rps: floor / Portkey / sidecar / no fsync |",
+      "| case | conc | direct p50 | added p50: floor / Portkey / sidecar / sidecar no fsync | sidecar added p99 | rps: floor / Portkey / sidecar / no fsync | rps, sidecar, one episode per client |",
     );
-    log("|---|---|---|---|---|---|");
+    log("|---|---|---|---|---|---|---|");
     const worst = {
       vsFloor: 0,
       noFsyncVsFloor: 0,
       vsPortkey: 0,
       tail: 0,
       rpsVsFloor: Number.POSITIVE_INFINITY,
+      noFsyncRpsVsFloor: Number.POSITIVE_INFINITY,
+      episodesRpsVsFloor: Number.POSITIVE_INFINITY,
       rpsVsPortkey: Number.POSITIVE_INFINITY,
     };
     for (const tools of [false, true]) {
       for (const stream of [false, true]) {
         for (const concurrency of [1, 16]) {
           const name = `${tools ? "toolcall" : "text20"}_${stream ? "sse" : "json"}`;
+          if (only.length > 0 && !only.includes(`${name}_c${concurrency}`)) continue;
           const total = concurrency === 1 ? 900 : 2400;
           const chat = chatBody(stream, tools);
           const targets: Target[] = [
@@ -215,6 +233,20 @@ export async function runGatewayBench(
               headers: noFsyncHeaders,
               body: responsesBody(stream, tools),
             },
+            ...(concurrency > 1
+              ? [
+                  {
+                    name: "episodes",
+                    url: "",
+                    headers: {},
+                    body: responsesBody(stream, tools),
+                    perClient: robots.map((e) => ({
+                      url: `${e.urls.responses}/responses`,
+                      headers: { ...json, authorization: `Bearer ${e.ingress_key}` },
+                    })),
+                  },
+                ]
+              : []),
           ];
           for (const t of targets) await load(t, concurrency, 50); // warm-up
           // Interleave rounds so drift on a shared machine hits every target alike.
@@ -258,13 +290,22 @@ export async function runGatewayBench(
               worst.tail = Math.max(worst.tail, ratio(r.p99 - d.p99, r.p50 - d.p50));
             }
           } else {
+            figures[`${key}_episodes_rps`] = at("episodes", "rps");
             worst.rpsVsFloor = Math.min(worst.rpsVsFloor, at("sidecar", "rps") / at("floor", "rps"));
+            worst.noFsyncRpsVsFloor = Math.min(
+              worst.noFsyncRpsVsFloor,
+              at("nofsync", "rps") / at("floor", "rps"),
+            );
+            worst.episodesRpsVsFloor = Math.min(
+              worst.episodesRpsVsFloor,
+              at("episodes", "rps") / at("floor", "rps"),
+            );
           }
           worst.vsPortkey = Math.max(worst.vsPortkey, figures[`${key}_added_vs_portkey_ratio`] ?? 0);
           worst.rpsVsPortkey = Math.min(worst.rpsVsPortkey, at("sidecar", "rps") / at("portkey", "rps"));
           const f = (x: number | undefined) => (x ?? Number.NaN).toFixed(3);
           log(
-            `| ${name} | ${concurrency} | ${f(direct)} | ${f(added("floor"))} / ${f(added("portkey"))} / ${f(added("sidecar"))} / ${f(added("nofsync"))} | ${f(figures[`${key}_added_p99_ms`])} | ${at("floor", "rps").toFixed(0)} / ${at("portkey", "rps").toFixed(0)} / ${at("sidecar", "rps").toFixed(0)} / ${at("nofsync", "rps").toFixed(0)} |`,
+            `| ${name} | ${concurrency} | ${f(direct)} | ${f(added("floor"))} / ${f(added("portkey"))} / ${f(added("sidecar"))} / ${f(added("nofsync"))} | ${f(figures[`${key}_added_p99_ms`])} | ${at("floor", "rps").toFixed(0)} / ${at("portkey", "rps").toFixed(0)} / ${at("sidecar", "rps").toFixed(0)} / ${at("nofsync", "rps").toFixed(0)} | ${concurrency > 1 ? at("episodes", "rps").toFixed(0) : "–"} |`,
           );
         }
       }
@@ -275,11 +316,14 @@ export async function runGatewayBench(
     figures.added_vs_portkey_ratio = worst.vsPortkey;
     figures.p99_vs_p50_added_ratio = worst.tail;
     figures.rps_c16_vs_floor_ratio = worst.rpsVsFloor;
+    figures.nofsync_rps_c16_vs_floor_ratio = worst.noFsyncRpsVsFloor;
+    figures.episodes_rps_c16_vs_floor_ratio = worst.episodesRpsVsFloor;
     figures.rps_vs_portkey_ratio = worst.rpsVsPortkey;
     log(
-      `worst case: added p50 ${worst.vsFloor.toFixed(2)}× the floor at c=1 (goal ≤ 2; ${worst.noFsyncVsFloor.toFixed(2)}× without fsync); ${worst.vsPortkey.toFixed(2)}× Portkey's (goal < 1); added p99 ${worst.tail.toFixed(2)}× added p50 in the worst round (goal ≤ 3); rps at c=16 ${(worst.rpsVsFloor * 100).toFixed(0)}% of the floor's (goal ≥ 50%); rps ${worst.rpsVsPortkey.toFixed(2)}× Portkey's (goal > 1)`,
+      `worst case: added p50 ${worst.vsFloor.toFixed(2)}× the floor at c=1 (goal ≤ 2; ${worst.noFsyncVsFloor.toFixed(2)}× without fsync); ${worst.vsPortkey.toFixed(2)}× Portkey's (goal < 1); added p99 ${worst.tail.toFixed(2)}× added p50 in the worst round (goal ≤ 3); rps at c=16 ${(worst.rpsVsFloor * 100).toFixed(0)}% of the floor's (goal ≥ 50%; ${(worst.noFsyncRpsVsFloor * 100).toFixed(0)}% without fsync, ${(worst.episodesRpsVsFloor * 100).toFixed(0)}% with one episode per client); rps ${worst.rpsVsPortkey.toFixed(2)}× Portkey's (goal > 1)`,
     );
 
+    if (only.length > 0) return figures;
     // Memory: idle, then 50 episodes each holding a 30-image history.
     const rss = () =>
       Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${sidecar.proc.pid}/status`, "utf8"))?.[1] ?? 0) /
@@ -328,7 +372,7 @@ export async function runGatewayBench(
     upstream.proc.kill();
   }
 
-  Object.assign(figures, await measureColdStart(log));
+  if (only.length === 0) Object.assign(figures, await measureColdStart(log));
   return figures;
 }
 
@@ -420,4 +464,5 @@ async function measureColdStart(log: (line: string) => void): Promise<Record<str
   return figures;
 }
 
-if (import.meta.main) await runGatewayBench();
+// `bun bench/gateway.ts [case …]`: only the named cases (e.g. text20_json_c16), or everything.
+if (import.meta.main) await runGatewayBench(console.log, process.argv.slice(2));
