@@ -57,28 +57,37 @@ const framesLeft = (request: HubRequest) =>
     m.role === "tool" ? m.content.flatMap((p) => (p.type === "image" ? [m.toolCallId] : [])) : [],
   );
 
-function run(request: HubRequest, budgetPolicy: BodyBudgetPolicy, measure = jsonBytes, limit = 1_000_000) {
+/** The hub JSON of the request with these messages stands in for the upstream body (every image sized). */
+const hubJson = (request: HubRequest, perMessage = 0) => ({
+  measure: (messages: readonly HubMessage[]) => ({
+    bytes: jsonBytes({ ...request, messages: [...messages] }) + perMessage * messages.length,
+    unknown: [],
+  }),
+});
+
+function run(request: HubRequest, budgetPolicy: BodyBudgetPolicy, perMessage = 0, limit = 1_000_000) {
   const { decision } = applyContextPolicy(request, budgetPolicy);
   return applyBodyBudget(request, budgetPolicy, decision, {
     providerLimitBytes: limit,
-    measureBody: measure,
+    body: hubJson(request, perMessage),
+    resolve: () => Promise.reject(new Error("every image is sized")),
   });
 }
 
 describe("body_budget", () => {
-  test("under the budget the request passes unchanged, with its measured size", () => {
+  test("under the budget the request passes unchanged, with its measured size", async () => {
     const request = cameraRequest(3);
-    const { request: out, decision } = run(request, policy({ max_body_bytes: 100_000 }));
+    const { request: out, decision } = await run(request, policy({ max_body_bytes: 100_000 }));
     expect(out).toBe(request);
     expect(decision.reduced).toBe(false);
     expect(decision.body_budget).toMatchObject({ max_body_bytes: 100_000, bytes_after: jsonBytes(request) });
     expect(contextDecisionSchema.parse(decision)).toEqual(decision);
   });
 
-  test("over it, the oldest frames go in whole batches with notices; the newest and the user's image stay", () => {
+  test("over it, the oldest frames go in whole batches with notices; the newest and the user's image stay", async () => {
     const request = cameraRequest(40, true);
     const budget = 200_000;
-    const { request: out, decision } = run(
+    const { request: out, decision } = await run(
       request,
       policy({ max_body_bytes: budget, image_eviction_batch_size: 4 }),
     );
@@ -103,56 +112,53 @@ describe("body_budget", () => {
     });
     expect(decision).toMatchObject({ policy: "body_budget", reduced: true, blocks_removed: [] });
     expect(decision.body_budget?.bytes_after).toBe(jsonBytes(out));
+    expect(decision.body_budget?.bytes_before).toBe(jsonBytes(request));
   });
 
-  test("blocks whose images are already omitted go in few measurements, and no more of them than needed", () => {
-    // A long camera history: every evictable frame is omitted and the newest 13 are still
-    // over the budget, so whole blocks go, dozens of text-only ones before any frame.
+  test("once every evictable frame is omitted, the fewest old blocks go", async () => {
+    // A long camera history: the newest 13 frames are still over the budget, so whole
+    // blocks go, dozens of text-only ones before any frame.
     const request = cameraRequest(69);
     const budget = 100_000;
-    const measured: { messages: number; bytes: number }[] = [];
-    const measure = (r: HubRequest) => {
-      const bytes = jsonBytes(r);
-      measured.push({ messages: r.messages.length, bytes });
-      return bytes;
-    };
-    const { request: out, decision } = run(request, policy({ max_body_bytes: budget }), measure);
+    const tight = policy({ max_body_bytes: budget });
+    const { request: out, decision } = await run(request, tight);
     expect(jsonBytes(out)).toBeLessThanOrEqual(budget);
     expect(decision.images_omitted).toHaveLength(56);
     expect(decision.blocks_removed.length).toBeGreaterThan(56);
     expect(out.messages).toHaveLength(request.messages.length - 2 * decision.blocks_removed.length);
-    // One block fewer was measured and is over the budget: the fewest blocks went.
-    expect(measured.find((m) => m.messages === out.messages.length + 2)?.bytes).toBeGreaterThan(budget);
-    // Not one measurement (one multi-MB body built) per block removed.
-    expect(measured.length).toBeLessThan(20);
-    // The body measured last is the one returned (the caller sends the last body it built).
-    expect(measured.at(-1)).toEqual({ messages: out.messages.length, bytes: jsonBytes(out) });
-    expect(decision.body_budget?.bytes_after).toBe(jsonBytes(out));
+    // With the last block removed put back (its frame is among the newest, not omitted) it is over.
+    const back = 2 + 2 * (decision.blocks_removed.length - 1);
+    const oneFewer = [
+      ...out.messages.slice(0, 2),
+      ...request.messages.slice(back, back + 2),
+      ...out.messages.slice(2),
+    ];
+    expect(jsonBytes({ ...out, messages: oneFewer })).toBeGreaterThan(budget);
   });
 
-  test("when the real body is larger than estimated, more batches go until it fits", () => {
+  test("when the real body is larger than the hub JSON, more batches go until it fits", async () => {
     const request = cameraRequest(30);
     // A body whose framing costs 1000 bytes per message more than the hub JSON shows.
-    const inflated = (r: HubRequest) => jsonBytes(r) + 1000 * r.messages.length;
     const budget = 150_000;
-    const { request: out } = run(
+    const { request: out, decision } = await run(
       request,
       policy({ max_body_bytes: budget, image_eviction_batch_size: 2 }),
-      inflated,
+      1000,
     );
-    expect(inflated(out)).toBeLessThanOrEqual(budget);
+    expect(jsonBytes(out) + 1000 * out.messages.length).toBeLessThanOrEqual(budget);
+    expect(decision.body_budget?.bytes_after).toBe(jsonBytes(out) + 1000 * out.messages.length);
   });
 
-  test("the budget is never above the provider's limit", () => {
-    const { decision } = run(cameraRequest(20), policy({ max_body_bytes: 10_000_000 }), jsonBytes, 120_000);
+  test("the budget is never above the provider's limit", async () => {
+    const { decision } = await run(cameraRequest(20), policy({ max_body_bytes: 10_000_000 }), 0, 120_000);
     expect(decision.body_budget?.max_body_bytes).toBe(120_000);
     expect(decision.body_budget?.bytes_after).toBeLessThanOrEqual(120_000);
   });
 
-  test("old call/result blocks go once no frame is left to omit; protected content over the budget fails", () => {
+  test("old call/result blocks go once no frame is left to omit; protected content over the budget fails", async () => {
     const request = cameraRequest(12);
     const tight = policy({ max_body_bytes: 2_500, min_recent_tool_images: 0, keep_recent_blocks: 1 });
-    const { request: out, decision } = run(
+    const { request: out, decision } = await run(
       {
         ...request,
         messages: request.messages.map((m) =>
@@ -163,12 +169,7 @@ describe("body_budget", () => {
     );
     expect(decision.blocks_removed.length).toBeGreaterThan(0);
     expect(jsonBytes(out)).toBeLessThanOrEqual(2_500);
-    let error: unknown;
-    try {
-      run(cameraRequest(3, true), policy({ max_body_bytes: 20_000 }));
-    } catch (caught) {
-      error = caught;
-    }
+    const error = await run(cameraRequest(3, true), policy({ max_body_bytes: 20_000 })).catch((e) => e);
     expect(error).toBeInstanceOf(ContextPolicyError);
     expect((error as ContextPolicyError).kind).toBe("request_too_large");
     expect((error as ContextPolicyError).message).toContain("over max_body_bytes 20000");

@@ -1,6 +1,6 @@
 /**
  * The body_budget policy: keeps the upstream body at or under a byte budget,
- * measured on the request after WebP conversion exactly as it will be sent, so a
+ * measured on the request exactly as it will be sent (images as their WebP), so a
  * camera episode that resends every frame keeps running at any length.
  *
  * Over the budget it reduces, like sliding_window but in bytes of the real body:
@@ -8,170 +8,236 @@
  *    `image_eviction_batch_size`, never the newest `min_recent_tool_images`
  *    (user images are never touched);
  * 2. then the oldest call/result blocks go whole, never the newest `keep_recent_blocks`.
- * System prompt, tool declarations, user messages and assistant text are protected;
- * when the body is still over budget it fails with `request_too_large`
- * (a ContextPolicyError carrying the decision).
+ * It takes the fewest batches, then the fewest blocks, that fit. System prompt, tool
+ * declarations, user messages and assistant text are protected; when the body is
+ * still over budget it fails with `request_too_large` (a ContextPolicyError carrying
+ * the decision) naming the client's field of the largest protected item.
  *
- * The amount to omit is chosen from a cheap estimate (image base64 lengths plus the
- * JSON of everything else, aimed a margin under the budget); the body actually built
- * is then measured, and one more batch goes whenever it is still over; the fewest
- * blocks still needed are then found in logarithmically many measurements. The
- * caller's `measureBody` is that real measurement (its last body is what gets sent).
+ * The candidates form one sequence, each keeping a subset of the previous one's
+ * images: no batch omitted, one, …, every evictable batch, then one block removed, two, ….
+ * The body only shrinks along it, so the answer is found walking back from the
+ * most reduced candidate while the body still fits. Sizes come from `body`, an exact
+ * model of the rendered body (nothing is rendered here); an image whose upstream
+ * size is not known yet (a PNG not converted) is sized through `resolve` only when
+ * the candidate being tried keeps it, newest first, and only until that candidate is
+ * known to be over: a frame the budget drops is never converted.
  */
-import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
 import { listToolImages } from "./apply-sliding-window.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
-import { measureJsonBytes, measureMessageBytes } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { BodyBudgetPolicy } from "./policy-schema.ts";
 
+/** Exact bytes of the upstream body built from a list of the request's messages (or their notice copies). */
+export interface BodyMeasure {
+  /** `bytes` counts only images of known size; the others are listed in `unknown`, in message order. */
+  measure(messages: readonly HubMessage[]): { bytes: number; unknown: HubImagePart[] };
+}
+
 export type BodyBudgetOptions = {
   /** The provider's body limit; the budget is never above it. */
   providerLimitBytes: number;
-  /** UTF-8 bytes of the upstream body built from this (converted) hub request. */
-  measureBody: (request: HubRequest) => number;
+  body: BodyMeasure;
+  /** Makes these images' upstream sizes known to `body` (converts them). */
+  resolve: (images: HubImagePart[]) => Promise<void>;
 };
 
-/** Estimated bytes of a message in the body: its hub JSON, plus each image's data URL framing. */
-function estimateMessageBytes(message: HubMessage): number {
-  const images =
-    message.role === "user" || message.role === "tool"
-      ? message.content.filter((p) => p.type === "image")
-      : [];
-  return measureMessageBytes(message) + images.length * 48; // "data:…;base64," and the image_url wrapper
-}
+type Candidate = { omitted: number; removed: number };
 
-export function applyBodyBudget(
+export async function applyBodyBudget(
   request: HubRequest,
   policy: BodyBudgetPolicy,
   decision: ContextDecision,
   options: BodyBudgetOptions,
-): { request: HubRequest; decision: ContextDecision } {
+): Promise<{ request: HubRequest; decision: ContextDecision }> {
   const budget = Math.min(policy.max_body_bytes ?? options.providerLimitBytes, options.providerLimitBytes);
   const messages = request.messages;
-  const messageBytes = messages.map(estimateMessageBytes);
-  const baseBytes = measureJsonBytes({ ...request, messages: [] });
-  const estimateBefore = baseBytes + messageBytes.reduce((sum, bytes) => sum + bytes, 0);
-  // Aim under the budget by a margin for what the estimate does not see (the body's own framing).
-  const aim = budget - Math.max(1024, Math.ceil(budget * 0.01)) - 64 * messages.length;
-  const result = (bytesAfter: number): ContextDecision => ({
-    ...decision,
-    body_budget: { max_body_bytes: budget, bytes_before: estimateBefore, bytes_after: bytesAfter },
-  });
-
-  if (estimateBefore <= aim) {
-    const bytes = options.measureBody(request);
-    if (bytes <= budget) return { request, decision: result(bytes) };
-  }
-
   const images = listToolImages(messages);
   const batch = policy.image_eviction_batch_size;
-  const evictable = Math.floor(Math.max(0, images.length - policy.min_recent_tool_images) / batch) * batch;
+  const batches = Math.floor(Math.max(0, images.length - policy.min_recent_tool_images) / batch);
   const blocks = findToolBlocks(messages);
   const removable = Math.max(0, blocks.length - policy.keep_recent_blocks);
-  const notices = images.map((image) => {
-    const message = messages[image.messageIndex] as HubMessage & { toolCallId: string };
-    return createOmissionNotice(message.toolCallId, image.imageNumber);
+  const candidateAt = (step: number): Candidate => ({
+    omitted: Math.min(step, batches) * batch,
+    removed: Math.max(0, step - batches),
   });
-  const imageSaving = (i: number): number => {
-    const image = images[i];
-    const message = image && messages[image.messageIndex];
-    if (!image || message?.role !== "tool") return 0;
-    const part = message.content[image.partIndex] as HubPart;
-    return estimateMessageBytes({ ...message, content: [part] }) - measureJsonBytes(notices[i]);
-  };
+  const kept = keptMessages(messages, images, blocks);
+  const withBudget = (bytesBefore: number, bytesAfter: number): ContextDecision => ({
+    ...decision,
+    body_budget: { max_body_bytes: budget, bytes_before: bytesBefore, bytes_after: bytesAfter },
+  });
 
-  let omitted = 0;
-  let removed = 0;
-  let estimate = estimateBefore;
-  while (omitted < evictable && estimate > aim) {
-    for (const end = omitted + batch; omitted < end; omitted++) estimate -= imageSaving(omitted);
-  }
-  while (removed < removable && estimate > aim) {
-    for (const index of blocks[removed]?.messageIndexes ?? []) estimate -= messageBytes[index] ?? 0;
-    removed++;
-  }
-
-  function build(): { request: HubRequest; decision: ContextDecision["images_omitted"] } {
-    const contents = new Map<number, HubPart[]>();
-    const omittedList: ContextDecision["images_omitted"] = [];
-    for (let i = 0; i < omitted; i++) {
-      const image = images[i];
-      const message = image && messages[image.messageIndex];
-      if (!image || !message || message.role !== "tool") continue;
-      const content = contents.get(image.messageIndex) ?? [...message.content];
-      content[image.partIndex] = notices[i] as HubPart;
-      contents.set(image.messageIndex, content);
-      omittedList.push({ toolCallId: message.toolCallId, index: image.partIndex });
+  /** The candidate's bytes, sizing the images it keeps only while it may still fit. */
+  const bytesIfFits = async (candidate: Candidate): Promise<number | undefined> => {
+    const list = kept(candidate);
+    let size = options.body.measure(list);
+    while (size.bytes <= budget && size.unknown.length > 0) {
+      await options.resolve([size.unknown.at(-1) as HubImagePart]);
+      size = options.body.measure(list);
     }
-    const gone = new Set(blocks.slice(0, removed).flatMap((block) => block.messageIndexes));
-    const kept = messages.flatMap((message, i) => {
-      if (gone.has(i)) return [];
-      const content = contents.get(i);
-      return [content && message.role === "tool" ? { ...message, content } : message];
-    });
-    return { request: { ...request, messages: kept }, decision: omittedList };
-  }
-
-  const measure = () => {
-    const candidate = build();
-    const bytes = options.measureBody(candidate.request);
-    const reduced = {
-      ...result(bytes),
-      reduced: omitted > 0 || removed > 0,
-      images_omitted: candidate.decision,
-      blocks_removed: blocks.slice(0, removed).map((block) => ({ toolCallIds: block.toolCallIds })),
-    };
-    return { request: candidate.request, decision: reduced, fits: bytes <= budget, bytes };
+    return size.bytes <= budget ? size.bytes : undefined;
   };
-  const overBudget = (bytes: number) =>
-    new ContextPolicyError(
-      `context policy body_budget: the upstream body is still ${bytes} bytes after omitting ` +
-        `${omitted} tool-result images and removing ${removed} call/result blocks, over ` +
-        `max_body_bytes ${budget} (from ~${estimateBefore}); the rest is protected: system prompt, ` +
-        `tool declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks ` +
-        `and the ${policy.min_recent_tool_images} most recent tool images`,
-      measured.decision,
-    );
 
-  let measured = measure();
-  while (!measured.fits && omitted < evictable) {
-    omitted += batch;
-    measured = measure();
+  const last = batches + removable;
+  const mostReduced = candidateAt(last);
+  const floor = options.body.measure(kept(mostReduced));
+  // What is kept at the most reduced candidate is sent whatever the answer: sized at once.
+  if (floor.bytes <= budget && floor.unknown.length > 0) await options.resolve(floor.unknown);
+  let bytes = await bytesIfFits(mostReduced);
+  if (bytes === undefined) {
+    throw overBudget(kept(mostReduced), options.body, {
+      budget,
+      omitted: mostReduced.omitted,
+      removed: mostReduced.removed,
+      policy,
+      decision: {
+        ...withBudget(0, options.body.measure(kept(mostReduced)).bytes),
+        ...reduction(mostReduced, messages, images, blocks),
+      },
+    });
   }
-  if (measured.fits) return { request: measured.request, decision: measured.decision };
-  if (removed >= removable) throw overBudget(measured.bytes);
-  // The fewest whole blocks to remove, found without measuring every count: once the
-  // images are omitted a block is its text (hundreds of bytes), so stepping one block
-  // per measurement built and dropped dozens of multi-MB bodies in one exchange (the
-  // peak memory of a long camera episode). Removing a block only shrinks the body,
-  // so the first count that fits is found by doubling steps, then halving the gap.
-  let tooFew = removed;
-  let step = 1;
-  for (;;) {
-    removed = Math.min(tooFew + step, removable);
-    measured = measure();
-    if (measured.fits) break;
-    if (removed === removable) throw overBudget(measured.bytes);
-    tooFew = removed;
-    step *= 2;
+  let step = last;
+  while (step > 0) {
+    const fewer = await bytesIfFits(candidateAt(step - 1));
+    if (fewer === undefined) break;
+    bytes = fewer;
+    step -= 1;
   }
-  let enough = removed;
-  let fitting = measured;
-  while (enough - tooFew > 1) {
-    removed = tooFew + Math.floor((enough - tooFew) / 2);
-    measured = measure();
-    if (measured.fits) {
-      enough = removed;
-      fitting = measured;
-    } else tooFew = removed;
+  // Before: the whole history's body, images not sized counted at their client data length.
+  const whole = options.body.measure(messages);
+  const bytesBefore = whole.bytes + whole.unknown.reduce((sum, image) => sum + image.data.length, 0);
+  if (step === 0) return { request, decision: withBudget(bytesBefore, bytes) };
+  const chosen = candidateAt(step);
+  return {
+    request: { ...request, messages: kept(chosen) },
+    decision: { ...withBudget(bytesBefore, bytes), ...reduction(chosen, messages, images, blocks) },
+  };
+}
+
+/**
+ * The messages a candidate keeps: removed blocks left out, omitted images replaced by
+ * notices. A tool result's notice copy is made once per number of its images omitted,
+ * so the size model measures each copy once.
+ */
+function keptMessages(
+  messages: readonly HubMessage[],
+  images: ReturnType<typeof listToolImages>,
+  blocks: ReturnType<typeof findToolBlocks>,
+): (candidate: Candidate) => HubMessage[] {
+  const blockOf = new Int32Array(messages.length).fill(-1);
+  blocks.forEach((block, b) => {
+    for (const index of block.messageIndexes) blockOf[index] = b;
+  });
+  // Per tool message: the global number of its first image and how many it has.
+  const firstImage = new Map<number, number>();
+  const imageCount = new Map<number, number>();
+  images.forEach((image, i) => {
+    if (!firstImage.has(image.messageIndex)) firstImage.set(image.messageIndex, i);
+    imageCount.set(image.messageIndex, (imageCount.get(image.messageIndex) ?? 0) + 1);
+  });
+  const copies = new Map<string, HubMessage>();
+  const withNotices = (index: number, count: number): HubMessage => {
+    const key = `${index}:${count}`;
+    const known = copies.get(key);
+    if (known) return known;
+    const message = messages[index] as HubMessage & { role: "tool" };
+    const content = [...message.content];
+    const first = firstImage.get(index) ?? 0;
+    for (let i = first; i < first + count; i++) {
+      const image = images[i];
+      if (image) content[image.partIndex] = createOmissionNotice(message.toolCallId, image.imageNumber);
+    }
+    const copy = { ...message, content };
+    copies.set(key, copy);
+    return copy;
+  };
+  return ({ omitted, removed }) =>
+    messages.flatMap((message, i) => {
+      const block = blockOf[i] ?? -1;
+      if (block >= 0 && block < removed) return [];
+      const first = firstImage.get(i);
+      if (first === undefined || first >= omitted) return [message];
+      return [withNotices(i, Math.min(omitted - first, imageCount.get(i) ?? 0))];
+    });
+}
+
+function reduction(
+  { omitted, removed }: Candidate,
+  messages: readonly HubMessage[],
+  images: ReturnType<typeof listToolImages>,
+  blocks: ReturnType<typeof findToolBlocks>,
+): Pick<ContextDecision, "reduced" | "images_omitted" | "blocks_removed"> {
+  return {
+    reduced: omitted > 0 || removed > 0,
+    images_omitted: images.slice(0, omitted).map((image) => ({
+      toolCallId: (messages[image.messageIndex] as HubMessage & { role: "tool" }).toolCallId,
+      index: image.partIndex,
+    })),
+    blocks_removed: blocks.slice(0, removed).map((block) => ({ toolCallIds: block.toolCallIds })),
+  };
+}
+
+/**
+ * Protected content alone is over the budget. The error names the largest protected
+ * item that has a field in the client's request (an image, a tool result or call,
+ * by its `source`), so the client can see what to shrink.
+ */
+function overBudget(
+  keptList: HubMessage[],
+  body: BodyMeasure,
+  details: {
+    budget: number;
+    omitted: number;
+    removed: number;
+    policy: BodyBudgetPolicy;
+    decision: ContextDecision;
+  },
+): ContextPolicyError {
+  const { budget, omitted, removed, policy, decision } = details;
+  const bytes = decision.body_budget?.bytes_after ?? 0;
+  const largest = largestProtectedItem(keptList, body);
+  const where = largest
+    ? `; the largest protected item is ${largest.source} (${largest.bytes} bytes of the body)`
+    : "";
+  return new ContextPolicyError(
+    `context policy body_budget: the upstream body is still ${bytes} bytes after omitting ` +
+      `${omitted} tool-result images and removing ${removed} call/result blocks, over ` +
+      `max_body_bytes ${budget}; the rest is protected: system prompt, ` +
+      `tool declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks ` +
+      `and the ${policy.min_recent_tool_images} most recent tool images${where}`,
+    decision,
+    largest ? { param: largest.source } : {},
+  );
+}
+
+function largestProtectedItem(
+  keptList: HubMessage[],
+  body: BodyMeasure,
+): { source: string; bytes: number } | undefined {
+  const empty = body.measure([]).bytes;
+  // An image not sized yet counts at its client data length (nothing is converted to fail).
+  const bytesOf = (message: HubMessage) => {
+    const size = body.measure([message]);
+    return size.bytes + size.unknown.reduce((sum, image) => sum + image.data.length, 0) - empty;
+  };
+  let largest: { source: string; bytes: number } | undefined;
+  const consider = (source: string | undefined, bytes: number) => {
+    if (source !== undefined && (largest === undefined || bytes > largest.bytes)) largest = { source, bytes };
+  };
+  for (const message of keptList) {
+    if (message.role === "assistant") {
+      for (const call of message.toolCalls) consider(call.source, bytesOf({ ...message, toolCalls: [call] }));
+    } else if (message.role === "user" || message.role === "tool") {
+      for (const part of message.content)
+        if (part.type === "image") consider(part.source, bytesOf({ ...message, content: [part] }));
+      if (message.role === "tool")
+        consider(
+          message.source,
+          bytesOf({ ...message, content: message.content.filter((p) => p.type === "text") }),
+        );
+    }
   }
-  // The body measured last is the body sent (the caller keeps the last one it built).
-  if (measured !== fitting) {
-    removed = enough;
-    fitting = measure();
-  }
-  return { request: fitting.request, decision: fitting.decision };
+  return largest;
 }

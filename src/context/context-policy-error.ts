@@ -10,8 +10,9 @@ import type { ContextDecision } from "./decision-schema.ts";
 export class ContextPolicyError extends SidecarError {
   readonly decision: ContextDecision;
 
-  constructor(message: string, decision: ContextDecision) {
-    super("request_too_large", message);
+  /** `param`: the client's field of what is over (when the policy can name one). */
+  constructor(message: string, decision: ContextDecision, options: { param?: string } = {}) {
+    super("request_too_large", message, options);
     this.name = "ContextPolicyError";
     this.decision = decision;
   }

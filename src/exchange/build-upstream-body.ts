@@ -1,11 +1,13 @@
 /**
  * The upstream body of an exchange, built from the converted hub request; under
- * the body_budget policy reduced until it fits (src/context/apply-body-budget.ts).
- * The body measured last is the body sent, so it is serialised once per attempt.
+ * the body_budget policy reduced until it fits (src/context/apply-body-budget.ts),
+ * measured by an exact size model, so the body is serialised once.
  */
 import { applyBodyBudget, type ContextDecision } from "../context/apply-context.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { HubRequest } from "../hub/schema.ts";
+import { buildChatRequest, type ChatTarget } from "../upstream/build-chat-request.ts";
+import { createChatBodySizer, jsonStringDataBytes } from "../upstream/chat-body-size.ts";
 import type { ChatRequest } from "../upstream/chat-schema.ts";
 
 export type UpstreamBody = {
@@ -18,34 +20,44 @@ export type UpstreamBody = {
   budget?: Pick<ContextDecision, "body_budget" | "images_omitted" | "blocks_removed" | "reduced">;
 };
 
-export function buildUpstreamBody(
+export async function buildUpstreamBody(
   converted: HubRequest,
   policy: ContextPolicy,
   decision: ContextDecision,
-  options: { build: (request: HubRequest) => ChatRequest; providerLimitBytes: number },
-): UpstreamBody {
-  let last: { request: HubRequest; chat: ChatRequest; body: string } | undefined;
+  options: { target: ChatTarget; providerLimitBytes: number },
+): Promise<UpstreamBody> {
   const render = (request: HubRequest) => {
-    if (last?.request !== request) {
-      const chat = options.build(request);
-      last = { request, chat, body: JSON.stringify(chat) };
-    }
-    return last;
+    const chat = buildChatRequest(request, options.target);
+    return { request, chat, body: JSON.stringify(chat) };
   };
-  if (policy.policy !== "body_budget") {
-    const { chat, body } = render(converted);
-    return { request: converted, chat, body };
-  }
-  const budgeted = applyBodyBudget(converted, policy, decision, {
+  if (policy.policy !== "body_budget") return render(converted);
+  const sizer = createChatBodySizer(converted, options.target, (part) => ({
+    mediaType: part.mediaType,
+    dataBytes: jsonStringDataBytes(part.data),
+  }));
+  const budgeted = await applyBodyBudget(converted, policy, decision, {
     providerLimitBytes: options.providerLimitBytes,
-    measureBody: (request) => Buffer.byteLength(render(request).body, "utf8"),
+    body: sizer,
+    resolve: async () => {
+      throw new Error("every image of a converted request is already sized");
+    },
   });
-  const { chat, body } = render(budgeted.request);
+  const upstream = render(budgeted.request);
   const { body_budget, images_omitted, blocks_removed, reduced } = budgeted.decision;
+  const sent = Buffer.byteLength(upstream.body, "utf8");
+  // The size model is exact (property-tested); a body over the budget must never go out even if it were not.
+  if (body_budget && sent > body_budget.max_body_bytes) {
+    throw new Error(
+      `body_budget: the body built is ${sent} bytes, over max_body_bytes ${body_budget.max_body_bytes}, though measured at ${body_budget.bytes_after}`,
+    );
+  }
   return {
-    request: budgeted.request,
-    chat,
-    body,
-    budget: { body_budget, images_omitted, blocks_removed, reduced },
+    ...upstream,
+    budget: {
+      ...(body_budget ? { body_budget: { ...body_budget, bytes_after: sent } } : {}),
+      images_omitted,
+      blocks_removed,
+      reduced,
+    },
   };
 }

@@ -20,7 +20,7 @@ import type { Logger } from "../lib/logger.ts";
 import type { JsonBody } from "../lib/parse-json-body.ts";
 import { RecordsWriteError } from "../records/append-file.ts";
 import type { DataDirBudget } from "../records/data-dir-budget.ts";
-import { buildChatRequest } from "../upstream/build-chat-request.ts";
+import type { buildChatRequest } from "../upstream/build-chat-request.ts";
 import { type UpstreamClient, UpstreamFailure } from "../upstream/upstream-client.ts";
 import { buildUpstreamBody } from "./build-upstream-body.ts";
 
@@ -176,14 +176,13 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       maxPixels: deps.sizeLimits.max_image_pixels,
       owner: episode.id,
     }).convertRequest(filtered);
-    const upstream = buildUpstreamBody(converted, episode.context, decision, {
-      build: (request) =>
-        buildChatRequest(request, {
-          model: episode.model,
-          imageInput: deps.imageInput,
-          parallelToolCalls: deps.parallelToolCalls,
-          maxOutputTokens: deps.maxOutputTokens,
-        }),
+    const upstream = await buildUpstreamBody(converted, episode.context, decision, {
+      target: {
+        model: episode.model,
+        imageInput: deps.imageInput,
+        parallelToolCalls: deps.parallelToolCalls,
+        maxOutputTokens: deps.maxOutputTokens,
+      },
       providerLimitBytes: deps.sizeLimits.max_request_bytes,
     });
     upstreamRequest = upstream.chat;

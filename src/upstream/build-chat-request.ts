@@ -36,7 +36,7 @@ function textOf(parts: HubPart[]): string {
     .join("\n");
 }
 
-function assertImagesAllowed(messages: HubMessage[], target: ChatTarget): void {
+export function assertImagesAllowed(messages: HubMessage[], target: ChatTarget): void {
   if (target.imageInput) return;
   messages.forEach((message, i) => {
     if (message.role !== "user" && message.role !== "tool") return;

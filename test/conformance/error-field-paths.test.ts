@@ -12,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { solidColourPng } from "../../src/images/generate-png.ts";
+import { rgbNoisePng, solidColourPng } from "../../src/images/generate-png.ts";
 import { records } from "../support/episode-evidence.ts";
 import { ingressKits, type ProtocolName } from "../support/ingress-kit.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
@@ -299,6 +299,34 @@ describe("context-stage errors name the client's own field", () => {
       expect(envelope.message).toContain("max_data_url_bytes = 40 bytes");
     });
   }
+
+  test.each(["responses", "gemini", "messages"] as const)(
+    "%s: protected content over body_budget names the largest protected item's field, recorded with the failed exchange",
+    async (protocol) => {
+      // The newest tool result's frame (a few KB of WebP) is protected and alone over the budget.
+      const episode = await sidecar.createEpisode({
+        model: "qwen3-vl-plus",
+        context: { policy: "body_budget", max_body_bytes: 1500 },
+      });
+      const noisy = rgbNoisePng(32, 32, 5).png.toBase64();
+      const text = JSON.stringify(turns[protocol].body);
+      const body = JSON.parse(
+        protocol === "responses"
+          ? text.replace(notPng, `data:image/png;base64,${noisy}`)
+          : text.replaceAll(bare, noisy),
+      );
+      const { status, envelope, body: answer } = await post(sidecar, episode, protocol, body);
+      expect(status).toBe(400);
+      const { field } = turns[protocol];
+      // Digit runs are broken with a zero-width space for OpenCode's sake (errors.ts).
+      const message = envelope.message.replaceAll("\u200b", "");
+      expect(message).toContain("over max_body_bytes 1500");
+      expect(message).toContain(`the largest protected item is ${field} (`);
+      if (protocol === "responses") expect((answer as { error: { param: string } }).error.param).toBe(field);
+      const failed = records(episode.records_dir, "exchanges").find((l) => l.stage === "status");
+      expect(failed).toMatchObject({ status: "failed", error: { kind: "request_too_large", param: field } });
+    },
+  );
 
   test("responses: with previous_response_id, the new input is input[k] and the stored items are named as such", async () => {
     const episode = await sidecar.createEpisode();

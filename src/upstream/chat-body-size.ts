@@ -1,0 +1,144 @@
+/**
+ * The exact UTF-8 byte count of the upstream body, `JSON.stringify(buildChatRequest(…))`,
+ * for any list of the request's messages, without building the body: a long camera
+ * history's body is megabytes of base64, and the body_budget policy compares many
+ * candidate lists against the provider's limit before it sends one.
+ *
+ * Why it is exact: JSON.stringify escapes each UTF-16 unit on its own, so the bytes
+ * of an array are its brackets, its elements' bytes and the commas between, and a
+ * data URL's bytes are its prefix's plus its data's. Each message is rendered once
+ * with its images' data emptied (toChatMessages itself, so nothing is modelled by
+ * hand) and every image adds the escaped length of its data — its base64 length,
+ * which needs no escaping. The one thing spanning messages is the user message that
+ * carries a run of tool results' images; the sum below rebuilds those runs.
+ *
+ * An image's upstream form (media type, data length) is asked of the caller, so a
+ * PNG still to convert can be counted as the WebP it will become, and an image whose
+ * size is not known yet is reported instead of guessed.
+ */
+import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
+import {
+  assertImagesAllowed,
+  buildChatRequest,
+  type ChatTarget,
+  toChatMessages,
+} from "./build-chat-request.ts";
+
+/** An image part as it will be sent: its media type, and its data's length once known. */
+export type UpstreamImageForm = { mediaType: string; dataBytes: number | undefined };
+
+export type ChatBodySize = {
+  /** The body's bytes, counting only the known images' data. */
+  bytes: number;
+  /** Kept images whose data length is not known yet (their data is not in `bytes`). */
+  unknown: HubImagePart[];
+};
+
+export interface ChatBodySizer {
+  measure(messages: readonly HubMessage[]): ChatBodySize;
+}
+
+/** Bytes of one message, its images' data excluded (a tool result's images go to the next user message). */
+type Pieces = {
+  /** The message's own chat message (for a tool result, the tool message). */
+  messageBytes: number;
+  /** A tool result's image parts, as the inside of a content array (commas included), 0 if none. */
+  imagePartsBytes: number;
+  images: HubImagePart[];
+};
+
+/** `{"role":"user","content":[]}`: the user message carrying a run of tool results' images. */
+const imageCarrierBytes = jsonBytes({ role: "user", content: [] });
+
+/** Bytes of a string's data inside a JSON string literal: base64 needs no escaping. */
+export function jsonStringDataBytes(text: string): number {
+  return /^[A-Za-z0-9+/=]*$/.test(text) ? text.length : jsonBytes(text) - 2;
+}
+
+/** Bytes of base64 (with padding) of `n` bytes. */
+export function base64Length(n: number): number {
+  return 4 * Math.ceil(n / 3);
+}
+
+/** Throws like buildChatRequest does (images refused by the target) before anything is measured. */
+export function createChatBodySizer(
+  request: HubRequest,
+  target: ChatTarget,
+  formOf: (part: HubImagePart) => UpstreamImageForm,
+): ChatBodySizer {
+  assertImagesAllowed(request.messages, target);
+  const envelopeBytes = jsonBytes(buildChatRequest({ ...request, messages: [] }, target));
+  const pieces = new WeakMap<HubMessage, Pieces>();
+  const dataBytes = new Map<HubImagePart, number>();
+
+  const piecesOf = (message: HubMessage): Pieces => {
+    const known = pieces.get(message);
+    if (known) return known;
+    const images: HubImagePart[] = [];
+    const stripped =
+      message.role === "user" || message.role === "tool"
+        ? {
+            ...message,
+            content: message.content.map((part) => {
+              if (part.type !== "image") return part;
+              images.push(part);
+              return { ...part, mediaType: formOf(part).mediaType, data: "" };
+            }),
+          }
+        : message;
+    const [own, carrier] = toChatMessages([stripped]);
+    const measured: Pieces = {
+      messageBytes: jsonBytes(own),
+      imagePartsBytes:
+        message.role === "tool" && carrier && Array.isArray(carrier.content)
+          ? jsonBytes(carrier.content) - 2
+          : 0,
+      images,
+    };
+    pieces.set(message, measured);
+    return measured;
+  };
+
+  return {
+    measure(messages) {
+      let bytes = envelopeBytes;
+      let chatMessages = 0;
+      const unknown: HubImagePart[] = [];
+      // The open run of tool results' images: its parts' bytes and how many results gave parts.
+      let runBytes = 0;
+      let runResults = 0;
+      const closeRun = () => {
+        if (runResults === 0) return;
+        bytes += imageCarrierBytes + runBytes + (runResults - 1);
+        chatMessages++;
+        runBytes = 0;
+        runResults = 0;
+      };
+      for (const message of messages) {
+        if (message.role !== "tool") closeRun();
+        const piece = piecesOf(message);
+        bytes += piece.messageBytes;
+        chatMessages++;
+        if (piece.imagePartsBytes > 0) {
+          runBytes += piece.imagePartsBytes;
+          runResults++;
+        }
+        for (const image of piece.images) {
+          // Known lengths are kept (a base64 check is a scan of the data); unknown ones are asked again.
+          const data = dataBytes.get(image) ?? formOf(image).dataBytes;
+          if (data === undefined) unknown.push(image);
+          else {
+            dataBytes.set(image, data);
+            bytes += data;
+          }
+        }
+      }
+      closeRun();
+      return { bytes: bytes + Math.max(0, chatMessages - 1), unknown };
+    },
+  };
+}
+
+function jsonBytes(value: unknown): number {
+  return Buffer.byteLength(JSON.stringify(value), "utf8");
+}
