@@ -19,6 +19,7 @@ import { join } from "node:path";
 import { cameraLikePng } from "../src/images/synthetic-frames.ts";
 import { crc32 } from "../src/images/write-png.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
+import { responsesCameraHistory } from "./camera-history.ts";
 import { rssMb } from "./long-camera.ts";
 import { spawnServer } from "./spawn-server.ts";
 
@@ -37,25 +38,6 @@ function withText(png: Uint8Array, text: string): Uint8Array {
   out.set(chunk, headerEnd);
   out.set(png.subarray(headerEnd), headerEnd + chunk.length);
   return out;
-}
-
-function historyBody(frames: string[]): string {
-  const items = frames.flatMap((frame, i) => [
-    JSON.stringify({ type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" }),
-    JSON.stringify({
-      type: "function_call_output",
-      call_id: `call_${i}`,
-      output: [
-        { type: "input_text", text: `observation ${i}: the front camera frame.` },
-        { type: "input_image", image_url: `data:image/png;base64,${frame}` },
-      ],
-    }),
-  ]);
-  const head = JSON.stringify({ type: "message", role: "user", content: "Observe the table on every turn." });
-  const tools = JSON.stringify([
-    { type: "function", name: "ura_observe", parameters: { type: "object", properties: {} } },
-  ]);
-  return `{"model":"ura-qwen","stream":false,"store":false,"tools":${tools},"input":[${head},${items.join(",")}]}`;
 }
 
 /** Runs the tasks with at most `limit` of them at once. */
@@ -91,7 +73,12 @@ export async function runConcurrentCameraBench(
     for (let e = 0; e < episodes; e++) launches.push(await sidecar.createEpisode({ max_turns: 0 }));
     await Bun.sleep(1000);
     const idle = rssMb(pid);
-    const frames = launches.map((_, e) => scenes.map((png) => withText(png, `episode ${e}`).toBase64()));
+    const histories = launches.map((_, e) =>
+      responsesCameraHistory(
+        scenes.map((png) => withText(png, `episode ${e}`).toBase64()),
+        { stream: false },
+      ),
+    );
     const step = Math.ceil(framesPerEpisode / 3);
     let failed = 0;
     let sentMb = 0;
@@ -99,7 +86,7 @@ export async function runConcurrentCameraBench(
     for (let turn = step; turn < framesPerEpisode + step; turn += step) {
       const upTo = Math.min(turn, framesPerEpisode);
       const tasks = launches.map((launch, e) => async () => {
-        const body = historyBody(frames[e]?.slice(0, upTo) ?? []);
+        const body = histories[e]?.(upTo) ?? "";
         sentMb += body.length / (1024 * 1024);
         const res = await fetch(`${launch.urls.responses}/responses`, {
           method: "POST",

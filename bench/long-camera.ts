@@ -27,6 +27,7 @@ import { directoryBytes } from "../src/records/data-dir-budget.ts";
 import { openRecords } from "../src/records/read-records.ts";
 import { imageTurnRequest } from "../test/support/image-turn.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
+import { type CameraHistory, geminiCameraHistory, responsesCameraHistory } from "./camera-history.ts";
 import { spawnServer } from "./spawn-server.ts";
 
 const MiB = 1024 * 1024;
@@ -47,89 +48,21 @@ type Ingress = {
   name: "responses" | "gemini";
   url: (launch: { urls: { responses: string; gemini: string } }) => string;
   headers: (key: string) => Record<string, string>;
-  /** The request body of turn `turns` (1-based), from each turn's pre-serialised history items. */
-  body: (frames: string[], turns: number) => string;
+  history: (frames: string[]) => CameraHistory;
 };
-
-const responsesItems: string[] = [];
-const geminiItems: string[] = [];
 
 const ingresses: Ingress[] = [
   {
     name: "responses",
     url: (launch) => `${launch.urls.responses}/responses`,
     headers: (key) => ({ authorization: `Bearer ${key}` }),
-    body(frames, turns) {
-      for (let i = responsesItems.length; i < turns; i++) {
-        const call = { type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" };
-        const output = {
-          type: "function_call_output",
-          call_id: `call_${i}`,
-          output: [
-            { type: "input_text", text: `observation ${i}: the front camera frame.` },
-            { type: "input_image", image_url: `data:image/png;base64,${frames[i]}` },
-          ],
-        };
-        responsesItems.push(`${JSON.stringify(call)},${JSON.stringify(output)}`);
-      }
-      const head = JSON.stringify({
-        type: "message",
-        role: "user",
-        content: [{ type: "input_text", text: "Watch the table and observe on every turn." }],
-      });
-      const tools = JSON.stringify([
-        {
-          type: "function",
-          name: "ura_observe",
-          description: "observe",
-          parameters: { type: "object", properties: {} },
-        },
-      ]);
-      return `{"model":"ura-qwen","stream":true,"store":false,"tools":${tools},"input":[${head},${responsesItems.slice(0, turns).join(",")}]}`;
-    },
+    history: (frames) => responsesCameraHistory(frames, { stream: true }),
   },
   {
     name: "gemini",
     url: (launch) => `${launch.urls.gemini}/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse`,
     headers: (key) => ({ "x-goog-api-key": key }),
-    body(frames, turns) {
-      for (let i = geminiItems.length; i < turns; i++) {
-        const call = {
-          role: "model",
-          parts: [{ functionCall: { name: "mcp_ura_observe", args: {}, id: `call_${i}` } }],
-        };
-        const result = {
-          role: "user",
-          parts: [
-            {
-              functionResponse: {
-                name: "mcp_ura_observe",
-                response: { output: `observation ${i}: the front camera frame.` },
-                id: `call_${i}`,
-              },
-            },
-            { inlineData: { mimeType: "image/png", data: frames[i] } },
-          ],
-        };
-        geminiItems.push(`${JSON.stringify(call)},${JSON.stringify(result)}`);
-      }
-      const head = JSON.stringify({
-        role: "user",
-        parts: [{ text: "Watch the table and observe on every turn." }],
-      });
-      const tools = JSON.stringify([
-        {
-          functionDeclarations: [
-            {
-              name: "mcp_ura_observe",
-              description: "observe",
-              parametersJsonSchema: { type: "object", properties: {} },
-            },
-          ],
-        },
-      ]);
-      return `{"contents":[${head},${geminiItems.slice(0, turns).join(",")}],"tools":${tools}}`;
-    },
+    history: geminiCameraHistory,
   },
 ];
 
@@ -157,9 +90,10 @@ async function runEpisode(
     const msPerMb: number[] = [];
     const requestMb: number[] = [];
     const recordsAt: Record<number, number> = {};
+    const bodyAt = ingress.history(frames);
     let ok = 0;
     for (let turn = 1; turn <= turns; turn++) {
-      const body = ingress.body(frames, turn);
+      const body = bodyAt(turn);
       const started = performance.now();
       const res = await fetch(ingress.url(launch), {
         method: "POST",
