@@ -4,7 +4,12 @@
  * with process-level side effects (signals, exit codes, stdout banners).
  * Exit codes: 0 clean (drained) shutdown, 1 fatal error, 2 usage/config error,
  * 3 cleanup failure (the drain overran shutdown.drain_deadline_ms; records frozen
- * with complete:false), 130 a second signal forced the exit mid-drain.
+ * with complete:false), 130 a second signal forced the exit mid-drain (or mid-start).
+ * `serve` catches SIGTERM and SIGINT before it opens anything; one that arrives
+ * while the sidecar is still starting is acted on as soon as it has started (the
+ * same drain and freeze as always), so nothing it opened is left half-done. Only a
+ * signal during the binary's own loading, before any of this code runs and before
+ * anything is opened, still ends it the default way (exit 143 for SIGTERM).
  */
 import { parseArgs } from "node:util";
 import packageJson from "../package.json" with { type: "json" };
@@ -45,6 +50,22 @@ async function main(argv: string[]): Promise<number> {
     console.error(`ura-sidecar: unknown command "${command}"\n\n${helpText(version)}`);
     return 2;
   }
+  // Caught before the data directory is locked or any worker started: the default
+  // action would end the process between those steps, skipping the drain and the freeze.
+  let signals = 0;
+  let stopRequested: string | undefined;
+  let sidecar: Awaited<ReturnType<typeof startSidecar>> | undefined;
+  const onSignal = (name: string) => {
+    signals += 1;
+    if (signals > 1) {
+      console.error(`ura-sidecar: second ${name}: exiting now without completing the drain`);
+      process.exit(130);
+    }
+    stopRequested = name;
+    if (sidecar) void sidecar.shutdown(`signal ${name}`).then((code) => process.exit(code));
+  };
+  process.on("SIGTERM", () => onSignal("SIGTERM"));
+  process.on("SIGINT", () => onSignal("SIGINT"));
   let flags: ConfigFlags & { "validate-config"?: boolean };
   try {
     flags = parseArgs({
@@ -80,7 +101,6 @@ async function main(argv: string[]): Promise<number> {
     console.log("configuration is valid");
     return 0;
   }
-  let sidecar: Awaited<ReturnType<typeof startSidecar>>;
   try {
     sidecar = await startSidecar({
       config,
@@ -96,17 +116,7 @@ async function main(argv: string[]): Promise<number> {
     }
     throw error;
   }
-  let signals = 0;
-  const onSignal = (name: string) => {
-    signals += 1;
-    if (signals > 1) {
-      console.error(`ura-sidecar: second ${name}: exiting now without completing the drain`);
-      process.exit(130);
-    }
-    void sidecar.shutdown(`signal ${name}`).then((code) => process.exit(code));
-  };
-  process.on("SIGTERM", () => onSignal("SIGTERM"));
-  process.on("SIGINT", () => onSignal("SIGINT"));
+  if (stopRequested) return sidecar.shutdown(`signal ${stopRequested} during start-up`);
   return sidecar.closed;
 }
 

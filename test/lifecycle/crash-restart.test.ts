@@ -149,7 +149,7 @@ describe("kill -9, then restart on the same data directory", () => {
         ).toBe(true);
         expect(restart.entries.some((e) => e.type === "exchange")).toBe(true);
       } finally {
-        expect(await second.stop()).toBe(0);
+        await second.stopCleanly();
       }
     });
   }
@@ -181,14 +181,14 @@ describe("kill -9, then restart on the same data directory", () => {
       await client.close();
       expect(second.output()).toContain("torn record tail");
     } finally {
-      expect(await second.stop()).toBe(0);
+      await second.stopCleanly();
     }
   });
 
   test("after a clean shutdown: frozen records stay as they were, the restart is recorded beside them", async () => {
     const first = await startSidecar(upstream, { executor: { kind: "inert" } });
     const { episode, call } = await runTo(first, "after delivery");
-    expect(await first.stop()).toBe(0);
+    await first.stopCleanly();
     const frozen = readFileSync(join(episode.records_dir, "frozen.json"), "utf8");
     const ledger = readFileSync(join(episode.records_dir, "ledger.jsonl"), "utf8");
 
@@ -202,7 +202,7 @@ describe("kill -9, then restart on the same data directory", () => {
     const client = await connectMcp(movedTo(episode, second).urls.mcp, episode.mcp_token);
     expect((await callback(client, call as FunctionCall)).isError).toBe(true);
     await client.close();
-    expect(await second.stop()).toBe(0);
+    await second.stopCleanly();
     expect(readFileSync(join(episode.records_dir, "frozen.json"), "utf8")).toBe(frozen);
     expect(readFileSync(join(episode.records_dir, "ledger.jsonl"), "utf8")).toBe(ledger);
     const restart = readJsonLines<{ type: string }>(join(episode.records_dir, "restart-001.jsonl"));

@@ -82,7 +82,7 @@ test("a restored (interrupted) episode: skipped with its reason, or exported fro
 
   const restarted = await startSidecar(upstream, {}, first.dataDir);
   expect((await restarted.episode(episode.id)).state).toBe("interrupted");
-  expect(await restarted.stop()).toBe(0);
+  await restarted.stopCleanly();
   expect(existsSync(join(records, "restart-001.jsonl"))).toBe(true);
 
   const byDefault = await exportDataset(first.dataDir, []);

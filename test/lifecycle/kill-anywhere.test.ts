@@ -67,7 +67,7 @@ test("kill -9 anywhere: records stay readable and every restart restores every e
     const last = await startSidecar(upstream, config, dataDir);
     const { episodes } = episodeListSchema.parse(await (await last.control("/episodes")).json());
     expect(episodes).toHaveLength(rounds);
-    expect(await last.stop()).toBe(0);
+    await last.stopCleanly();
   } catch (error) {
     throw new Error(`kill-anywhere failed with URA_KILL_SEED=${seed}: ${(error as Error).message}`);
   }

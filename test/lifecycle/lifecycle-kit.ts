@@ -166,13 +166,14 @@ export async function waitFor<T>(
   what: string,
   check: () => Promise<T | undefined> | T | undefined,
   ms = 5_000,
+  intervalMs = 15,
 ): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = await check();
     if (value !== undefined) return value;
     if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-    await Bun.sleep(15);
+    await Bun.sleep(intervalMs);
   }
 }
 

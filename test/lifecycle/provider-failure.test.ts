@@ -39,7 +39,7 @@ test("retry budget spent → provider_error and a final 400 at once; later reque
     expect(JSON.stringify(await again.json())).toContain("provider_error");
   }
   expect((await upstreamRequests(upstream)).length).toBe(2);
-  expect(await sidecar.stop()).toBe(0);
+  await sidecar.stopCleanly();
 
   const restarted = await startSidecar(upstream, config, sidecar.dataDir);
   const after = await restarted.episode(episode.id);
@@ -49,5 +49,5 @@ test("retry budget spent → provider_error and a final 400 at once; later reque
     (await responsesRequest(movedTo(episode, restarted), [{ role: "user", content: "go" }])).status,
   ).toBe(400);
   expect((await upstreamRequests(upstream)).length).toBe(2);
-  expect(await restarted.stop()).toBe(0);
+  await restarted.stopCleanly();
 });

@@ -39,6 +39,8 @@ export type SidecarProcess = {
   createEpisode: (options?: Record<string, unknown>) => Promise<LaunchInfo>;
   episode: (id: string) => Promise<EpisodeStatus>;
   stop: (signal?: NodeJS.Signals) => Promise<number>;
+  /** SIGTERM and wait; throws with the exit code, the signal and everything it printed unless it exited 0. */
+  stopCleanly: () => Promise<void>;
 };
 
 export type LaunchInfo = {
@@ -109,6 +111,10 @@ export async function startSidecarProcess(
     await Bun.sleep(20);
   }
   const base = url;
+  const stop = async (signal: NodeJS.Signals = "SIGTERM") => {
+    if (proc.exitCode === null) proc.kill(signal);
+    return await proc.exited;
+  };
   const control = (path: string, init: RequestInit = {}) =>
     fetch(`${base}/control${path}`, {
       ...init,
@@ -133,9 +139,15 @@ export async function startSidecarProcess(
       const res = await control(`/episodes/${id}`);
       return episodeStatusSchema.parse(await res.json());
     },
-    async stop(signal: NodeJS.Signals = "SIGTERM") {
-      if (proc.exitCode === null) proc.kill(signal);
-      return await proc.exited;
+    stop,
+    async stopCleanly() {
+      const code = await stop();
+      if (code === 0) return;
+      // The output may still be in the pipes when the exit is seen: read to the end (bounded).
+      await Promise.race([pumped, Bun.sleep(2_000)]);
+      throw new Error(
+        `sidecar did not stop cleanly: exit ${code}${proc.signalCode ? ` (killed by ${proc.signalCode})` : ""}; its output:\n${output}`,
+      );
     },
   };
 }
