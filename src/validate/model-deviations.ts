@@ -5,16 +5,10 @@
  * fails and these sentences say how, next to the checks' evidence.
  *   script: observe → record(nonce) ×2 in one batch → finish(colour seen) → text
  */
-import { join } from "node:path";
-import { readJsonLines } from "../records/jsonl-file.ts";
+import type { LedgerLine } from "./smoke-checks.ts";
 import type { UpstreamExchange } from "./upstream-evidence.ts";
 
-type LedgerLine = {
-  type: string;
-  callId?: string;
-  calls?: { id: string; tool: string; args?: unknown }[];
-  result?: { ok?: boolean; data?: Record<string, unknown> } & Record<string, unknown>;
-};
+type Receipt = { ok?: boolean; data?: Record<string, unknown> } | undefined;
 
 const script: { tools: string[]; says: string }[] = [
   { tools: ["observe"], says: "one observe call" },
@@ -35,10 +29,12 @@ function safeJson(text: string): unknown {
   }
 }
 
-export function modelDeviations(recordsDir: string, upstream: UpstreamExchange[]): string[] {
-  const ledger = readJsonLines<LedgerLine>(join(recordsDir, "ledger.jsonl")).entries;
+/** The deviations, from the episode's ledger lines (in order) and its recorded upstream exchanges. */
+export function modelDeviations(ledger: LedgerLine[], upstream: UpstreamExchange[]): string[] {
   const batches = ledger.filter((e) => e.type === "registered").map((e) => e.calls ?? []);
-  const receiptOf = new Map(ledger.filter((e) => e.type === "receipt").map((e) => [e.callId, e.result]));
+  const receiptOf = new Map(
+    ledger.filter((e) => e.type === "receipt").map((e) => [e.callId, e.result as Receipt]),
+  );
   const out: string[] = [];
 
   for (const [i, batch] of batches.entries()) {

@@ -4,51 +4,86 @@
  * ledger, the receipts) and its status — the same whether the upstream is the
  * scripted one or a real endpoint that cannot be asked what it saw.
  *   observe (image + nonce) → record(nonce) twice in one batch → finish(colour) → text
+ * The records are read through the records' one reader (records/read-records.ts), so
+ * damage is judged the way every other reader sees it, and named in the evidence: a
+ * torn last line (a crash mid-write) fails "complete records", the whole lines before
+ * it still count; a line that is not JSON before the end makes the file unreadable and
+ * fails every check that reads records; a frame whose blob is missing or damaged fails
+ * the image check naming the blob.
  */
-import { join } from "node:path";
 import type { EpisodeStatus } from "../episodes/episode-status.ts";
-import { readJsonLines } from "../records/jsonl-file.ts";
-import { imagesSent, isLosslessWebp, type UpstreamExchange } from "./upstream-evidence.ts";
+import { type EpisodeRecordsView, RecordFileUnreadable } from "../records/read-records.ts";
+import {
+  imagesSent,
+  isLosslessWebp,
+  readEpisodeRecords,
+  type UpstreamExchange,
+  upstreamExchangesOf,
+} from "./upstream-evidence.ts";
 
 export type SmokeCheck = { name: string; pass: boolean; evidence: string };
 
-type LedgerLine = {
+/** The episode's records, read once through the records' reader, and what the upstream saw in them. */
+export type SmokeRecords = {
+  recordsDir: string;
+  /** Undefined when a record file cannot be read at all (`unreadable` says which and where). */
+  episode: EpisodeRecordsView | undefined;
+  upstream: UpstreamExchange[];
+  unreadable?: string;
+};
+
+export type LedgerLine = {
   type: string;
   callId?: string;
   batchId?: string;
-  calls?: { id: string; tool: string; args: unknown }[];
+  calls?: { id: string; tool: string; args?: unknown }[];
   result?: unknown;
 };
-type ExchangeLine = { exchange: string; stage: string; status?: string };
 
-export function checkSmokeEpisode(input: {
-  recordsDir: string;
-  status: EpisodeStatus;
-  upstream: UpstreamExchange[];
-}): SmokeCheck[] {
-  const ledger = readJsonLines<LedgerLine>(join(input.recordsDir, "ledger.jsonl"));
-  const exchanges = readJsonLines<ExchangeLine>(join(input.recordsDir, "exchanges.jsonl"));
-  const calls = new Map<string, { tool: string; args: unknown }>();
-  for (const e of ledger.entries)
-    if (e.type === "registered") for (const c of e.calls ?? []) calls.set(c.id, c);
-  const claimed = ledger.entries.filter((e) => e.type === "claimed").map((e) => e.callId as string);
+/** Reads the records; a file with a line that is not JSON before its end is reported, not thrown. */
+export function readSmokeRecords(recordsDir: string): SmokeRecords {
+  try {
+    const episode = readEpisodeRecords(recordsDir);
+    return { recordsDir, episode, upstream: upstreamExchangesOf(episode) };
+  } catch (error) {
+    if (!(error instanceof RecordFileUnreadable)) throw error;
+    return { recordsDir, episode: undefined, upstream: [], unreadable: error.message };
+  }
+}
+
+export const ledgerLines = (records: SmokeRecords): LedgerLine[] =>
+  (records.episode?.ledger ?? []).map((line) => line.value as LedgerLine);
+
+export function checkSmokeEpisode(
+  records: SmokeRecords,
+  status: Pick<EpisodeStatus, "state" | "failure">,
+): SmokeCheck[] {
+  const ledger = ledgerLines(records);
+  const exchanges = records.episode?.exchanges ?? [];
+  const tornTails = records.episode?.tornTails ?? {};
+  const calls = new Map<string, { tool: string; args?: unknown }>();
+  for (const e of ledger) if (e.type === "registered") for (const c of e.calls ?? []) calls.set(c.id, c);
+  const claimed = ledger.filter((e) => e.type === "claimed").map((e) => e.callId as string);
   const claimedTools = claimed.map((id) => calls.get(id)?.tool ?? "?");
   const recordIds = claimed.filter((id) => calls.get(id)?.tool === "record");
   const recordBatches = new Set(
-    ledger.entries
+    ledger
       .filter((e) => e.type === "registered" && e.calls?.some((c) => recordIds.includes(c.id)))
       .map((e) => e.batchId),
   );
-  const receipts = ledger.entries.filter((e) => e.type === "receipt");
+  const receipts = ledger.filter((e) => e.type === "receipt");
   const finishReceipt = receipts.find((e) => calls.get(e.callId as string)?.tool === "finish")?.result as
     | { submitted?: boolean; correct?: boolean; data?: { submitted?: boolean; correct?: boolean } }
     | undefined;
   const finishData = finishReceipt?.data ?? finishReceipt;
-  const exchangeIds = new Set(exchanges.entries.map((e) => e.exchange));
   const statuses = new Map(
-    exchanges.entries.filter((e) => e.stage === "status").map((e) => [e.exchange, e.status]),
+    exchanges.flatMap((e) => {
+      const line = e.stage("status");
+      return line ? [[e.id, line.value.status] as const] : [];
+    }),
   );
-  const sent = input.upstream.map((r) => imagesSent(r.body, input.recordsDir));
+  const torn = ["ledger.jsonl", "exchanges.jsonl"].filter((file) => tornTails[file] !== undefined);
+  const sent = records.upstream.map((r) => imagesSent(r.body, records.recordsDir));
   const webpRequests = sent.filter((images) =>
     images.some(
       (i) => i.role === "user" && i.mediaType === "image/webp" && i.bytes && isLosslessWebp(i.bytes),
@@ -58,11 +93,11 @@ export function checkSmokeEpisode(input: {
     .flat()
     .filter((i) => i.mediaType !== "image/webp" || !i.bytes || !isLosslessWebp(i.bytes));
 
-  return [
+  const checks: SmokeCheck[] = [
     {
       name: "image reached upstream as lossless WebP",
       pass: webpRequests > 0 && otherImages.length === 0,
-      evidence: `${webpRequests} of ${input.upstream.length} recorded upstream request(s) carry a lossless (VP8L) WebP in a user message; other images sent: ${JSON.stringify(otherImages.map((i) => i.mediaType))}`,
+      evidence: `${webpRequests} of ${records.upstream.length} recorded upstream request(s) carry a lossless (VP8L) WebP in a user message; other images sent: ${JSON.stringify(otherImages.map((i) => i.mediaType))}`,
     },
     {
       name: "two distinct claimed call ids for the two identical records, in one batch",
@@ -81,18 +116,24 @@ export function checkSmokeEpisode(input: {
     },
     {
       name: "episode finished without provider error",
-      pass: input.status.state === "finished" && input.status.failure === null,
-      evidence: `state ${input.status.state}, failure ${JSON.stringify(input.status.failure)}`,
+      pass: status.state === "finished" && status.failure === null,
+      evidence: `state ${status.state}, failure ${JSON.stringify(status.failure)}`,
     },
     {
       name: "complete records",
       pass:
-        ledger.tornTail === undefined &&
-        exchanges.tornTail === undefined &&
-        exchangeIds.size >= 4 &&
-        [...exchangeIds].every((id) => statuses.has(id)) &&
-        ledger.entries.filter((e) => e.type === "receipt").length === claimed.length,
-      evidence: `${exchangeIds.size} exchanges, statuses ${JSON.stringify(Object.fromEntries(statuses))}; ${claimed.length} claimed, ${receipts.length} receipts`,
+        torn.length === 0 &&
+        exchanges.length >= 4 &&
+        exchanges.every((e) => statuses.has(e.id)) &&
+        receipts.length === claimed.length,
+      evidence: `${torn.map((file) => `${file}: torn last line (${tornTails[file]?.length} chars); `).join("")}${exchanges.length} exchanges, statuses ${JSON.stringify(Object.fromEntries(statuses))}; ${claimed.length} claimed, ${receipts.length} receipts`,
     },
   ];
+  if (records.unreadable === undefined) return checks;
+  // Nothing the records would show can pass; the episode's state comes from its status.
+  return checks.map((c) =>
+    c.name.startsWith("episode finished")
+      ? c
+      : { ...c, pass: false, evidence: `records unreadable: ${records.unreadable}; ${c.evidence}` },
+  );
 }

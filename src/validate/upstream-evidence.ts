@@ -9,16 +9,20 @@
  * directory's content-addressed store, which the reader resolves.
  */
 import { join } from "node:path";
-import { openRecords } from "../records/read-records.ts";
+import { type EpisodeRecordsView, openRecords } from "../records/read-records.ts";
 
 export type UpstreamExchange = { exchange: string; body: unknown; response: unknown };
 /** Records live in <data_dir>/episodes/<id>; the blob store is <data_dir>/blobs. */
 const recordsOf = (recordsDir: string) => openRecords(join(recordsDir, "..", ".."));
 
+/** An episode's records given its directory; throws RecordFileUnreadable for a damaged file. */
+export const readEpisodeRecords = (recordsDir: string): EpisodeRecordsView =>
+  recordsOf(recordsDir).readEpisodeDir(recordsDir);
+
 /** Every upstream wire request of the episode, in order, with the response recorded for it. */
-export function readUpstreamExchanges(recordsDir: string): UpstreamExchange[] {
+export function upstreamExchangesOf(episode: EpisodeRecordsView): UpstreamExchange[] {
   const out: UpstreamExchange[] = [];
-  for (const exchange of recordsOf(recordsDir).readEpisodeDir(recordsDir).exchanges) {
+  for (const exchange of episode.exchanges) {
     for (const { value: line } of exchange.lines) {
       if (line.stage === "upstream_request")
         out.push({ exchange: exchange.id, body: line.body, response: null });
@@ -33,19 +37,25 @@ export function readUpstreamExchanges(recordsDir: string): UpstreamExchange[] {
   return out;
 }
 
+export const readUpstreamExchanges = (recordsDir: string): UpstreamExchange[] =>
+  upstreamExchangesOf(readEpisodeRecords(recordsDir));
+
 export type SentImage = { mediaType: string; bytes: Uint8Array | null; role: string };
 
 /**
  * The URL a recorded image_url stands for: the data URL as sent, or the one its blob
- * reference was made from; null for a reference whose blob is missing or damaged,
- * undefined for anything else.
+ * reference was made from; for a reference whose blob is missing or damaged, why
+ * (naming the blob); undefined for anything else.
  */
-function sentUrl(records: ReturnType<typeof recordsOf>, recorded: unknown): string | null | undefined {
+function sentUrl(
+  records: ReturnType<typeof recordsOf>,
+  recorded: unknown,
+): string | { problem: string } | undefined {
   try {
     const url = records.resolve(recorded);
     return typeof url === "string" ? url : undefined;
-  } catch {
-    return null;
+  } catch (error) {
+    return { problem: (error as Error).message };
   }
 }
 
@@ -60,9 +70,9 @@ export function imagesSent(body: unknown, recordsDir: string): SentImage[] {
       if (part?.type !== "image_url") continue;
       const url = sentUrl(records, part.image_url?.url);
       if (url === undefined) continue;
-      const match = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s.exec(url ?? "");
+      const match = typeof url === "string" ? /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s.exec(url) : null;
       images.push({
-        mediaType: url === null ? "(blob missing or damaged)" : (match?.[1] ?? "(not a data URL)"),
+        mediaType: typeof url === "string" ? (match?.[1] ?? "(not a data URL)") : `(${url.problem})`,
         bytes: match?.[2] === undefined ? null : new Uint8Array(Buffer.from(match[2], "base64")),
         role: message.role,
       });

@@ -18,8 +18,7 @@ import { launchInfoSchema } from "../kits/launch-info.ts";
 import type { Sidecar } from "../server/start-sidecar.ts";
 import { modelDeviations } from "./model-deviations.ts";
 import type { ValidationTarget } from "./run-validation.ts";
-import { checkSmokeEpisode } from "./smoke-checks.ts";
-import { readUpstreamExchanges } from "./upstream-evidence.ts";
+import { checkSmokeEpisode, ledgerLines, readSmokeRecords } from "./smoke-checks.ts";
 
 export const smokePrompt =
   "Use the ura robot tools: observe the scene, record the observation nonce twice, then finish with the colour you saw.";
@@ -114,11 +113,11 @@ export async function validateClient(options: ValidateClientOptions): Promise<Cl
   writeFileSync(statusFile, `${JSON.stringify(status, null, 2)}\n`);
   const records = status.records_dir;
   // What the upstream received and answered, as the sidecar recorded it on the wire.
-  const upstream = readUpstreamExchanges(records);
+  const smokeRecords = readSmokeRecords(records);
   const upstreamFile = join(dir, "upstream-requests.json");
-  writeFileSync(upstreamFile, `${JSON.stringify(upstream, null, 2)}\n`);
+  writeFileSync(upstreamFile, `${JSON.stringify(smokeRecords.upstream, null, 2)}\n`);
 
-  const smoke = checkSmokeEpisode({ recordsDir: records, status, upstream }).map((c) => ({
+  const smoke = checkSmokeEpisode(smokeRecords, status).map((c) => ({
     ...c,
     evidence_paths: smokeEvidence(c.name, records, upstreamFile, statusFile),
   }));
@@ -166,7 +165,7 @@ export async function validateClient(options: ValidateClientOptions): Promise<Cl
     duration_ms: durationMs,
     passed: checks.every((c) => c.pass),
     checks,
-    model_deviations: modelDeviations(records, upstream),
+    model_deviations: modelDeviations(ledgerLines(smokeRecords), smokeRecords.upstream),
   };
   writeFileSync(join(dir, "validation.json"), `${JSON.stringify(result, null, 2)}\n`);
   for (const c of checks)
