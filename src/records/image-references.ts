@@ -58,7 +58,7 @@ export function hasReferenceForm(text: string): boolean {
 }
 
 /** The media type of plain base64 image bytes, from their signature. */
-function sniffImageType(bytes: Uint8Array): string | undefined {
+export function sniffImageType(bytes: Uint8Array): string | undefined {
   const ascii = (from: number, to: number) => String.fromCharCode(...bytes.subarray(from, to));
   if (bytes[0] === 0x89 && ascii(1, 4) === "PNG") return "image/png";
   if (bytes[0] === 0xff && bytes[1] === 0xd8 && bytes[2] === 0xff) return "image/jpeg";

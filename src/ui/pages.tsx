@@ -136,7 +136,11 @@ const Images: FC<{
       <figure data-side={side}>
         <img
           loading="lazy"
-          src={`/ui/episodes/${episode}/exchanges/${exchange}/images/${side}/${i}`}
+          src={
+            image.kind === "blob"
+              ? `/ui/blobs/${image.digest}`
+              : `/ui/episodes/${episode}/exchanges/${exchange}/images/${side}/${i}`
+          }
           alt={side === "client" ? `the client PNG ${i + 1}` : `sent upstream ${i + 1}`}
         />
         <figcaption>

@@ -3,15 +3,18 @@
  * Nothing of an episode is visible without the control password: POST /ui/login
  * checks it and sets an HttpOnly, SameSite=Strict cookie holding an HMAC of the
  * password (never the password itself), which every other /ui request must carry.
- * Images are served by URL from the records, never inlined into the page.
+ * Images are served by URL, never inlined into the page: an image in the blob store
+ * by its digest (one file read, cacheable for good: the name is the content), one
+ * kept inline in a record line (older records) from that line.
  */
 import { join } from "node:path";
-import { Hono } from "hono";
+import { type Context, Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../episodes/ids.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { blobDigestPattern } from "../records/blob-store.ts";
+import { sniffImageType } from "../records/image-references.ts";
 import { openRecords } from "../records/read-records.ts";
 import { EpisodeListPage, type EpisodeRow, LoginPage, TimelinePage } from "./pages.tsx";
 import { exchangeImage, readTimeline, recordsStamp } from "./read-timeline.ts";
@@ -102,17 +105,26 @@ export function createUiRoutes(deps: UiDeps): Hono {
     const { episode, dir } = episodeDir(c.req.param("id"));
     return c.json({ stamp: recordsStamp(dir), state: episode.state });
   });
+  const blobResponse = (c: Context, digest: string) => {
+    if (!blobDigestPattern.test(digest) || !records.blobs.has(digest)) return c.notFound();
+    const bytes = new Uint8Array(records.blobs.read(digest));
+    // From the bytes, never from a request: the store holds only images, and nothing else is rendered.
+    c.header("content-type", sniffImageType(bytes) ?? "application/octet-stream");
+    c.header("x-content-type-options", "nosniff");
+    c.header("cache-control", "private, max-age=31536000, immutable");
+    return c.body(bytes);
+  };
+  app.get("/blobs/:digest", (c) => blobResponse(c, c.req.param("digest")));
   app.get("/episodes/:id/exchanges/:exchange/images/:side/:n", (c) => {
     const { dir } = episodeDir(c.req.param("id"));
     const side = c.req.param("side");
     if (side !== "client" && side !== "upstream") return c.notFound();
     const image = exchangeImage(records, dir, c.req.param("exchange"), side, Number(c.req.param("n")));
     if (!image) return c.notFound();
+    if (image.kind === "blob") return blobResponse(c, image.digest);
     c.header("content-type", image.mediaType);
     c.header("cache-control", "private, max-age=86400, immutable");
-    if (image.kind === "inline") return c.body(Buffer.from(image.base64, "base64"));
-    if (!blobDigestPattern.test(image.digest) || !records.blobs.has(image.digest)) return c.notFound();
-    return c.body(new Uint8Array(records.blobs.read(image.digest)));
+    return c.body(Buffer.from(image.base64, "base64"));
   });
   return app;
 }

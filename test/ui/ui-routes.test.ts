@@ -1,6 +1,10 @@
 import { describe, expect, test } from "bun:test";
+import { readFileSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { cameraLikePng } from "../../src/images/synthetic-frames.ts";
 import { createUiRoutes } from "../../src/ui/ui-routes.tsx";
-import { createInProcessSidecar } from "../support/in-process-sidecar.ts";
+import { imageTurnRequest } from "../support/image-turn.ts";
+import { createInProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
 
 const password = "ui-test-password-0123456789";
 
@@ -58,5 +62,41 @@ describe("/ui routes", () => {
     expect(await rows("/?page=2")).toBe(5);
     expect(await rows("/?page=99")).toBe(5);
     expect((await get("/episodes/ep_0000000000000000")).status).toBe(404);
+  });
+
+  test("images are served by digest from the blob store alone: they still load with the record files gone", async () => {
+    const { get, app: ui_, sidecar } = await ui();
+    const episode = sidecar.createEpisode();
+    const png = cameraLikePng(64, 48, 7);
+    const res = await postJson(
+      sidecar.app,
+      `/e/${episode.id}/v1/responses`,
+      imageTurnRequest("what do you see?", [png.toBase64()]),
+      { authorization: `Bearer ${episode.ingressKey}` },
+    );
+    expect(res.status).toBe(200);
+    await res.text();
+    const page = await (await get(`/episodes/${episode.id}`)).text();
+    const sources = [...page.matchAll(/<img[^>]* src="([^"]+)"/g)].map((m) => m[1] as string);
+    expect(sources).toHaveLength(2);
+    const digests = sources.map((src) => /^\/ui\/blobs\/([0-9a-f]{64})$/.exec(src)?.[1]);
+    expect(digests.every((d) => d !== undefined)).toBe(true);
+    // Each image request reads one blob, not the episode's records: remove them.
+    const dir = join(sidecar.dataDir, "episodes", episode.id);
+    for (const file of ["exchanges.jsonl", "ledger.jsonl", "auxiliary.jsonl"])
+      rmSync(join(dir, file), { force: true });
+    const [client, upstream] = await Promise.all(sources.map((src) => get(src.slice("/ui".length))));
+    expect(client?.headers.get("content-type")).toBe("image/png");
+    expect(new Uint8Array(await (client as Response).arrayBuffer())).toEqual(new Uint8Array(png));
+    expect(upstream?.headers.get("content-type")).toBe("image/webp");
+    const webp = new Uint8Array(await (upstream as Response).arrayBuffer());
+    expect(webp).toEqual(
+      new Uint8Array(readFileSync(join(sidecar.dataDir, "blobs", "sha256", digests[1] as string))),
+    );
+    expect(upstream?.headers.get("cache-control")).toContain("immutable");
+    // Not a digest, a digest with no blob, and no cookie.
+    expect((await get("/blobs/not-a-digest")).status).toBe(404);
+    expect((await get(`/blobs/${"0".repeat(64)}`)).status).toBe(404);
+    expect((await ui_.request(`/blobs/${digests[0]}`)).status).toBe(401);
   });
 });
