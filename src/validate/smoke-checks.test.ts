@@ -4,6 +4,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { loadCodecs } from "../images/codecs.ts";
 import { webpSettingsSchema } from "../images/settings.ts";
+import { sha256Hex } from "../lib/sha256.ts";
+import { createBlobStore } from "../records/blob-store.ts";
 import { checkSmokeEpisode, readSmokeRecords } from "./smoke-checks.ts";
 
 const codecs = await loadCodecs();
@@ -11,7 +13,6 @@ const webp = codecs.encodeWebpLossless(
   { width: 2, height: 2, data: new Uint8Array(16).fill(200) },
   webpSettingsSchema.parse({}),
 );
-const hex = new Bun.CryptoHasher("sha256").update(webp).digest("hex");
 const finished = { state: "finished", failure: null } as const;
 
 const jsonl = (lines: object[]) => `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`;
@@ -28,8 +29,7 @@ function smokeEpisodeRecords(): string {
   const data = mkdtempSync(join(tmpdir(), "ura-smoke-"));
   const dir = join(data, "episodes", "ep_1");
   mkdirSync(dir, { recursive: true });
-  mkdirSync(join(data, "blobs", "sha256"), { recursive: true });
-  writeFileSync(join(data, "blobs", "sha256", hex), webp);
+  const hex = createBlobStore(data).put(webp);
   writeFileSync(
     join(dir, "ledger.jsonl"),
     jsonl([
@@ -115,6 +115,7 @@ describe("the smoke episode's checks, from the records", () => {
 
   test("a frame whose blob is missing fails the image check naming the blob", () => {
     const dir = smokeEpisodeRecords();
+    const hex = sha256Hex(webp);
     rmSync(join(dir, "..", "..", "blobs", "sha256", hex));
     const image = check(dir, "image reached upstream");
     expect(image?.pass).toBe(false);
