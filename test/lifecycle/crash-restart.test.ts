@@ -98,7 +98,10 @@ describe("kill -9, then restart on the same data directory", () => {
 
       const second = await startSidecar(upstream, config, first.dataDir);
       try {
-        expect(second.output()).toContain("restored 1 episode(s) read-only (1 interrupted)");
+        // Printed just after the banner the start waits for.
+        await waitFor("the restore line", () =>
+          second.output().includes("restored 1 episode(s) read-only (1 interrupted)") ? true : undefined,
+        );
         const status = (await second.episode(episode.id)) as unknown as Restarted;
         expect(status.state).toBe("interrupted");
         expect(status.failure?.reason).toBe("interrupted");

@@ -87,7 +87,9 @@ test("SIGTERM while restoring episodes at start-up: a clean stop once started, e
 
   const again = await startSidecar(upstream, {}, dataDir);
   try {
-    expect(again.output()).toContain(`restored ${ids.length} episode(s) read-only`);
+    // Printed just after the banner the start waits for.
+    const restored = `restored ${ids.length} episode(s) read-only`;
+    await waitFor("the restore line", () => (again.output().includes(restored) ? true : undefined));
   } finally {
     await again.stopCleanly();
   }
