@@ -6,6 +6,7 @@
 import { applyBodyBudget, type ContextDecision } from "../context/apply-context.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { HubRequest } from "../hub/schema.ts";
+import { stringifyReusingMembers } from "../lib/frozen-json.ts";
 import { buildChatRequest, type ChatTarget } from "../upstream/build-chat-request.ts";
 import { createChatBodySizer, jsonStringDataBytes } from "../upstream/chat-body-size.ts";
 import type { ChatRequest } from "../upstream/chat-schema.ts";
@@ -28,7 +29,8 @@ export async function buildUpstreamBody(
 ): Promise<UpstreamBody> {
   const render = (request: HubRequest) => {
     const chat = buildChatRequest(request, options.target);
-    return { request, chat, body: JSON.stringify(chat) };
+    // The same text as JSON.stringify(chat); a repeated tool list's JSON is reused.
+    return { request, chat, body: stringifyReusingMembers(chat) };
   };
   if (policy.policy !== "body_budget") return render(converted);
   const sizer = createChatBodySizer(converted, options.target, (part) => ({

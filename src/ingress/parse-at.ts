@@ -6,7 +6,8 @@
  */
 import type { z } from "zod";
 import { invalidField, SidecarError } from "../lib/errors.ts";
-import type { JsonBody } from "../lib/parse-json-body.ts";
+import { deepFreeze } from "../lib/frozen-json.ts";
+import { isRepeatedMember, type JsonBody } from "../lib/parse-json-body.ts";
 
 type Issue = z.core.$ZodIssue;
 
@@ -53,6 +54,63 @@ export function parseAt<S extends z.ZodType>(schema: S, value: unknown, prefix: 
   const issue = issues.find((i) => i.code === "unrecognized_keys") ?? issues[0];
   if (!issue) throw invalidField(prefix || "body", "invalid value");
   throw describeIssue(issue, prefix);
+}
+
+/** Per request schema: a repeated member's value → its validated (frozen) form. */
+const validatedMembers = new WeakMap<z.ZodObject, WeakMap<object, unknown>>();
+
+const optionalMembers = new WeakMap<z.ZodObject, Map<string, boolean>>();
+
+function optionalMember(schema: z.ZodObject, key: string): boolean {
+  let known = optionalMembers.get(schema);
+  if (known === undefined) {
+    known = new Map();
+    optionalMembers.set(schema, known);
+  }
+  let optional = known.get(key);
+  if (optional === undefined) {
+    optional = schema.shape[key]?.safeParse(undefined).success === true;
+    known.set(key, optional);
+  }
+  return optional;
+}
+
+/**
+ * parseAt for a whole request object: a member the client repeated verbatim from
+ * an earlier turn (isRepeatedMember) and that passed validation then is not
+ * validated again. An object schema checks each member on its own, so a valid
+ * member adds no issue and the rest gives the same first issue, field and message.
+ */
+export function parseRequestAt<S extends z.ZodObject>(
+  schema: S,
+  request: Record<string, unknown>,
+  prefix: string,
+): z.infer<S> {
+  let validated = validatedMembers.get(schema);
+  if (validated === undefined) {
+    validated = new WeakMap();
+    validatedMembers.set(schema, validated);
+  }
+  let rest = request;
+  const reused: [string, unknown][] = [];
+  const fresh: [string, object][] = [];
+  for (const key of Object.keys(request)) {
+    const value = request[key];
+    // Left out by setting it undefined: only a member the schema may leave out.
+    if (!isRepeatedMember(value) || !optionalMember(schema, key)) continue;
+    if (!validated.has(value)) {
+      fresh.push([key, value]);
+      continue;
+    }
+    if (rest === request) rest = { ...request };
+    rest[key] = undefined;
+    reused.push([key, validated.get(value)]);
+  }
+  if (reused.length === 0 && fresh.length === 0) return parseAt(schema, request, prefix);
+  const parsed = parseAt(schema, rest, prefix) as Record<string, unknown>;
+  for (const [key, value] of reused) parsed[key] = value;
+  for (const [key, value] of fresh) validated.set(value, deepFreeze(parsed[key]));
+  return parsed as z.infer<S>;
 }
 
 /** The request object of a received body: a 400 when it is not JSON, or not a JSON object. */

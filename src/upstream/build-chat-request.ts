@@ -4,8 +4,9 @@
  * a batch's tool-result images go into one user message right after that batch's
  * tool messages, each labelled with the call it belongs to.
  */
-import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import type { HubMessage, HubPart, HubRequest, HubTool } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { deriveOncePerFrozen } from "../lib/frozen-json.ts";
 import type { ChatContentPart, ChatMessage, ChatRequest } from "./chat-schema.ts";
 
 export type ChatTarget = {
@@ -114,6 +115,14 @@ export function toChatMessages(messages: HubMessage[]): ChatMessage[] {
   return out;
 }
 
+/** A repeated tool list (frozen hub tools) is converted once; its JSON is then serialised once too. */
+const toChatTools = deriveOncePerFrozen((tools: readonly HubTool[]) =>
+  tools.map((tool) => ({
+    type: "function" as const,
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  })),
+);
+
 export function buildChatRequest(request: HubRequest, target: ChatTarget): ChatRequest {
   assertImagesAllowed(request.messages, target);
   const chat: ChatRequest = {
@@ -124,10 +133,7 @@ export function buildChatRequest(request: HubRequest, target: ChatTarget): ChatR
     stream_options: { include_usage: true },
   };
   if (request.tools.length > 0) {
-    chat.tools = request.tools.map((tool) => ({
-      type: "function",
-      function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-    }));
+    chat.tools = toChatTools(request.tools);
     chat.parallel_tool_calls = request.parallelToolCalls ?? target.parallelToolCalls;
   }
   const choice = request.toolChoice;

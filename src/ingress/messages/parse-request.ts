@@ -3,9 +3,9 @@
  * 400 naming the field in wire spelling (`messages[2].content[0].source.type`).
  */
 import type { JsonBody } from "../../lib/parse-json-body.ts";
-import { parseAt, requestObject } from "../parse-at.ts";
+import { parseRequestAt, requestObject } from "../parse-at.ts";
 import { type MessagesRequest, messagesRequestSchema } from "./schema.ts";
 
 export function parseRequest(body: JsonBody): MessagesRequest {
-  return parseAt(messagesRequestSchema, requestObject(body, "Anthropic Messages"), "");
+  return parseRequestAt(messagesRequestSchema, requestObject(body, "Anthropic Messages"), "");
 }

@@ -9,9 +9,10 @@
  */
 import type { Context } from "hono";
 import { Hono } from "hono";
+import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
-import { parseJsonBody } from "../../lib/parse-json-body.ts";
+import { createRepeatedMembers, parseJsonBody, type RepeatedMembers } from "../../lib/parse-json-body.ts";
 import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
@@ -33,8 +34,21 @@ function requestPath(c: Context): string {
   return `${url.pathname}${url.search}`;
 }
 
+/** Claude Code resends its tool list (63 KB of its 86 KB request) unchanged every turn. */
+const repeatedMemberNames = ["tools"];
+
 export function createRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
+  // Per episode, so one episode's memory ends with it.
+  const repeated = new WeakMap<Episode, RepeatedMembers>();
+  const repeatedOf = (episode: Episode) => {
+    let members = repeated.get(episode);
+    if (members === undefined) {
+      members = createRepeatedMembers(repeatedMemberNames);
+      repeated.set(episode, members);
+    }
+    return members;
+  };
   app.onError((error) => renderError(toSidecarError(error)));
 
   app.post("/anthropic/v1/messages/count_tokens", async (c) => {
@@ -47,7 +61,7 @@ export function createRoutes(deps: RouteDeps): Hono {
 
   app.post("/anthropic/v1/messages", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
-    const body = parseJsonBody(await c.req.text());
+    const body = parseJsonBody(await c.req.text(), repeatedOf(episode));
     const ctx = { betaFlags: betaFlags(c.req.header("anthropic-beta")) };
     return episode.track(
       runExchange(deps.exchange, {

@@ -153,4 +153,5 @@ export type ImageBlock = z.infer<typeof imageBlockSchema>;
 export type ToolResultBlock = z.infer<typeof toolResultBlockSchema>;
 export type MessagesMessage = z.infer<typeof messageSchema>;
 export type ToolChoice = z.infer<typeof toolChoiceSchema>;
+export type MessagesTool = z.infer<typeof customToolSchema>;
 export type MessagesRequest = z.infer<typeof messagesRequestSchema>;

@@ -1,6 +1,17 @@
 import { describe, expect, test } from "bun:test";
-import { jsonBodyOf } from "../../lib/parse-json-body.ts";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { estimateTokens } from "../../context/estimate.ts";
+import { stringifyReusingMembers } from "../../lib/frozen-json.ts";
+import {
+  createRepeatedMembers,
+  isRepeatedMember,
+  jsonBodyOf,
+  parseJsonBody,
+  type RepeatedMembers,
+} from "../../lib/parse-json-body.ts";
 import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
+import { buildChatRequest } from "../../upstream/build-chat-request.ts";
 import { type ToHubContext, toHub } from "./to-hub.ts";
 
 const messagesToHub = (body: unknown, ctx?: ToHubContext) => toHub(jsonBodyOf(body), ctx).hub;
@@ -255,5 +266,62 @@ describe("messagesToHub", () => {
 
   test("a non-object body is refused", () => {
     expect(errorOf(() => messagesToHub([1, 2])).kind).toBe("invalid_request");
+  });
+});
+
+describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
+  const request = JSON.parse(
+    readFileSync(
+      resolve(import.meta.dir, "../../../fixtures/messages/main-turn/client-request.json"),
+      "utf8",
+    ),
+  ) as { tools: { name: string }[] } & Record<string, unknown>;
+  const target = { model: "ura-qwen", imageInput: true, parallelToolCalls: true };
+  const translate = (text: string, repeated?: RepeatedMembers) => toHub(parseJsonBody(text, repeated)).hub;
+
+  test("each later turn translates, measures and serialises exactly as a fresh request", () => {
+    const repeated = createRepeatedMembers(["tools"]);
+    const first = translate(JSON.stringify(request), repeated);
+    const laterText = JSON.stringify({
+      ...request,
+      messages: [...(request.messages as unknown[]), { role: "assistant", content: "done" }],
+    });
+    const later = translate(laterText, repeated);
+    const fresh = translate(laterText);
+    expect(later).toEqual(fresh);
+    expect(later.tools).toBe(first.tools);
+    expect(estimateTokens(later)).toBe(estimateTokens(fresh));
+    const chat = buildChatRequest(later, target);
+    expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(buildChatRequest(fresh, target)));
+    expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(chat));
+  });
+
+  test("a bad field beside the repeated tools, or a bad tool in a changed list, is named as in a fresh request", () => {
+    const repeated = createRepeatedMembers(["tools"]);
+    const first = translate(JSON.stringify(request), repeated);
+    const cases = [
+      { ...request, max_tokens: 0 },
+      { ...request, unknown_field: 1 },
+      {
+        ...request,
+        messages: [{ role: "user", content: [{ type: "image", source: { type: "url", url: "u" } }] }],
+      },
+      { ...request, tools: [...request.tools, { ...request.tools[0] }] },
+      { ...request, tools: [{ type: "web_search_20250305", name: "web_search" }, ...request.tools] },
+    ];
+    for (const body of cases) {
+      const text = JSON.stringify(body);
+      const reused = errorOf(() => translate(text, repeated));
+      const fresh = errorOf(() => translate(text));
+      if (body.tools === request.tools) {
+        const parsed = parseJsonBody(text, repeated) as { value: { tools: unknown } };
+        expect(toHub(parseJsonBody(JSON.stringify(request), repeated)).hub.tools).toBe(first.tools);
+        expect(isRepeatedMember(parsed.value.tools)).toBe(true);
+      }
+      expect({ param: reused.param, message: reused.message }).toEqual({
+        param: fresh.param,
+        message: fresh.message,
+      });
+    }
   });
 });

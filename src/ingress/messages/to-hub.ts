@@ -24,11 +24,19 @@ import type {
   HubToolChoice,
 } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
+import { deriveOncePerFrozen } from "../../lib/frozen-json.ts";
 import type { JsonBody } from "../../lib/parse-json-body.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { fromHub } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";
-import type { ImageBlock, MessagesRequest, TextBlock, ToolChoice, ToolResultBlock } from "./schema.ts";
+import type {
+  ImageBlock,
+  MessagesRequest,
+  MessagesTool,
+  TextBlock,
+  ToolChoice,
+  ToolResultBlock,
+} from "./schema.ts";
 import { renderStream } from "./stream.ts";
 
 export type ToHubContext = {
@@ -71,6 +79,15 @@ function toToolChoice(choice: ToolChoice): HubToolChoice {
     }
   }
 }
+
+/** A repeated tool list (frozen) is translated once; the same hub tools then key the upstream body's reuse of their JSON. */
+const toHubTools = deriveOncePerFrozen((tools: readonly MessagesTool[]) =>
+  tools.map((tool) => ({
+    name: tool.name,
+    description: tool.description ?? "",
+    parameters: tool.input_schema,
+  })),
+);
 
 /** `cache_control` hints are many (one per block): one note lists where they were. */
 function noteCacheControl(ignored: IgnoredFields, path: string, block: { cache_control?: unknown }): void {
@@ -179,10 +196,11 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
     }
   });
 
-  const tools = (request.tools ?? []).map((tool, i) => {
+  const declared = request.tools ?? [];
+  declared.forEach((tool, i) => {
     noteCacheControl(ignored, `tools[${i}]`, tool);
-    return { name: tool.name, description: tool.description ?? "", parameters: tool.input_schema };
   });
+  const tools = toHubTools(declared);
   const names = new Set<string>();
   tools.forEach((tool, i) => {
     if (names.has(tool.name))
