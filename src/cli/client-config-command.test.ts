@@ -102,3 +102,29 @@ test("--context-policy with an existing episode checks its policy (fixed at crea
   expect(await clientConfigCommand([...args, "--context-policy", "camera", "--out", out], env)).toBe(2);
   expect(await clientConfigCommand([...args, "--new-episode", "--out", out], env)).toBe(2);
 });
+
+test("no sidecar at the address: exit 1 naming the address, how to start one and --sidecar", async () => {
+  // A port that was just free: nothing listens there.
+  const closed = Bun.serve({ hostname: "127.0.0.1", port: 0, fetch: () => new Response() });
+  const address = `http://127.0.0.1:${closed.port}`;
+  closed.stop(true);
+  const errors: string[] = [];
+  const error = console.error;
+  console.error = (line: string) => errors.push(line);
+  try {
+    for (const how of [["--new-episode"], ["--episode", "ep_0000000000000000"]]) {
+      errors.length = 0;
+      const out = join(root, "no-sidecar");
+      const code = await clientConfigCommand(["claude", ...how, "--sidecar", address, "--out", out], {
+        URA_CONTROL_PASSWORD: password,
+      });
+      expect(code).toBe(1);
+      expect(existsSync(out)).toBe(false);
+      expect(errors.join("\n")).toContain(`no sidecar answers at ${address}`);
+      expect(errors.join("\n")).toContain("make run");
+      expect(errors.join("\n")).toContain("--sidecar URL");
+    }
+  } finally {
+    console.error = error;
+  }
+});

@@ -26,6 +26,17 @@ function controlUrl(sidecar: string, path: string): string {
   return `${sidecar.replace(/\/$/, "")}/control${path}`;
 }
 
+/** A control API request; a sidecar that does not answer is said plainly, with the way out. */
+async function control(sidecar: string, url: string, init: RequestInit): Promise<Response> {
+  try {
+    return await fetch(url, init);
+  } catch (error) {
+    throw new Error(
+      `no sidecar answers at ${sidecar} (${(error as Error).message.split(":")[0]}): start one (\`make run\`, or \`ura-sidecar serve\`), or give its address with --sidecar URL`,
+    );
+  }
+}
+
 /** A new episode with the given context policy (its defaults), created through the control API. */
 async function createEpisode(
   sidecar: string,
@@ -34,7 +45,7 @@ async function createEpisode(
 ): Promise<LaunchInfo> {
   if (!password) throw new Error("creating an episode needs the control password in URA_CONTROL_PASSWORD");
   const url = controlUrl(sidecar, "/episodes");
-  const res = await fetch(url, {
+  const res = await control(sidecar, url, {
     method: "POST",
     headers: { authorization: `Bearer ${password}`, "content-type": "application/json" },
     body: JSON.stringify(policy === undefined ? {} : { context: { policy } }),
@@ -58,7 +69,7 @@ async function readEpisode(
   if (!password)
     throw new Error("reading an episode by id needs the control password in URA_CONTROL_PASSWORD");
   const url = controlUrl(sidecar, `/episodes/${encodeURIComponent(episode)}/launch`);
-  const res = await fetch(url, { headers: { authorization: `Bearer ${password}` } });
+  const res = await control(sidecar, url, { headers: { authorization: `Bearer ${password}` } });
   if (!res.ok) throw new Error(`GET ${url}: HTTP ${res.status} ${(await res.text()).slice(0, 300)}`);
   return launchInfoSchema.parse(await res.json());
 }
