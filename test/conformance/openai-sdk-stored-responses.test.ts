@@ -161,7 +161,7 @@ describe("openai SDK: stored responses survive a restart (served from the record
       unstored = await live.responses.create({ model, input: "Name this session.", store: false });
       expect(wire(await live.responses.retrieve(r2.id))).toEqual(wire(r2));
     } finally {
-      expect(await before.stop()).toBe(0);
+      await before.stopCleanly();
     }
 
     const after = await startSidecarProcess({ dataDir: before.dataDir });

@@ -51,7 +51,7 @@ beforeAll(async () => {
   sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
 });
 afterAll(async () => {
-  expect(await sidecar.stop()).toBe(0);
+  await sidecar.stopCleanly();
   upstream.stop();
 });
 

@@ -195,7 +195,7 @@ describeInLoopbackNamespace("dataset export end to end", { file: import.meta.pat
         expect(status.state).toBe("finished");
         received.long = upstream.scripted.received.map((r) => r.body as ReceivedBody);
       } finally {
-        expect(await sidecar.stop()).toBe(0);
+        await sidecar.stopCleanly();
         upstream.stop();
       }
       expect(received.long?.length).toBe(25);

@@ -31,7 +31,7 @@ beforeAll(async () => {
   sidecar = await startSidecarProcess({ args: ["--config", config] });
 });
 afterAll(async () => {
-  expect(await sidecar.stop()).toBe(0);
+  await sidecar.stopCleanly();
 });
 
 const tools = ["observe", "record", "finish"].map((name) => ({

@@ -22,7 +22,7 @@ beforeAll(async () => {
   sidecar = await startSidecarProcess({ args: ["--config", join(dir, "config.json")] });
 });
 afterAll(async () => {
-  expect(await sidecar.stop()).toBe(0);
+  await sidecar.stopCleanly();
 });
 
 const turn = (frame: number) =>

@@ -154,7 +154,7 @@ describe("compiled binary: a raw TCP client closes the socket after the first by
     });
   });
   afterAll(async () => {
-    expect(await sidecar.stop()).toBe(0);
+    await sidecar.stopCleanly();
     upstream.stop(true);
   });
 

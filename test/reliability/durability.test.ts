@@ -165,11 +165,11 @@ describe("one sidecar per data directory", () => {
     expect(refusal).toMatch(/in use by another ura-sidecar \(pid \d+/);
     expect(readdirSync(episode.records_dir).filter((f) => f.startsWith("restart-"))).toEqual([]);
     expect((await first.episode(episode.id)).state).toBe("running");
-    expect(await first.stop()).toBe(0);
+    await first.stopCleanly();
     // The lock goes with the process: the directory is free again.
     const next = await startSidecarProcess({ dataDir: first.dataDir });
     expect(existsSync(join(episode.records_dir, "frozen.json"))).toBe(true);
     expect(readFileSync(join(first.dataDir, "lock"), "utf8")).toContain(`pid ${next.proc.pid}`);
-    expect(await next.stop()).toBe(0);
+    await next.stopCleanly();
   });
 });

@@ -123,7 +123,7 @@ afterAll(async () => {
   console.log(
     `fault matrix: ${casesRun} cases (${protocols.length} ingresses × ${faultCases.length} faults, plus ${protocols.length} control cases)`,
   );
-  expect(await sidecar.stop()).toBe(0);
+  await sidecar.stopCleanly();
   upstream.stop();
 });
 

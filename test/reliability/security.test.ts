@@ -53,7 +53,7 @@ beforeAll(async () => {
 });
 afterAll(async () => {
   console.log(`security: ${checks} checks`);
-  expect(await sidecar.stop()).toBe(0);
+  await sidecar.stopCleanly();
   upstream.stop();
 });
 
