@@ -13,24 +13,29 @@
  */
 import { parseArgs } from "node:util";
 import packageJson from "../package.json" with { type: "json" };
-import { clientConfigCommand, usage as clientConfigUsage } from "./cli/client-config-command.ts";
-import { exportDatasetCommand, usage as exportUsage } from "./cli/export-dataset-command.ts";
 import { helpText } from "./cli/help.ts";
-import { recordsCommand, usage as recordsUsage } from "./cli/records-command.ts";
-import { validateCommand, usage as validateUsage } from "./cli/validate-command.ts";
-import { ConfigError, type ConfigFlags, loadConfig, readSecrets } from "./config/load-config.ts";
-import { DataDirLockedError } from "./records/data-dir-lock.ts";
-import { startSidecar } from "./server/start-sidecar.ts";
+import type { ConfigFlags } from "./config/load-config.ts";
+import type { Config } from "./config/schema.ts";
+import { defaultWorkerCount, prestartConversionWorkers } from "./images/conversion-pool.ts";
+import type { Sidecar } from "./server/start-sidecar.ts";
 
 const version = packageJson.version;
 
-/** What `ura-sidecar <command> --help` prints: that command's own usage. */
-const subcommandUsages: Record<string, string> = {
-  "client-config": clientConfigUsage,
-  validate: validateUsage,
-  records: recordsUsage,
-  export: exportUsage,
+/**
+ * Each command's code is loaded when that command runs: `serve` starts its image
+ * conversion workers first, so their codec warm-up (what bounds start-up to
+ * /health/ready) overlaps the loading of the rest of the program.
+ */
+const commands = {
+  "client-config": () => import("./cli/client-config-command.ts"),
+  validate: () => import("./cli/validate-command.ts"),
+  records: () => import("./cli/records-command.ts"),
+  export: () => import("./cli/export-dataset-command.ts"),
 };
+
+function isCommand(name: string): name is keyof typeof commands {
+  return Object.hasOwn(commands, name);
+}
 
 async function main(argv: string[]): Promise<number> {
   const [command = "serve", ...rest] = argv[0]?.startsWith("-") ? ["serve", ...argv] : argv;
@@ -39,13 +44,15 @@ async function main(argv: string[]): Promise<number> {
     return 0;
   }
   if (argv.includes("--help") || argv.includes("-h") || command === "help") {
-    console.log(subcommandUsages[command] ?? helpText(version));
+    // What `ura-sidecar <command> --help` prints: that command's own usage.
+    console.log(isCommand(command) ? (await commands[command]()).usage : helpText(version));
     return 0;
   }
-  if (command === "client-config") return clientConfigCommand(rest, process.env);
-  if (command === "validate") return validateCommand(rest, version);
-  if (command === "records") return recordsCommand(rest, process.env);
-  if (command === "export") return exportDatasetCommand(rest, version, process.env);
+  if (command === "client-config")
+    return (await commands["client-config"]()).clientConfigCommand(rest, process.env);
+  if (command === "validate") return (await commands.validate()).validateCommand(rest, version);
+  if (command === "records") return (await commands.records()).recordsCommand(rest, process.env);
+  if (command === "export") return (await commands.export()).exportDatasetCommand(rest, version, process.env);
   if (command !== "serve") {
     console.error(`ura-sidecar: unknown command "${command}"\n\n${helpText(version)}`);
     return 2;
@@ -54,7 +61,7 @@ async function main(argv: string[]): Promise<number> {
   // action would end the process between those steps, skipping the drain and the freeze.
   let signals = 0;
   let stopRequested: string | undefined;
-  let sidecar: Awaited<ReturnType<typeof startSidecar>> | undefined;
+  let sidecar: Sidecar | undefined;
   const onSignal = (name: string) => {
     signals += 1;
     if (signals > 1) {
@@ -66,6 +73,13 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on("SIGTERM", () => onSignal("SIGTERM"));
   process.on("SIGINT", () => onSignal("SIGINT"));
+  if (!rest.includes("--validate-config")) prestartConversionWorkers(defaultWorkerCount());
+  const [{ ConfigError, loadConfig, readSecrets }, { DataDirLockedError }, { startSidecar }] =
+    await Promise.all([
+      import("./config/load-config.ts"),
+      import("./records/data-dir-lock.ts"),
+      import("./server/start-sidecar.ts"),
+    ]);
   let flags: ConfigFlags & { "validate-config"?: boolean };
   try {
     flags = parseArgs({
@@ -87,7 +101,7 @@ async function main(argv: string[]): Promise<number> {
     console.error(`ura-sidecar serve: ${(error as Error).message}`);
     return 2;
   }
-  let config: ReturnType<typeof loadConfig>;
+  let config: Config;
   try {
     config = loadConfig(flags, process.env);
   } catch (error) {
