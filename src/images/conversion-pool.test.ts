@@ -8,11 +8,12 @@ import { webpSettingsSchema } from "./settings.ts";
 const settings = webpSettingsSchema.parse({});
 let pool: ConversionPool;
 let codecs: Codecs;
+// Two camera-sized warm-up encodes: seconds on loaded shared cores, past the hook's default 5 s.
 beforeAll(async () => {
   codecs = await loadCodecs();
   pool = createConversionPool(2);
   expect((await pool.warmUp(settings)).length).toBe(2);
-});
+}, 60_000);
 afterAll(() => pool.close());
 
 describe("the conversion worker pool", () => {
