@@ -8,6 +8,7 @@
  *   RSS holding 50 × 30-frame histories (after the last turn settled)   goal ≤ 500 MB
  *   peak RSS during the turns (VmHWM)
  *   RSS after the episodes ended, minus idle                           goal ≤ 50 MB
+ *   wall time of the turns, and the PNGs converted (cache misses)
  * Each episode's frames are distinct files (an episode's PNGs carry its own
  * tEXt chunk, so they hash, cache and convert apart) drawn from 30 camera-like
  * frames: generating 1500 distinct noisy scenes takes longer than the run.
@@ -18,9 +19,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cameraLikePng } from "../src/images/synthetic-frames.ts";
 import { crc32 } from "../src/images/write-png.ts";
+import { openRecords } from "../src/records/read-records.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { responsesCameraHistory } from "./camera-history.ts";
-import { rssMb } from "./long-camera.ts";
+import { countConversions, rssMb } from "./long-camera.ts";
 import { spawnServer } from "./spawn-server.ts";
 
 /** The PNG with a tEXt chunk after its header: other bytes, the same pixels. */
@@ -107,9 +109,15 @@ export async function runConcurrentCameraBench(
       await sidecar.control(`/episodes/${launch.id}/cancel`, { method: "POST" }).then((res) => res.text());
     await Bun.sleep(2000);
     const after = rssMb(pid);
+    // Read once the memory figures are taken (the sidecar's idle collection must not run early).
+    const records = openRecords(sidecar.dataDir);
+    const conversions = launches.reduce(
+      (sum, launch) => sum + countConversions(records.readEpisode(launch.id).exchanges),
+      0,
+    );
     log(
       `| ${episodes} × ${framesPerEpisode} frames, ${inFlight} in flight | ${idle.toFixed(0)} MB | ${holding.toFixed(0)} MB (≤ 500) | ${peak.toFixed(0)} MB | ` +
-        `${after.toFixed(0)} MB, +${(after - idle).toFixed(0)} MB over idle (≤ 50) | ${failed} | ${sentMb.toFixed(0)} MB in ${seconds.toFixed(0)} s |`,
+        `${after.toFixed(0)} MB, +${(after - idle).toFixed(0)} MB over idle (≤ 50) | ${failed} | ${sentMb.toFixed(0)} MB in ${seconds.toFixed(0)} s | ${conversions} |`,
     );
     return {
       concurrent_camera_episodes: episodes,
@@ -119,6 +127,8 @@ export async function runConcurrentCameraBench(
       concurrent_camera_rss_peak_mb: peak,
       concurrent_camera_rss_after_end_mb: after,
       concurrent_camera_rss_after_end_over_idle_mb: after - idle,
+      concurrent_camera_turns_seconds: seconds,
+      concurrent_camera_conversions: conversions,
     };
   } finally {
     await sidecar.stop();
@@ -128,9 +138,9 @@ export async function runConcurrentCameraBench(
 
 if (import.meta.main) {
   console.log(
-    "| episodes | RSS idle | RSS holding the histories | peak | RSS after they ended | failed turns | sent |",
+    "| episodes | RSS idle | RSS holding the histories | peak | RSS after they ended | failed turns | sent | PNGs converted |",
   );
-  console.log("|---|---|---|---|---|---|---|");
+  console.log("|---|---|---|---|---|---|---|---|");
   const figures = await runConcurrentCameraBench(
     console.log,
     Number(process.argv[2] ?? 50),

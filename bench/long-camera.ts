@@ -12,7 +12,9 @@
  *   turns answered 200 under the provider body limit                         goal: all
  *   sidecar time per MB of request, turn 100 ÷ turn 10 (medians of 5 turns)   goal ≤ 1.5
  *   text lines' share of the records (what repeats once images are blobs)
- *   sidecar RSS after the episode (and its peak, during the last turns)      goal ≤ 300 MB
+ *   sidecar RSS after the episode, and its peak (VmHWM: the sidecar is started
+ *   for the episode, so its peak is the episode's, during the last turns)   goal ≤ 300 MB
+ *   PNGs converted (cache misses): body_budget converts only frames it may send
  *   event-loop stall: p99 of a text exchange while another episode converts
  *   4000×3000 frames, minus its p99 alone                                    goal ≤ 50 ms
  * Sidecar time is the client's round trip on the instant upstream (which parses
@@ -142,6 +144,7 @@ async function runEpisode(
     const distinct = blobBytes + lastHistory + answers;
     const repeatedHistory = historyStages.reduce((sum, stage) => sum + lineBytes(stage), 0);
     const total = recordsAt[turns] ?? Number.NaN;
+    const conversions = countConversions(episode.exchanges);
     const p = `camera_${ingress.name}`;
     figures[`${p}_turns_ok`] = ok;
     figures[`${p}_turns_under_body_limit`] = underLimit;
@@ -158,17 +161,28 @@ async function runEpisode(
     figures[`${p}_rss_idle_mb`] = idleRss;
     figures[`${p}_rss_after_mb`] = rssAfter;
     figures[`${p}_rss_peak_mb`] = rssPeak;
+    figures[`${p}_conversions`] = conversions;
     log(
       `| ${ingress.name} | ${ok}/${turns} | ${underLimit}/${turns} | ${(total / MiB).toFixed(1)} MB | ` +
         `${(total / distinct).toFixed(3)} (≤ 1.2) | ${(total / (recordsAt[50] ?? Number.NaN)).toFixed(2)} (≤ 2.2) | ` +
         `${median(early).toFixed(1)} → ${median(late).toFixed(1)} ms/MB = ${(median(late) / median(early)).toFixed(2)} (≤ 1.5) | ` +
         `${(allLines / MiB).toFixed(2)} MB (${((100 * allLines) / total).toFixed(1)}%), history ×${(repeatedHistory / lastHistory).toFixed(0)} | ` +
-        `${idleRss.toFixed(0)} → ${rssAfter.toFixed(0)} MB (≤ 300), peak ${rssPeak.toFixed(0)} MB | ${requestMb.at(-1)?.toFixed(1)} MB |`,
+        `${idleRss.toFixed(0)} → ${rssAfter.toFixed(0)} MB, peak ${rssPeak.toFixed(0)} MB (≤ 300) | ${conversions} | ${requestMb.at(-1)?.toFixed(1)} MB |`,
     );
   } finally {
     await sidecar.stop();
   }
   return figures;
+}
+
+/** PNGs the episode's exchanges converted to WebP (cache misses), from their upstream_request lines. */
+export function countConversions(
+  exchanges: { stage: (name: string) => { value: unknown } | undefined }[],
+): number {
+  return exchanges.reduce((sum, exchange) => {
+    const line = exchange.stage("upstream_request")?.value as { images?: { converted?: number } } | undefined;
+    return sum + (line?.images?.converted ?? 0);
+  }, 0);
 }
 
 const percentile99 = (values: number[]) =>
@@ -260,9 +274,9 @@ export async function runLongCameraBench(
       `${turns} turns, one new 640×480 noisy frame per turn (PNG ~${(((frames[0]?.length ?? 0) * 3) / 4 / 1024).toFixed(0)} KB), whole history resent, body_budget policy, provider limit ${providerLimit / MiB} MiB.`,
     );
     log(
-      "| ingress | 200 | under limit | records | records ÷ distinct | turn 100 ÷ 50 | sidecar ms/MB turn 10 → 100 | text lines, history repeats | RSS idle → after, peak | last request |",
+      "| ingress | 200 | under limit | records | records ÷ distinct | turn 100 ÷ 50 | sidecar ms/MB turn 10 → 100 | text lines, history repeats | RSS idle → after, peak | PNGs converted | last request |",
     );
-    log("|---|---|---|---|---|---|---|---|---|---|");
+    log("|---|---|---|---|---|---|---|---|---|---|---|");
     for (const ingress of ingresses)
       Object.assign(figures, await runEpisode(ingress, frames, upstream.url, log));
     Object.assign(figures, await runStall(upstream.url, log, 0));

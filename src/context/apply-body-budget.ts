@@ -20,7 +20,8 @@
  * model of the rendered body (nothing is rendered here); an image whose upstream
  * size is not known yet (a PNG not converted) is sized through `resolve` only when
  * the candidate being tried keeps it, newest first, and only until that candidate is
- * known to be over: a frame the budget drops is never converted.
+ * known to be over: of the frames the budget drops, only some of the newest batch (to
+ * find it over) are ever converted, never older ones.
  */
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
 import { listToolImages } from "./apply-sliding-window.ts";
@@ -69,12 +70,23 @@ export async function applyBodyBudget(
     body_budget: { max_body_bytes: budget, bytes_before: bytesBefore, bytes_after: bytesAfter },
   });
 
-  /** The candidate's bytes, sizing the images it keeps only while it may still fit. */
+  /**
+   * The candidate's bytes, sizing the images it keeps newest first and only while it may
+   * still fit. Those that would fit even at their client size (a PNG's WebP is smaller)
+   * are sized together: the one-by-one walk would size every one of them anyway.
+   */
   const bytesIfFits = async (candidate: Candidate): Promise<number | undefined> => {
     const list = kept(candidate);
     let size = options.body.measure(list);
     while (size.bytes <= budget && size.unknown.length > 0) {
-      await options.resolve([size.unknown.at(-1) as HubImagePart]);
+      const next: HubImagePart[] = [];
+      let room = budget - size.bytes;
+      for (const image of size.unknown.toReversed()) {
+        if (next.length > 0 && image.data.length > room) break;
+        next.push(image);
+        room -= image.data.length;
+      }
+      await options.resolve(next);
       size = options.body.measure(list);
     }
     return size.bytes <= budget ? size.bytes : undefined;

@@ -6,6 +6,9 @@
  */
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
 import { stringifyReusingMembers } from "../lib/frozen-json.ts";
+import { measureJsonBytes } from "../lib/json-bytes.ts";
+
+export { measureJsonBytes };
 
 export function estimateTokens(request: HubRequest): number {
   return tokensFromBytes(measureRequestBytes(request));
@@ -41,11 +44,6 @@ export function measureMessageBytes(message: HubMessage): number {
     return { ...part, data: "" };
   });
   return stripped ? measureJsonBytes({ ...message, content }) + dataBytes : measureJsonBytes(message);
-}
-
-/** UTF-8 length of `JSON.stringify(value)`. */
-export function measureJsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value), "utf8");
 }
 
 export function tokensFromBytes(bytes: number): number {

@@ -1,21 +1,34 @@
-import { describe, expect, test } from "bun:test";
+import { beforeAll, describe, expect, test } from "bun:test";
 import { applyContextPolicy } from "../context/apply-context.ts";
 import { type BodyBudgetPolicy, contextPolicySchema } from "../context/policy-schema.ts";
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
+import { type Codecs, loadCodecs } from "../images/codecs.ts";
+import { createImageConverter } from "../images/convert-request.ts";
+import { rgbNoisePng } from "../images/generate-png.ts";
+import { createImageCache, type ImageCache } from "../images/image-cache.ts";
+import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
+import { webpSettingsSchema } from "../images/settings.ts";
+import { sha256Hex } from "../lib/sha256.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
 import { buildUpstreamBody } from "./build-upstream-body.ts";
 
 const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
-// A camera history at 1/100 scale: the same shape, bodies small enough to render every candidate.
+// A camera history at 1/100 scale (frames of a few KB of WebP, a 64 KiB limit): the same
+// shape, with bodies small enough to render every candidate for the comparison.
 const limit = 64 * 1024;
+const settings = webpSettingsSchema.parse({});
+let codecs: Codecs;
+/** 120 distinct noisy frames of 20–36 pixels a side, so their WebPs differ in size. */
+let frames: string[];
+beforeAll(async () => {
+  codecs = await loadCodecs();
+  frames = Array.from({ length: 120 }, (_, i) => {
+    const side = 20 + ((i * 7) % 17);
+    return rgbNoisePng(side, side, 100 + i).png.toBase64();
+  });
+});
 
-/** A converted camera history: one WebP of 3–7 KB of base64 per turn (sizes from a fixed seed). */
-function convertedCameraHistory(turns: number, seed: number): HubRequest {
-  let state = seed;
-  const next = () => {
-    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
-    return state / 2_147_483_648;
-  };
+function cameraHistory(turns: number): HubRequest {
   const messages: HubMessage[] = [
     { role: "system", content: [{ type: "text", text: "You drive a robot arm." }] },
     { role: "user", content: [{ type: "text", text: "Watch the table; observe every turn." }] },
@@ -30,11 +43,7 @@ function convertedCameraHistory(turns: number, seed: number): HubRequest {
         name: "observe",
         content: [
           { type: "text", text: `observation ${i}: "front" camera` },
-          {
-            type: "image",
-            mediaType: "image/webp",
-            data: "Q".repeat(Math.floor(3_000 + next() * 4_000)),
-          },
+          { type: "image", mediaType: "image/png", data: frames[i] as string },
         ],
       },
     );
@@ -42,60 +51,135 @@ function convertedCameraHistory(turns: number, seed: number): HubRequest {
   return { model: "ura-qwen", messages, tools: [], ignored: [] };
 }
 
+/** The real in-process conversion, noting the digest of every PNG it is given. */
+function countingConverter(): PngToWebp & { converted: string[] } {
+  const inner = convertOnThisThread(codecs);
+  const converted: string[] = [];
+  return {
+    converted,
+    convert(png, s) {
+      converted.push(sha256Hex(png));
+      return inner.convert(png, s);
+    },
+  };
+}
+
+const imagesWith = (converter: PngToWebp, cache: ImageCache = createImageCache(64 * 1024 * 1024)) =>
+  createImageConverter({ converter, settings, cache, owner: "e1" });
+
 /**
- * The policy's rule, by brute force: render every candidate (batches of frames
- * omitted oldest first, then blocks removed oldest first) and take the first whose
- * body fits. What the policy did before it had a size model, minus its estimate.
+ * The policy's rule as it was run before the size model: convert every frame, then
+ * render every candidate (batches of frames omitted oldest first, then blocks removed
+ * oldest first) and send the first whose body fits.
  */
-function firstFittingBody(request: HubRequest, policy: BodyBudgetPolicy): string {
-  const tool = request.messages.filter((m) => m.role === "tool");
-  const batches = Math.floor(
-    Math.max(0, tool.length - policy.min_recent_tool_images) / policy.image_eviction_batch_size,
-  );
-  const blocks = tool.length - policy.keep_recent_blocks;
+async function firstFittingBody(request: HubRequest, policy: BodyBudgetPolicy): Promise<string> {
+  const { request: converted } = await imagesWith(convertOnThisThread(codecs)).convertRequest(request);
+  const results = converted.messages.filter((m) => m.role === "tool");
+  const batch = policy.image_eviction_batch_size;
+  const batches = Math.floor(Math.max(0, results.length - policy.min_recent_tool_images) / batch);
+  const blocks = Math.max(0, results.length - policy.keep_recent_blocks);
   const budget = Math.min(policy.max_body_bytes ?? limit, limit);
-  for (let step = 0; step <= batches + Math.max(0, blocks); step++) {
-    const omitted = Math.min(step, batches) * policy.image_eviction_batch_size;
+  for (let step = 0; step <= batches + blocks; step++) {
+    const omitted = Math.min(step, batches) * batch;
     const removed = Math.max(0, step - batches);
-    let toolIndex = -1;
-    const messages = request.messages.flatMap((message, i): HubMessage[] => {
-      if (message.role === "assistant") return Math.floor((i - 2) / 2) < removed ? [] : [message];
-      if (message.role !== "tool") return [message];
-      toolIndex++;
-      if (toolIndex < removed) return [];
-      if (toolIndex >= omitted) return [message];
+    const messages = converted.messages.flatMap((message, i): HubMessage[] => {
+      const turn = Math.floor((i - 2) / 2);
+      if (i < 2) return [message];
+      if (turn < removed) return [];
+      if (message.role !== "tool" || turn >= omitted) return [message];
       const notice = `[image omitted by the context policy: tool result ${message.toolCallId}, image 1]`;
       return [{ ...message, content: [message.content[0] as never, { type: "text", text: notice }] }];
     });
-    const body = JSON.stringify(buildChatRequest({ ...request, messages }, target));
+    const body = JSON.stringify(buildChatRequest({ ...converted, messages }, target));
     if (Buffer.byteLength(body) <= budget) return body;
   }
   throw new Error("nothing fits");
 }
 
+const policies = [
+  {},
+  { image_eviction_batch_size: 2, min_recent_tool_images: 2 },
+  { max_body_bytes: 30_000, min_recent_tool_images: 9, keep_recent_blocks: 3 },
+].map((extra) => contextPolicySchema.parse({ policy: "body_budget", ...extra }) as BodyBudgetPolicy);
+
 describe("buildUpstreamBody under body_budget", () => {
-  test("sends the body the policy's rule gives, at every turn of a long history", async () => {
-    const settings = [
-      {},
-      { image_eviction_batch_size: 2, min_recent_tool_images: 2 },
-      { max_body_bytes: 30_000, min_recent_tool_images: 9, keep_recent_blocks: 3 },
-    ];
-    for (const [s, extra] of settings.entries()) {
-      const policy = contextPolicySchema.parse({ policy: "body_budget", ...extra }) as BodyBudgetPolicy;
-      for (const turns of [1, 9, 14, 40, 71, 83, 100]) {
-        const request = convertedCameraHistory(turns, 7 * turns + s);
+  test("sends the same body as converting everything and rendering every candidate, at every length", async () => {
+    for (const [p, policy] of policies.entries()) {
+      for (const turns of [1, 9, 14, 15, 16, 23, 40, 71, 100, 120]) {
+        const request = cameraHistory(turns);
         const { decision } = applyContextPolicy(request, policy);
         const built = await buildUpstreamBody(request, policy, decision, {
           target,
           providerLimitBytes: limit,
+          images: imagesWith(convertOnThisThread(codecs)),
         });
-        expect({ turns, s, same: built.body === firstFittingBody(request, policy) }).toEqual({
-          turns,
-          s,
-          same: true,
-        });
+        const same = built.body === (await firstFittingBody(request, policy));
+        expect({ policy: p, turns, same }).toEqual({ policy: p, turns, same: true });
         expect(built.budget?.body_budget?.bytes_after).toBe(Buffer.byteLength(built.body));
       }
+    }
+  });
+
+  test("frames older than the newest batch left out are never given to the converter, with a cold cache or a warm one", async () => {
+    const policy = policies[0] as BodyBudgetPolicy;
+    const warm = createImageCache(64 * 1024 * 1024);
+    const digestOf = (i: number) => sha256Hex(Buffer.from(frames[i] as string, "base64"));
+    for (const turns of [45, 60, 61, 100]) {
+      for (const cache of [createImageCache(64 * 1024 * 1024), warm]) {
+        const converter = countingConverter();
+        const request = cameraHistory(turns);
+        const { decision } = applyContextPolicy(request, policy);
+        const built = await buildUpstreamBody(request, policy, decision, {
+          target,
+          providerLimitBytes: limit,
+          images: imagesWith(converter, cache),
+        });
+        const sent = built.request.messages.flatMap((m) =>
+          m.role === "tool" && m.content.some((p) => p.type === "image")
+            ? [Number(m.toolCallId.slice(5))]
+            : [],
+        );
+        const oldestSent = Math.min(...sent);
+        expect(oldestSent).toBeGreaterThanOrEqual(2 * policy.image_eviction_batch_size);
+        // Only the batch just before the oldest frame sent may have been converted (to find it over).
+        const converted = new Set(converter.converted);
+        for (let i = 0; i < oldestSent - policy.image_eviction_batch_size; i++)
+          expect({ i, converted: converted.has(digestOf(i)) }).toEqual({ i, converted: false });
+        expect(built.stats.leftOut).toBe(turns - sent.length);
+        if (cache !== warm) {
+          for (const i of sent) expect(converted.has(digestOf(i))).toBe(true);
+          expect(converter.converted.length).toBeLessThanOrEqual(
+            sent.length + policy.image_eviction_batch_size,
+          );
+        }
+        expect(built.stats.converted).toBe(converter.converted.length);
+      }
+    }
+  });
+
+  test("turn after turn with one cache, each turn converts its new frame and nothing the budget drops", async () => {
+    const policy = policies[0] as BodyBudgetPolicy;
+    const cache = createImageCache(64 * 1024 * 1024);
+    const converter = countingConverter();
+    let sentBefore = new Set<string>();
+    for (let turns = 1; turns <= 80; turns++) {
+      const convertedBefore = converter.converted.length;
+      const request = cameraHistory(turns);
+      const { decision } = applyContextPolicy(request, policy);
+      const built = await buildUpstreamBody(request, policy, decision, {
+        target,
+        providerLimitBytes: limit,
+        images: imagesWith(converter, cache),
+      });
+      const sent = new Set(
+        built.request.messages.flatMap((m) =>
+          m.role === "tool" && m.content.some((p) => p.type === "image") ? [m.toolCallId] : [],
+        ),
+      );
+      // Every frame sent was sent the turn before too, or is new; a frame dropped once stays dropped.
+      for (const id of sent) expect(sentBefore.has(id) || id === `call_${turns - 1}`).toBe(true);
+      expect(converter.converted.length - convertedBefore).toBe(1);
+      sentBefore = sent;
     }
   });
 });

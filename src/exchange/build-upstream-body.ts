@@ -1,50 +1,53 @@
 /**
- * The upstream body of an exchange, built from the converted hub request; under
- * the body_budget policy reduced until it fits (src/context/apply-body-budget.ts),
- * measured by an exact size model, so the body is serialised once.
+ * The upstream body of an exchange: the hub request after context, its PNGs as
+ * WebP, rendered once. Under the body_budget policy it is first reduced until it
+ * fits (src/context/apply-body-budget.ts), measured by an exact size model, and
+ * only the images it keeps are converted.
  */
 import { applyBodyBudget, type ContextDecision } from "../context/apply-context.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { HubRequest } from "../hub/schema.ts";
+import type { ImageConverter, ImageStats } from "../images/convert-request.ts";
 import { stringifyReusingMembers } from "../lib/frozen-json.ts";
 import { buildChatRequest, type ChatTarget } from "../upstream/build-chat-request.ts";
-import { createChatBodySizer, jsonStringDataBytes } from "../upstream/chat-body-size.ts";
+import { createChatBodySizer } from "../upstream/chat-body-size.ts";
 import type { ChatRequest } from "../upstream/chat-schema.ts";
 
 export type UpstreamBody = {
-  /** The hub request the body was built from (body_budget's reduced one). */
+  /** The hub request the body was built from (converted; body_budget's reduced one). */
   request: HubRequest;
   chat: ChatRequest;
   /** JSON.stringify(chat): the bytes sent. */
   body: string;
+  /** What the image conversion did. */
+  stats: ImageStats;
   /** What body_budget did (absent for other policies). */
   budget?: Pick<ContextDecision, "body_budget" | "images_omitted" | "blocks_removed" | "reduced">;
 };
 
 export async function buildUpstreamBody(
-  converted: HubRequest,
+  request: HubRequest,
   policy: ContextPolicy,
   decision: ContextDecision,
-  options: { target: ChatTarget; providerLimitBytes: number },
+  options: { target: ChatTarget; providerLimitBytes: number; images: ImageConverter },
 ): Promise<UpstreamBody> {
-  const render = (request: HubRequest) => {
-    const chat = buildChatRequest(request, options.target);
+  const render = (converted: HubRequest, stats: ImageStats) => {
+    const chat = buildChatRequest(converted, options.target);
     // The same text as JSON.stringify(chat); a repeated tool list's JSON is reused.
-    return { request, chat, body: stringifyReusingMembers(chat) };
+    return { request: converted, chat, body: stringifyReusingMembers(chat), stats };
   };
-  if (policy.policy !== "body_budget") return render(converted);
-  const sizer = createChatBodySizer(converted, options.target, (part) => ({
-    mediaType: part.mediaType,
-    dataBytes: jsonStringDataBytes(part.data),
-  }));
-  const budgeted = await applyBodyBudget(converted, policy, decision, {
+  if (policy.policy !== "body_budget") {
+    const { request: converted, stats } = await options.images.convertRequest(request);
+    return render(converted, stats);
+  }
+  const images = options.images.prepare(request);
+  const budgeted = await applyBodyBudget(request, policy, decision, {
     providerLimitBytes: options.providerLimitBytes,
-    body: sizer,
-    resolve: async () => {
-      throw new Error("every image of a converted request is already sized");
-    },
+    body: createChatBodySizer(request, options.target, images.formOf),
+    resolve: images.resolve,
   });
-  const upstream = render(budgeted.request);
+  const { request: converted, stats } = await images.finish(budgeted.request);
+  const upstream = render(converted, stats);
   const { body_budget, images_omitted, blocks_removed, reduced } = budgeted.decision;
   const sent = Buffer.byteLength(upstream.body, "utf8");
   // The size model is exact (property-tested); a body over the budget must never go out even if it were not.

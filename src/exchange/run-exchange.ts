@@ -171,12 +171,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       ...(filtered === hub ? {} : { translated: hub }),
       decision,
     });
-    const { request: converted, stats } = await createImageConverter({
-      ...deps.images,
-      maxPixels: deps.sizeLimits.max_image_pixels,
-      owner: episode.id,
-    }).convertRequest(filtered);
-    const upstream = await buildUpstreamBody(converted, episode.context, decision, {
+    const upstream = await buildUpstreamBody(filtered, episode.context, decision, {
       target: {
         model: episode.model,
         imageInput: deps.imageInput,
@@ -184,7 +179,13 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
         maxOutputTokens: deps.maxOutputTokens,
       },
       providerLimitBytes: deps.sizeLimits.max_request_bytes,
+      images: createImageConverter({
+        ...deps.images,
+        maxPixels: deps.sizeLimits.max_image_pixels,
+        owner: episode.id,
+      }),
     });
+    const converted = upstream.request;
     upstreamRequest = upstream.chat;
     if (converted.maxOutputTokens !== undefined && upstreamRequest.max_tokens !== converted.maxOutputTokens) {
       hub.ignored.push(
@@ -199,7 +200,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     episode.records.exchange(
       exchangeId,
       "upstream_request",
-      { images: stats, ignored: hub.ignored, ...(upstream.budget ? { context: upstream.budget } : {}) },
+      {
+        images: upstream.stats,
+        ignored: hub.ignored,
+        ...(upstream.budget ? { context: upstream.budget } : {}),
+      },
       { json: { body } },
     );
   } catch (error) {

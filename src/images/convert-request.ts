@@ -13,10 +13,16 @@
  * e.g. input[3].output[1].image_url), else the hub location (messages[3].content[1]).
  *
  * The input request is never modified (the CLI's original is recorded as sent).
+ *
+ * `prepare` splits the work for a policy that decides from the converted sizes what
+ * to send (body_budget): every image is checked at once, as above, but a PNG is
+ * converted only when its size is asked for (`resolve`) or it is in the request
+ * finally sent (`finish`), so an image the policy leaves out is never converted.
  */
 import type { HubImagePart, HubPart, HubRequest } from "../hub/schema.ts";
-import { decodeBase64, encodeBase64 } from "../lib/base64.ts";
+import { base64Length, decodeBase64, encodeBase64 } from "../lib/base64.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { jsonStringDataBytes } from "../lib/json-bytes.ts";
 import { sha256Hex } from "../lib/sha256.ts";
 import type { ImageCache } from "./image-cache.ts";
 import { inspectPng } from "./inspect-png.ts";
@@ -38,10 +44,24 @@ export interface ImageStats {
   bytesAfter: number;
   /** Time spent decoding PNGs and encoding WebPs (cache misses only). */
   encodeMs: number;
+  /** Images of the request left out of what was sent (context policy), never converted. */
+  leftOut: number;
+}
+
+/** A request's images, checked; converted only on demand. */
+export interface PreparedImages {
+  /** How an image part of the prepared request goes upstream; its data length once known. */
+  formOf(part: HubImagePart): { mediaType: string; dataBytes: number | undefined };
+  /** Converts these image parts of the prepared request (their sizes become known). */
+  resolve(parts: HubImagePart[]): Promise<void>;
+  /** `request` (the prepared one, or one keeping some of its parts) with every PNG as its WebP. */
+  finish(request: HubRequest): Promise<{ request: HubRequest; stats: ImageStats }>;
 }
 
 export interface ImageConverter {
   convertRequest(request: HubRequest): Promise<{ request: HubRequest; stats: ImageStats }>;
+  /** Throws, like convertRequest, for any image refused; converts nothing yet. */
+  prepare(request: HubRequest): PreparedImages;
 }
 
 export interface ImageConverterDeps {
@@ -71,6 +91,7 @@ function emptyStats(): ImageStats {
     bytesBefore: 0,
     bytesAfter: 0,
     encodeMs: 0,
+    leftOut: 0,
   };
 }
 
@@ -84,7 +105,7 @@ function invalidPng(param: string, detail: string, cause?: unknown): SidecarErro
 /** An image part after its checks: left as it is, its WebP already cached, or a PNG to convert. */
 type Checked =
   | { kind: "keep"; part: HubPart }
-  | { kind: "cached"; part: HubImagePart; pngBytes: number; webp: Uint8Array }
+  | { kind: "cached"; part: HubImagePart; pngBytes: number; webp: Uint8Array; key: string }
   | { kind: "convert"; part: HubImagePart; param: string; png: Uint8Array; key: string };
 
 export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
@@ -105,8 +126,9 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     const png = decodeBase64(part.data);
     if (!png) throw invalidPng(param, "invalid base64");
     const key = sha256Hex(png);
-    const webp = cache.get(key, deps.owner);
-    if (webp !== undefined) return { kind: "cached", part, pngBytes: png.length, webp };
+    // Looked at, not used yet: an image the policy then leaves out must not stay fresh in the cache.
+    const webp = cache.peek(key);
+    if (webp !== undefined) return { kind: "cached", part, pngBytes: png.length, webp, key };
     const header = inspectPng(png);
     if (!header.ok) throw invalidPng(param, header.reason);
     if (header.bitDepth === 16) {
@@ -162,43 +184,78 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     ...sourceOf(part),
   });
 
+  function prepare(request: HubRequest): PreparedImages {
+    const stats = emptyStats();
+    const checked = new Map<HubImagePart, Checked>();
+    request.messages.forEach((message, i) => {
+      if (message.role !== "user" && message.role !== "tool") return;
+      message.content.forEach((part, j) => {
+        if (part.type !== "image") return;
+        checked.set(part, check(part, part.source || `messages[${i}].content[${j}]`, stats));
+      });
+    });
+    // Conversions started for this request, by PNG digest (the same PNG twice converts once).
+    const pending = new Map<string, Promise<Uint8Array>>();
+    const converted = new Map<HubImagePart, Uint8Array>();
+    const conversionOf = (item: Extract<Checked, { kind: "convert" }>) =>
+      convert(item, stats, pending).then((webp) => {
+        converted.set(item.part, webp);
+        return webp;
+      });
+    return {
+      formOf(part) {
+        const item = checked.get(part);
+        if (item === undefined || item.kind === "keep")
+          return { mediaType: part.mediaType, dataBytes: jsonStringDataBytes(part.data) };
+        const webp = item.kind === "cached" ? item.webp : converted.get(part);
+        return { mediaType: "image/webp", dataBytes: webp && base64Length(webp.length) };
+      },
+      async resolve(parts) {
+        await Promise.all(
+          parts.map((part) => {
+            const item = checked.get(part);
+            return item?.kind === "convert" && !converted.has(part) ? conversionOf(item) : undefined;
+          }),
+        );
+      },
+      async finish(sent) {
+        let images = 0;
+        // Every PNG still to convert converts at once (as many in parallel as the pool has workers).
+        const messages = await Promise.all(
+          sent.messages.map(async (message) => {
+            if (message.role !== "user" && message.role !== "tool") return message;
+            if (!message.content.some((part) => part.type === "image")) return message;
+            const content = await Promise.all(
+              message.content.map(async (part): Promise<HubPart> => {
+                const item = part.type === "image" ? checked.get(part) : undefined;
+                if (item === undefined) return part;
+                images++;
+                if (item.kind === "keep") return item.part;
+                if (item.kind === "cached") {
+                  cache.get(item.key, deps.owner);
+                  stats.cacheHits++;
+                  stats.bytesBefore += item.pngBytes;
+                  stats.bytesAfter += item.webp.length;
+                  return asWebp(item.part, item.webp);
+                }
+                const webp = converted.get(item.part) ?? (await conversionOf(item));
+                stats.bytesBefore += item.png.length;
+                stats.bytesAfter += webp.length;
+                return asWebp(item.part, webp);
+              }),
+            );
+            return { ...message, content };
+          }),
+        );
+        stats.leftOut = checked.size - images;
+        return { request: { ...sent, messages }, stats };
+      },
+    };
+  }
+
   return {
-    async convertRequest(request) {
-      const stats = emptyStats();
-      const checked = request.messages.map((message, i) =>
-        (message.role === "user" || message.role === "tool") &&
-        message.content.some((part) => part.type === "image")
-          ? message.content.map((part, j) =>
-              check(part, (part.type === "image" && part.source) || `messages[${i}].content[${j}]`, stats),
-            )
-          : undefined,
-      );
-      // Every PNG of the request converts at once (as many in parallel as the pool has workers).
-      const pending = new Map<string, Promise<Uint8Array>>();
-      const messages = await Promise.all(
-        request.messages.map(async (message, i) => {
-          const parts = checked[i];
-          if (!parts || (message.role !== "user" && message.role !== "tool")) return message;
-          const content = await Promise.all(
-            parts.map(async (item): Promise<HubPart> => {
-              if (item.kind === "keep") return item.part;
-              if (item.kind === "cached") {
-                stats.cacheHits++;
-                stats.bytesBefore += item.pngBytes;
-                stats.bytesAfter += item.webp.length;
-                return asWebp(item.part, item.webp);
-              }
-              const webp = await convert(item, stats, pending);
-              stats.bytesBefore += item.png.length;
-              stats.bytesAfter += webp.length;
-              return asWebp(item.part, webp);
-            }),
-          );
-          return { ...message, content };
-        }),
-      );
-      return { request: { ...request, messages }, stats };
-    },
+    prepare,
+    convertRequest: async (request) => prepare(request).finish(request),
   };
 }
 

@@ -43,3 +43,17 @@ test("release drops the entries only the released episode used; shared and unown
   expect(cache.get(key("b"))).toBeUndefined();
   expect(cache.entries).toBe(1);
 });
+
+test("peek reads an entry without making it recent or adding an owner", () => {
+  const cache = createImageCache(2 * (64 + 10));
+  cache.set(key("a"), webp(10), "e1");
+  cache.set(key("b"), webp(10));
+  expect(cache.peek(key("a"))).toHaveLength(10);
+  expect(cache.peek(key("z"))).toBeUndefined();
+  cache.set(key("c"), webp(10)); // a is still the least recently used: it goes
+  expect(cache.peek(key("a"))).toBeUndefined();
+  cache.set(key("a"), webp(10), "e1");
+  cache.peek(key("a"));
+  cache.release("e1"); // only e1 owned it; a peek by anyone else does not keep it
+  expect(cache.peek(key("a"))).toBeUndefined();
+});

@@ -17,6 +17,8 @@
 export interface ImageCache {
   /** The WebP of a source, now also used by `owner` (an episode id) when given. */
   get(sourceDigest: string, owner?: string): Uint8Array | undefined;
+  /** The WebP of a source, if cached, leaving its place in the LRU and its owners as they are. */
+  peek(sourceDigest: string): Uint8Array | undefined;
   set(sourceDigest: string, webp: Uint8Array, owner?: string): void;
   /** `owner` sends no more images: entries that only it used are dropped. */
   release(owner: string): void;
@@ -45,6 +47,9 @@ export function createImageCache(maxBytes: number): ImageCache {
       map.set(key, entry);
       if (owner !== undefined) entry.owners.add(owner);
       return entry.webp;
+    },
+    peek(key) {
+      return map.get(key)?.webp;
     },
     set(key, webp, owner) {
       const previous = map.get(key);

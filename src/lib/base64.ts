@@ -15,3 +15,8 @@ export function decodeBase64(text: string): Uint8Array | undefined {
 export function encodeBase64(bytes: Uint8Array): string {
   return Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString("base64");
 }
+
+/** Characters of base64 (with padding) for `n` bytes: 4·⌈n/3⌉. */
+export function base64Length(n: number): number {
+  return 4 * Math.ceil(n / 3);
+}

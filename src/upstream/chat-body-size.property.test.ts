@@ -9,8 +9,10 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { hubRequestArbitrary } from "../context/history-arbitrary.ts";
 import type { HubImagePart, HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import { base64Length } from "../lib/base64.ts";
+import { jsonStringDataBytes } from "../lib/json-bytes.ts";
 import { buildChatRequest } from "./build-chat-request.ts";
-import { base64Length, createChatBodySizer, jsonStringDataBytes } from "./chat-body-size.ts";
+import { createChatBodySizer } from "./chat-body-size.ts";
 
 const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true, maxOutputTokens: 512 };
 const rendered = (request: HubRequest) =>

@@ -17,6 +17,8 @@
  * size is not known yet is reported instead of guessed.
  */
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
+import { stringifyReusingMembers } from "../lib/frozen-json.ts";
+import { measureJsonBytes as jsonBytes } from "../lib/json-bytes.ts";
 import {
   assertImagesAllowed,
   buildChatRequest,
@@ -50,16 +52,6 @@ type Pieces = {
 /** `{"role":"user","content":[]}`: the user message carrying a run of tool results' images. */
 const imageCarrierBytes = jsonBytes({ role: "user", content: [] });
 
-/** Bytes of a string's data inside a JSON string literal: base64 needs no escaping. */
-export function jsonStringDataBytes(text: string): number {
-  return /^[A-Za-z0-9+/=]*$/.test(text) ? text.length : jsonBytes(text) - 2;
-}
-
-/** Bytes of base64 (with padding) of `n` bytes. */
-export function base64Length(n: number): number {
-  return 4 * Math.ceil(n / 3);
-}
-
 /** Throws like buildChatRequest does (images refused by the target) before anything is measured. */
 export function createChatBodySizer(
   request: HubRequest,
@@ -67,7 +59,9 @@ export function createChatBodySizer(
   formOf: (part: HubImagePart) => UpstreamImageForm,
 ): ChatBodySizer {
   assertImagesAllowed(request.messages, target);
-  const envelopeBytes = jsonBytes(buildChatRequest({ ...request, messages: [] }, target));
+  const envelope = buildChatRequest({ ...request, messages: [] }, target);
+  // A tool list the client repeated is serialised once per episode (frozen-json.ts).
+  const envelopeBytes = Buffer.byteLength(stringifyReusingMembers(envelope), "utf8");
   const pieces = new WeakMap<HubMessage, Pieces>();
   const dataBytes = new Map<HubImagePart, number>();
 
@@ -137,8 +131,4 @@ export function createChatBodySizer(
       return { bytes: bytes + Math.max(0, chatMessages - 1), unknown };
     },
   };
-}
-
-function jsonBytes(value: unknown): number {
-  return Buffer.byteLength(JSON.stringify(value), "utf8");
 }
