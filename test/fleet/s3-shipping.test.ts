@@ -30,10 +30,29 @@ afterAll(() => s3.close());
 const newDataDir = () => mkdtempSync(join(tmpdir(), "ura-ship-data-"));
 const frame = (seed: number, size = 2048) => new Uint8Array(size).map((_, i) => (i * 31 + seed) % 251);
 
-/** Every local file of the episode is in the bucket with the same bytes, and shipped.json lists them. */
+/**
+ * Every local record file of the episode is in the bucket with the same bytes, and
+ * shipped.json lists them — once the bucket has caught up: episode.json may be
+ * rewritten in the background just after a pass shipped it (a temporary file, never
+ * shipped, then a rename), and the next pass ships the change.
+ */
 async function expectEpisodeInBucket(bucket: string, dataDir: string, id: string) {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    try {
+      return await expectEpisodeInBucketNow(bucket, dataDir, id);
+    } catch (error) {
+      if (Date.now() > deadline) throw error;
+      await Bun.sleep(100);
+    }
+  }
+}
+
+async function expectEpisodeInBucketNow(bucket: string, dataDir: string, id: string) {
   const dir = join(dataDir, "episodes", id);
-  const local = readdirSync(dir).sort();
+  const local = readdirSync(dir)
+    .filter((name) => !name.endsWith(".tmp"))
+    .sort();
   const listed = (await s3.list(bucket, `lab/episodes/${id}/`)).map((o) => o.key);
   expect(listed).toEqual([...local, "shipped.json"].sort().map((f) => `lab/episodes/${id}/${f}`));
   for (const name of local) {
