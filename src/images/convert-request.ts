@@ -20,10 +20,10 @@
  * finally sent (`finish`), so an image the policy leaves out is never converted.
  */
 import type { HubImagePart, HubPart, HubRequest } from "../hub/schema.ts";
-import { base64Length, decodeBase64, encodeBase64 } from "../lib/base64.ts";
+import { base64DecodedLength, base64Length, decodeBase64, encodeBase64, isBase64 } from "../lib/base64.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { jsonStringDataBytes } from "../lib/json-bytes.ts";
-import { sha256Hex } from "../lib/sha256.ts";
+import { sha256OfBase64 } from "../lib/sha256.ts";
 import type { ImageCache } from "./image-cache.ts";
 import { inspectPng } from "./inspect-png.ts";
 import { PngDecodeError, type PngToWebp } from "./png-to-webp.ts";
@@ -76,12 +76,6 @@ export interface ImageConverterDeps {
   owner?: string;
 }
 
-/** Decoded length of a base64 string, without decoding or scanning it (exact when it has no whitespace). */
-export function base64ByteLength(base64: string): number {
-  const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
-  return Math.floor((base64.length * 3) / 4) - padding;
-}
-
 function emptyStats(): ImageStats {
   return {
     images: 0,
@@ -123,12 +117,15 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
       stats.passedThrough.not_png++;
       return { kind: "keep", part };
     }
-    const png = decodeBase64(part.data);
-    if (!png) throw invalidPng(param, "invalid base64");
-    const key = sha256Hex(png);
+    if (!isBase64(part.data)) throw invalidPng(param, "invalid base64");
+    // A resent frame is found by the digest of its bytes without decoding them: only a
+    // frame to convert is decoded.
+    const key = sha256OfBase64(part.data);
     // Looked at, not used yet: an image the policy then leaves out must not stay fresh in the cache.
     const webp = cache.peek(key);
-    if (webp !== undefined) return { kind: "cached", part, pngBytes: png.length, webp, key };
+    if (webp !== undefined)
+      return { kind: "cached", part, pngBytes: base64DecodedLength(part.data), webp, key };
+    const png = decodeBase64(part.data) as Uint8Array; // base64, checked above
     const header = inspectPng(png);
     if (!header.ok) throw invalidPng(param, header.reason);
     if (header.bitDepth === 16) {

@@ -5,11 +5,29 @@
  * alphabet first: invalid base64 is an error, never a silently different image.
  */
 const base64Text = /^[A-Za-z0-9+/\t\n\f\r ]*(?:=[\t\n\f\r ]*){0,2}$/;
+const whitespace = /[\t\n\f\r ]/g;
+
+/** Whether the text is base64 (whitespace allowed, padding optional): what `decodeBase64` decodes. */
+export function isBase64(text: string): boolean {
+  return base64Text.test(text);
+}
 
 /** The bytes, or undefined when the text is not base64 (whitespace allowed, padding optional). */
 export function decodeBase64(text: string): Uint8Array | undefined {
-  if (!base64Text.test(text)) return undefined;
+  if (!isBase64(text)) return undefined;
   return Buffer.from(text, "base64");
+}
+
+/**
+ * How many bytes `decodeBase64` gives for a text it accepts, without decoding it: six
+ * bits per alphabet character, an incomplete last byte dropped.
+ */
+export function base64DecodedLength(base64: string): number {
+  const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
+  let characters = base64.length - padding;
+  whitespace.lastIndex = 0;
+  if (whitespace.test(base64)) characters = base64.replace(whitespace, "").replace(/=+$/, "").length;
+  return Math.floor((characters * 3) / 4);
 }
 
 export function encodeBase64(bytes: Uint8Array): string {

@@ -19,8 +19,11 @@ export const blobDigestPattern = /^[0-9a-f]{64}$/;
 
 export type BlobStore = {
   readonly dir: string;
-  /** Stores the bytes (once) and returns their SHA-256 hex digest. */
-  put(bytes: Uint8Array, digest?: string): string;
+  /**
+   * Stores the bytes (once) and returns their SHA-256 hex digest. With the digest given,
+   * the bytes can be a function, called only when the blob is not on disk yet.
+   */
+  put(bytes: Uint8Array | (() => Uint8Array), digest?: string): string;
   has(digest: string): boolean;
   /** The blob's bytes, checked against its digest; throws naming the digest when missing or damaged. */
   read(digest: string): Uint8Array;
@@ -47,7 +50,9 @@ export function createBlobStore(dataDir: string, write = writeFileAtomically): B
   return {
     dir,
     path,
-    put(bytes, digest = sha256Hex(bytes)) {
+    put(source, known) {
+      const bytesOf = typeof source === "function" ? source : () => source;
+      const digest = known ?? sha256Hex(bytesOf());
       if (onDisk.has(digest)) return digest;
       const target = path(digest);
       if (!existsSync(target)) {
@@ -55,7 +60,7 @@ export function createBlobStore(dataDir: string, write = writeFileAtomically): B
           mkdirSync(dir, { recursive: true });
           created = true;
         }
-        write(target, bytes);
+        write(target, bytesOf());
       }
       if (onDisk.size >= rememberedDigests) onDisk.clear();
       onDisk.add(digest);

@@ -42,6 +42,23 @@ describe("image literals become blob references and back, byte for byte", () => 
     expect(existsSync(blobs.dir)).toBe(false);
   });
 
+  test("an image already in the store is hashed from its base64, never decoded again", () => {
+    const blobs = store();
+    const decoded: string[] = [];
+    const counting = {
+      put: (bytes: Uint8Array | (() => Uint8Array), digest?: string) =>
+        blobs.put(() => {
+          decoded.push(digest ?? "");
+          return typeof bytes === "function" ? bytes() : bytes;
+        }, digest),
+    };
+    const text = `["data:image/png;base64,${pngBase64}","data:image/png;base64,${pngBase64}"]`;
+    const once = externalizeImages(text, counting);
+    expect(externalizeImages(text, counting)).toBe(once);
+    expect(decoded).toEqual([digest]);
+    expect(blobs.read(digest)).toEqual(new Uint8Array(png));
+  });
+
   test("a text that already contains the reference form is not touched", () => {
     const blobs = store();
     const text = `{"x":{"$blob":"sha256:${"0".repeat(64)}","media_type":"image/png","bytes":1},"a":"${pngBase64}"}`;

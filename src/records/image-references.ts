@@ -23,6 +23,7 @@
  */
 import { z } from "zod";
 import { encodeBase64 } from "../lib/base64.ts";
+import { sha256OfBase64 } from "../lib/sha256.ts";
 import type { BlobStore } from "./blob-store.ts";
 
 const referenceMarker = '{"$blob":';
@@ -68,18 +69,17 @@ export function sniffImageType(bytes: Uint8Array): string | undefined {
 }
 
 /**
- * The bytes of canonical base64 (the caller's pattern admits only the alphabet and
- * `=`), or undefined when encoding them would not give the same text back: a length
- * that is not a multiple of 4, or stray bits in the last group. Only the last group
- * can differ, so only it is re-encoded.
+ * The decoded length of canonical base64 (the caller's pattern admits only the
+ * alphabet and `=`), or undefined when encoding its bytes would not give the same
+ * text back: a length that is not a multiple of 4, or stray bits in the last group.
+ * Groups of four characters decode on their own, so only the last is decoded.
  */
-function decodeCanonical(base64: string): Uint8Array | undefined {
-  if (base64.length % 4 !== 0) return undefined;
-  const bytes = Buffer.from(base64, "base64");
+function canonicalLength(base64: string): number | undefined {
+  if (base64.length % 4 !== 0 || base64.length === 0) return undefined;
+  const lastGroup = base64.slice(-4);
+  if (encodeBase64(Buffer.from(lastGroup, "base64")) !== lastGroup) return undefined;
   const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
-  if (bytes.length !== (base64.length / 4) * 3 - padding || bytes.length === 0) return undefined;
-  const lastGroup = encodeBase64(bytes.subarray(bytes.length - (3 - padding)));
-  return base64.endsWith(lastGroup) ? bytes : undefined;
+  return (base64.length / 4) * 3 - padding;
 }
 
 /**
@@ -98,13 +98,15 @@ export function externalizeImages(text: string, blobs: Pick<BlobStore, "put">): 
       plain: string | undefined,
     ) => {
       const base64 = dataUrlBase64 ?? plain ?? "";
-      const bytes = decodeCanonical(base64);
-      if (!bytes) return literal;
-      const mediaType = dataUrlType ?? sniffImageType(bytes);
+      const length = canonicalLength(base64);
+      if (length === undefined) return literal;
+      // The signature is in the first 12 bytes (16 characters); the rest is decoded only
+      // to write a blob that is not stored yet: a resent frame is hashed, never decoded.
+      const mediaType = dataUrlType ?? sniffImageType(Buffer.from(base64.slice(0, 16), "base64"));
       if (!mediaType) return literal;
-      const digest = blobs.put(bytes);
+      const digest = blobs.put(() => Buffer.from(base64, "base64"), sha256OfBase64(base64));
       const encoding = dataUrlType === undefined ? ',"encoding":"base64"' : "";
-      return `{"$blob":"sha256:${digest}","media_type":"${mediaType}","bytes":${bytes.length}${encoding}}`;
+      return `{"$blob":"sha256:${digest}","media_type":"${mediaType}","bytes":${length}${encoding}}`;
     },
   );
 }

@@ -30,7 +30,8 @@ describe("digestFile", () => {
   test("finds the references inside a text member (a body recorded as text, its images referenced in the string)", async () => {
     const put: Uint8Array[] = [];
     const blobs = {
-      put(bytes: Uint8Array) {
+      put(source: Uint8Array | (() => Uint8Array)) {
+        const bytes = typeof source === "function" ? source() : source;
         put.push(bytes);
         return createHash("sha256").update(bytes).digest("hex");
       },
