@@ -6,6 +6,7 @@ import {
   jsonNestingDepth,
   maxJsonDepth,
   parseJsonBody,
+  parseSharingBase64,
 } from "./parse-json-body.ts";
 
 describe("parseJsonBody", () => {
@@ -65,6 +66,17 @@ describe("parseJsonBody with an episode's repeated members", () => {
     expect(() => {
       (secondTools as unknown[]).push(1);
     }).toThrow();
+  });
+
+  test("a member with a long base64 string is not remembered (it would keep a large request's text alive)", () => {
+    const repeated = createRepeatedMembers(["tools"]);
+    const withImage = [{ name: "t", description: Buffer.alloc(6000, 1).toString("base64") }];
+    const text = JSON.stringify({ model: "m", messages: [], tools: withImage, pad: "x".repeat(1024 * 1024) });
+    parseJsonBody(text, repeated);
+    const again = parseJsonBody(text, repeated);
+    if (!again.parsed) throw new Error("not parsed");
+    expect(isRepeatedMember((again.value as { tools: unknown }).tools)).toBe(false);
+    expect(again).toEqual(parseJsonBody(text) as typeof again);
   });
 
   test("a changed member is parsed again and remembered instead; other members are never kept", () => {
@@ -146,6 +158,61 @@ describe("parseJsonBody with an episode's repeated members", () => {
           }
         },
       ),
+    );
+  });
+});
+
+describe("parseSharingBase64 (large bodies) gives exactly what JSON.parse gives", () => {
+  const frame = Buffer.alloc(6000, 0x89).toString("base64");
+  const dataUrl = `data:image/png;base64,${frame}`;
+
+  test("long base64 strings anywhere a value can be", () => {
+    const value = { a: dataUrl, b: [frame, { c: dataUrl, d: "short" }], e: [[frame]], f: 1 };
+    const text = JSON.stringify(value);
+    expect(parseSharingBase64(text)).toEqual(value);
+  });
+
+  test("where a long base64 run is not a whole string value it is parsed as it is", () => {
+    for (const value of [
+      { [frame]: 1, x: dataUrl }, // a key
+      { x: `say "${frame}` }, // after an escaped quote, inside a longer string
+      { x: `${frame}\n`, y: frame },
+      JSON.parse(`{"__proto__":"${frame}","z":"${frame}"}`),
+    ]) {
+      const text = JSON.stringify(value);
+      expect(parseSharingBase64(text)).toEqual(JSON.parse(text));
+      expect(Object.getPrototypeOf(parseSharingBase64(text))).toBe(Object.prototype);
+    }
+  });
+
+  test("invalid JSON fails with the message JSON.parse gives for the text as received", () => {
+    const text = `{"a":"${frame}","b":nope}`;
+    const message = (() => {
+      try {
+        JSON.parse(text);
+      } catch (error) {
+        return (error as Error).message;
+      }
+    })();
+    expect(() => parseSharingBase64(text)).toThrow(message as string);
+  });
+
+  test("random JSON with long base64 strings mixed in", () => {
+    const leaf = fc.oneof(fc.constant(frame), fc.constant(dataUrl), fc.string(), fc.integer(), fc.boolean());
+    const json = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: "small" },
+        leaf,
+        fc.array(tie("value")),
+        fc.dictionary(fc.string(), tie("value")),
+      ),
+    })).value;
+    fc.assert(
+      fc.property(json, (value) => {
+        const text = JSON.stringify(value);
+        expect(parseSharingBase64(text)).toEqual(JSON.parse(text));
+      }),
+      { numRuns: 300 },
     );
   });
 });
