@@ -5,7 +5,7 @@
  * the client sent them, since context runs before the WebP conversion.
  */
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
-import { stringifyReusingMembers } from "../lib/frozen-json.ts";
+import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
 import { measureJsonBytes } from "../lib/json-bytes.ts";
 
 export { measureJsonBytes };
@@ -18,10 +18,10 @@ export function estimateTokens(request: HubRequest): number {
  * UTF-8 length of `JSON.stringify(request)`, summed per message (the request
  * without messages + each message + the commas between): the same number without
  * building one string as large as the whole history. A tool list the client
- * repeated (frozen, see frozen-json.ts) is serialised once, not every turn.
+ * repeated (frozen, see frozen-json.ts) is serialised and measured once, not every turn.
  */
 export function measureRequestBytes(request: HubRequest): number {
-  let bytes = Buffer.byteLength(stringifyReusingMembers({ ...request, messages: [] }), "utf8");
+  let bytes = jsonBytesReusingMembers({ ...request, messages: [] });
   for (const message of request.messages) bytes += measureMessageBytes(message);
   return bytes + Math.max(0, request.messages.length - 1);
 }

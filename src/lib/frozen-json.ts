@@ -48,6 +48,40 @@ export function stringifyReusingMembers(object: Record<string, unknown>): string
   return `{${members.join(",")}}`;
 }
 
+const bytesOfFrozen = new WeakMap<object, number>();
+
+/** UTF-8 length of JSON.stringify(value), computed once per frozen object. */
+function jsonBytesOnce(value: object): number {
+  let bytes = bytesOfFrozen.get(value);
+  if (bytes === undefined) {
+    bytes = Buffer.byteLength(stringifyOnce(value), "utf8");
+    bytesOfFrozen.set(value, bytes);
+  }
+  return bytes;
+}
+
+/**
+ * UTF-8 length of stringifyReusingMembers(object) (so of JSON.stringify(object)),
+ * without building that text: a frozen member's length is known from an earlier call.
+ */
+export function jsonBytesReusingMembers(object: Record<string, unknown>): number {
+  let bytes = 2;
+  let members = 0;
+  for (const key of Object.keys(object)) {
+    const value = object[key];
+    let valueBytes: number;
+    if (isFrozenObject(value)) valueBytes = jsonBytesOnce(value);
+    else {
+      const json = JSON.stringify(value);
+      if (json === undefined) continue;
+      valueBytes = Buffer.byteLength(json, "utf8");
+    }
+    bytes += Buffer.byteLength(JSON.stringify(key), "utf8") + 1 + valueBytes;
+    members += 1;
+  }
+  return bytes + Math.max(0, members - 1);
+}
+
 /**
  * `derive` remembered per frozen argument (its result deep-frozen, so it can key
  * the next stage's memo); any other argument is derived afresh.

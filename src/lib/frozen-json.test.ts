@@ -1,0 +1,62 @@
+import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import {
+  deepFreeze,
+  deriveOncePerFrozen,
+  jsonBytesReusingMembers,
+  stringifyOnce,
+  stringifyReusingMembers,
+} from "./frozen-json.ts";
+
+/** Plain data objects whose members are sometimes frozen (as a repeated tool list is). */
+const objectWithFrozenMembers = fc
+  .dictionary(
+    fc.string(),
+    fc
+      .tuple(fc.oneof(fc.jsonValue(), fc.constant(undefined)), fc.boolean())
+      .map(([value, frozen]) => (frozen ? deepFreeze(value) : value)),
+  )
+  .map((members) => ({ ...members }));
+
+describe("JSON of frozen values, reused", () => {
+  test("the same text and UTF-8 length as JSON.stringify, with frozen members or not", () => {
+    fc.assert(
+      fc.property(objectWithFrozenMembers, (object) => {
+        const json = JSON.stringify(object);
+        expect(stringifyReusingMembers(object)).toBe(json);
+        expect(stringifyReusingMembers(object)).toBe(json);
+        expect(jsonBytesReusingMembers(object)).toBe(Buffer.byteLength(json, "utf8"));
+      }),
+    );
+    const tools = deepFreeze([{ name: "é→😀", parameters: { type: "object" } }]);
+    const request = { model: "m", tools, skipped: undefined, "1": "numeric keys first" };
+    expect(stringifyReusingMembers(request)).toBe(JSON.stringify(request));
+    expect(jsonBytesReusingMembers(request)).toBe(Buffer.byteLength(JSON.stringify(request), "utf8"));
+  });
+
+  test("a frozen value's JSON is computed once; an unfrozen one every time", () => {
+    const frozen = deepFreeze({ a: [1, 2] });
+    expect(stringifyOnce(frozen)).toBe(stringifyOnce(frozen));
+    const mutable = { a: [1] };
+    expect(stringifyOnce(mutable)).toBe('{"a":[1]}');
+    mutable.a.push(2);
+    expect(stringifyOnce(mutable)).toBe('{"a":[1,2]}');
+  });
+
+  test("a derivation is remembered per frozen argument, frozen itself, and redone for a mutable one", () => {
+    let calls = 0;
+    const double = deriveOncePerFrozen((xs: readonly number[]) => {
+      calls += 1;
+      return xs.map((x) => x * 2);
+    });
+    const frozen = deepFreeze([1, 2]);
+    const first = double(frozen);
+    expect(double(frozen)).toBe(first);
+    expect(calls).toBe(1);
+    expect(Object.isFrozen(first)).toBe(true);
+    const mutable = [1, 2];
+    expect(double(mutable)).toEqual([2, 4]);
+    expect(double(mutable)).not.toBe(double(mutable));
+    expect(Object.isFrozen(double(mutable))).toBe(false);
+  });
+});
