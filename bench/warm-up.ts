@@ -2,7 +2,9 @@
  * Warm-up bench: why the start-up warm-up encodes a camera-sized frame. The first
  * 640×480 encode after loading the WASM is several times slower than later ones; a
  * small (64×64) warm-up frame does not remove that penalty (measured: the engine
- * optimises the codec's loops only once they have run long enough), a 640×640 one
+ * optimises the codec's loops only once they have run long enough); 160×160 and
+ * 320×320 ones cost half the camera-sized one and leave the first 640×480 encode
+ * 1.7× a steady one (5 interleaved runs, load ~11); a 640×640 one
  * does. So the warm-up cannot be made cheap, only moved off the start-up path (a
  * worker). Each variant runs in a fresh process (fresh WASM): warm up
  * with an N×N noisy frame, then time the first 640×480 encode and the median of the
@@ -41,7 +43,7 @@ export async function runWarmUpBench(
   const figures: Record<string, number> = {};
   log("| warm-up frame | warm-up ms | first 640×480 encode ms | steady encode ms | first ÷ steady |");
   log("|---|---|---|---|---|");
-  for (const size of [0, 64, 640]) {
+  for (const size of [0, 64, 160, 320, 640]) {
     const proc = Bun.spawn(["node_modules/.bin/bun", import.meta.path, "--child", String(size)], {
       cwd: root,
       stdout: "pipe",
