@@ -17,7 +17,7 @@
  * size is not known yet is reported instead of guessed.
  */
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
-import { stringifyReusingMembers } from "../lib/frozen-json.ts";
+import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
 import { measureJsonBytes as jsonBytes } from "../lib/json-bytes.ts";
 import {
   assertImagesAllowed,
@@ -60,8 +60,8 @@ export function createChatBodySizer(
 ): ChatBodySizer {
   assertImagesAllowed(request.messages, target);
   const envelope = buildChatRequest({ ...request, messages: [] }, target);
-  // A tool list the client repeated is serialised once per episode (frozen-json.ts).
-  const envelopeBytes = Buffer.byteLength(stringifyReusingMembers(envelope), "utf8");
+  // A tool list the client repeated is serialised and measured once per episode (frozen-json.ts).
+  const envelopeBytes = jsonBytesReusingMembers(envelope);
   const pieces = new WeakMap<HubMessage, Pieces>();
   const dataBytes = new Map<HubImagePart, number>();
 
