@@ -15,6 +15,7 @@ import { noObserver, type Observer } from "../observe/observer.ts";
 import type { BlobStore } from "../records/blob-store.ts";
 import { createEpisodeRecords } from "../records/episode-records.ts";
 import { createGroupCommit } from "../records/group-commit.ts";
+import { createRecurringTexts } from "../records/text-references.ts";
 import { createEpisode, type Episode } from "./episode.ts";
 import type { EpisodeOptions } from "./episode-options.ts";
 import { episodeIdPattern, type Ids } from "./ids.ts";
@@ -62,6 +63,8 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     deps.createExecutor ?? createExecutorFactory(deps.config.executor, { clock: deps.clock });
   // One scheduler for the process, so episodes writing at once share each round of fdatasync.
   const groupCommit = deps.config.records.fsync ? createGroupCommit() : undefined;
+  // Likewise one memory of long strings: episodes of one client kind send the same system prompt and tools.
+  const texts = createRecurringTexts(deps.blobs, { redact: deps.redact });
 
   function create(options: EpisodeOptions): Episode {
     if (closing !== undefined) throw new SidecarError("unavailable", closing);
@@ -79,6 +82,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
         redact: deps.redact,
         groupCommit,
         blobs: deps.blobs,
+        texts,
         written: (file, bytes) => observer.observe({ kind: "records_written", episode: id, file, bytes }),
       }),
       id,

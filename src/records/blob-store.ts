@@ -13,6 +13,7 @@
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { sha256Hex } from "../lib/sha256.ts";
+import { RecordsWriteError } from "./append-file.ts";
 import { writeFileAtomically } from "./write-file-atomically.ts";
 
 export const blobDigestPattern = /^[0-9a-f]{64}$/;
@@ -56,11 +57,17 @@ export function createBlobStore(dataDir: string, write = writeFileAtomically): B
       if (onDisk.has(digest)) return digest;
       const target = path(digest);
       if (!existsSync(target)) {
-        if (!created) {
-          mkdirSync(dir, { recursive: true });
-          created = true;
+        const bytes = bytesOf();
+        try {
+          if (!created) {
+            mkdirSync(dir, { recursive: true });
+            created = true;
+          }
+          write(target, bytes);
+        } catch (error) {
+          // A records write like any other (a full disk …): the exchange fails as retryable, naming it.
+          throw new RecordsWriteError(target, error);
         }
-        write(target, bytesOf());
       }
       if (onDisk.size >= rememberedDigests) onDisk.clear();
       onDisk.add(digest);

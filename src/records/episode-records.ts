@@ -10,10 +10,11 @@
  *                    the drain overran its deadline: the records may lack late events)
  *   restart-NNN.jsonl  written by a later process that restored the episode read-only;
  *                    the files above are never touched again (restart-records.ts)
- * Every line starts with the records format version, `"v":2` (docs/records.md);
+ * Every line starts with the records format version, `"v":3` (docs/records.md);
  * images in lines are references to the data directory's blob store
- * (image-references.ts), written to it before the line. Read records with
- * read-records.ts, which resolves them.
+ * (image-references.ts), and so are long strings of spliced JSON bodies written
+ * before (text-references.ts), each blob written before the line. Read records
+ * with read-records.ts, which resolves them.
  * Secrets never reach these files: callers record bodies, never credentials, and
  * every line passes through the redactor as a last guard.
  *
@@ -31,9 +32,13 @@ import type { BlobStore } from "./blob-store.ts";
 import type { GroupCommit } from "./group-commit.ts";
 import { externalizeImages, hasReferenceForm } from "./image-references.ts";
 import { frozenRecordsError, openRecordFiles } from "./record-files.ts";
+import { type RecurringTexts, textReferenceMarker } from "./text-references.ts";
 
-/** Version 1: images inline as base64 (no `v` member). Version 2: images in the blob store. */
-export const recordsFormatVersion = 2;
+/**
+ * Version 1: images inline as base64 (no `v` member). Version 2: images in the blob
+ * store. Version 3: also long strings of spliced JSON seen before (text-references.ts).
+ */
+export const recordsFormatVersion = 3;
 
 export type ExchangeStage =
   | "client_request"
@@ -54,6 +59,8 @@ export type RecordsOptions = {
   groupCommit?: GroupCommit;
   /** Where the images of record lines go (shared by the episodes of a data directory). */
   blobs: Pick<BlobStore, "put">;
+  /** Long strings already written once, stored in the blob store from then on (shared likewise); none = kept inline. */
+  texts?: RecurringTexts;
 };
 
 /** Members of a line whose value is spliced in rather than serialised (see formatRecordLine). */
@@ -67,15 +74,16 @@ export type SplicedMembers = {
 const stamp = (clock: () => number) => ({ v: recordsFormatVersion, at: new Date(clock()).toISOString() });
 
 /**
- * One record line: `{"v":2,"at":…,…fields,…spliced}` with its images moved to the
+ * One record line: `{"v":3,"at":…,…fields,…spliced}` with its images moved to the
  * blob store, then redacted. Spliced members come last: JSON text is put in verbatim
- * (never parsed or serialised again), other text as a string with its images
- * referenced. A line whose own content already contains a reference form is kept
- * with its images inline and marked `"images_inline":true`, so a reader never
- * mistakes a client's text for a reference.
+ * (never parsed or serialised again) with its long strings seen before referenced,
+ * other text as a string with its images referenced. A line whose own content
+ * already contains a reference form is kept with its images and strings inline and
+ * marked `"images_inline":true`, so a reader never mistakes a client's text for a
+ * reference.
  */
 export function formatRecordLine(
-  options: Pick<RecordsOptions, "clock" | "redact" | "blobs">,
+  options: Pick<RecordsOptions, "clock" | "redact" | "blobs" | "texts">,
   fields: Record<string, unknown>,
   spliced: SplicedMembers = {},
 ): string {
@@ -83,13 +91,14 @@ export function formatRecordLine(
   const jsons = Object.entries(spliced.json ?? {});
   const texts = Object.entries(spliced.text ?? {});
   const inline = [head, ...jsons.map(([, json]) => json), ...texts.map(([, text]) => text)].some(
-    hasReferenceForm,
+    (part) => hasReferenceForm(part) || part.includes(textReferenceMarker),
   );
   // Each part on its own: an image literal is a whole string token, never across a splice,
   // and a spliced body (tens of MB with a camera history) is never first copied into the line.
   const externalized = (text: string) => (inline ? text : externalizeImages(text, options.blobs));
+  const recurring = (json: string) => (inline || !options.texts ? json : options.texts.externalize(json));
   const members = [
-    ...jsons.map(([key, json]) => `${JSON.stringify(key)}:${externalized(json)}`),
+    ...jsons.map(([key, json]) => `${JSON.stringify(key)}:${recurring(externalized(json))}`),
     ...(inline ? ['"images_inline":true'] : []),
     ...texts.map(([key, text]) => `${JSON.stringify(key)}:${JSON.stringify(externalized(text))}`),
   ];

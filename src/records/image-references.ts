@@ -44,11 +44,12 @@ export type BlobReference = z.infer<typeof blobReferenceSchema>;
 
 /**
  * A reference's digest wherever a record file's text has one: in a line's JSON, or
- * inside a text member's string, where its quotes are escaped once.
+ * inside a text member's string, where its quotes are escaped once; an image's
+ * (`$blob`) or a long string's (`$text`, text-references.ts).
  */
-const referencedDigest = /\{\\?"\$blob\\?":\\?"sha256:([0-9a-f]{64})\\?"/g;
+const referencedDigest = /\{\\?"\$(?:blob|text)\\?":\\?"sha256:([0-9a-f]{64})\\?"/g;
 
-/** The digests of the blob references in a piece of record text (duplicates included). */
+/** The digests of the blob references (images and long strings) in a piece of record text (duplicates included). */
 export function referencedDigests(text: string): string[] {
   return Array.from(text.matchAll(referencedDigest), (match) => match[1] as string);
 }

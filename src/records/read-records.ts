@@ -13,8 +13,11 @@
  *   records.resolve(line.value)                      // references → data URLs / base64
  *   records.blobs.read(digest)                       // one blob's bytes (digest-checked)
  *
- * Both format versions are read: 1 (no `v` member, images inline) and 2 (images as
- * references to `<data_dir>/blobs/sha256/`).
+ * Long strings a version 3 line refers to (text-references.ts) are put back as the
+ * file is read, so every line's value and text are as if they had been written
+ * inline: readers see the strings, never a text reference.
+ * Every format version is read: 1 (no `v` member, images inline), 2 (images as
+ * references to `<data_dir>/blobs/sha256/`) and 3 (long strings seen before too).
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
@@ -22,6 +25,7 @@ import { episodeIdPattern } from "../episodes/ids.ts";
 import { type BlobStore, createBlobStore } from "./blob-store.ts";
 import { inlineImages, resolveBlobReferences } from "./image-references.ts";
 import { listRestartFiles } from "./restart-records.ts";
+import { inlineTexts, resolveTextReferences, textReferenceMarker } from "./text-references.ts";
 
 /** One record line: its parsed value and its exact text (needed to rebuild spliced bodies). */
 export type RecordLine = { value: Record<string, unknown>; text: string; file: string; line: number };
@@ -196,12 +200,21 @@ export function openRecords(dataDir: string, blobs: BlobStore = createBlobStore(
     return raw === undefined ? undefined : restore(raw);
   }
 
+  /** The line with the long strings it refers to put back (version 3 on; a line marked images_inline has none). */
+  function withTexts(line: RecordLine): RecordLine {
+    if (!line.text.includes(textReferenceMarker)) return line;
+    const version = line.value.v;
+    if (typeof version !== "number" || version < 3 || line.value.images_inline === true) return line;
+    const text = inlineTexts(line.text, read);
+    return { ...line, text, value: JSON.parse(text) as Record<string, unknown> };
+  }
+
   function readEpisodeDir(dir: string): EpisodeRecordsView {
     const tornTails: Record<string, string> = {};
     const file = (name: string) => {
       const contents = readRecordLines(join(dir, name));
       if (contents.tornTail !== undefined) tornTails[name] = contents.tornTail;
-      return contents.lines;
+      return contents.lines.map(withTexts);
     };
     const exchangeLines = file("exchanges.jsonl");
     const restarts = listRestartFiles(dir).map((name) => ({ file: name, lines: file(name) }));
@@ -246,7 +259,10 @@ export function openRecords(dataDir: string, blobs: BlobStore = createBlobStore(
     /** The body delivered to the client exactly as sent. */
     deliveredText: (exchange: RecordedExchange) => bodyText(exchange.stage("delivered")),
     inlineLine,
-    /** A parsed value with every blob reference replaced by the data URL or base64 it stands for. */
-    resolve: (value: unknown) => resolveBlobReferences(value, read),
+    /**
+     * A parsed value with every blob reference replaced by the data URL or base64 it
+     * stands for, and every text reference by its string (for a line parsed on its own).
+     */
+    resolve: (value: unknown) => resolveTextReferences(resolveBlobReferences(value, read), read),
   };
 }

@@ -10,6 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { recordsCommand } from "../../src/cli/records-command.ts";
 import { sha256Hex } from "../../src/lib/sha256.ts";
+import { recordsFormatVersion } from "../../src/records/episode-records.ts";
 import { openRecords } from "../../src/records/read-records.ts";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
 
@@ -108,7 +109,7 @@ describe("records show the exact bytes of a recorded client request and of the u
           lines
             .split("\n")
             .filter(Boolean)
-            .every((line) => JSON.parse(line).v === 2),
+            .every((line) => JSON.parse(line).v === recordsFormatVersion),
         ).toBe(true);
 
         // The same through the `records` command.
@@ -139,4 +140,65 @@ describe("records show the exact bytes of a recorded client request and of the u
       });
     }
   }
+});
+
+describe("long strings a client sends on every turn are recorded once", () => {
+  test("Claude Code's system prompt and tool descriptions, sent twice and translated upstream: later copies are references, every body rebuilt byte for byte", async () => {
+    const file = readFileSync(join(fixturesDir, "messages/main-turn/client-request.json"), "utf8");
+    const sent = JSON.stringify(JSON.parse(file));
+    const episode = s.createEpisode();
+    const before = upstreamBodies.length;
+    for (let turn = 0; turn < 2; turn++) {
+      const res = await s.app.request(`/e/${episode.id}/anthropic/v1/messages?beta=true`, {
+        method: "POST",
+        headers: {
+          "content-type": "application/json",
+          "x-api-key": episode.ingressKey,
+          "anthropic-version": "2023-06-01",
+        },
+        body: sent,
+      });
+      await res.text();
+      expect(res.status).toBe(200);
+    }
+    const wires = upstreamBodies.slice(before);
+    expect(wires).toHaveLength(2);
+
+    const lines = readFileSync(join(episode.records.dir, "exchanges.jsonl"), "utf8").split("\n");
+    const bytesOf = (exchange: string, stage: string) =>
+      lines.find((line) => line.includes(`"exchange":"${exchange}","stage":"${stage}"`))?.length ?? 0;
+    // The second request repeats the first; its lines hold references, not the ~50 KB of long strings again.
+    expect(bytesOf("ex_0002", "client_request")).toBeLessThan(sent.length * 0.5);
+    expect(bytesOf("ex_0002", "upstream_request")).toBeLessThan((wires[1] as string).length * 0.5);
+    // Within the first exchange the upstream body repeats the client's strings too.
+    expect(bytesOf("ex_0001", "upstream_request")).toBeLessThan((wires[0] as string).length * 0.5);
+    expect(lines.join("\n")).toContain('{"$text":"sha256:');
+    expect(
+      lines
+        .filter(Boolean)
+        .every((line) => JSON.parse(line).v === recordsFormatVersion && recordsFormatVersion >= 3),
+    ).toBe(true);
+
+    const records = openRecords(s.dataDir);
+    const exchanges = records.readEpisode(episode.id).exchanges;
+    expect(exchanges.map((exchange) => records.clientRequestText(exchange))).toEqual([sent, sent]);
+    expect(exchanges.map((exchange) => records.upstreamRequestText(exchange))).toEqual(wires);
+    // Readers see the strings, never a reference: parsed values as the client sent them.
+    expect(exchanges[1]?.stage("client_request")?.value.body).toEqual(JSON.parse(sent));
+    let exported = "";
+    await recordsCommand(
+      ["export", episode.id, "--inline", "--data-dir", s.dataDir],
+      {},
+      {
+        write: async (chunk) => {
+          exported += chunk;
+        },
+        error: (message) => {
+          throw new Error(message);
+        },
+      },
+    );
+    expect(exported).not.toContain('"$text"');
+    expect(JSON.parse(exported.split("\n")[0] as string).body).toEqual(JSON.parse(sent));
+  });
 });
