@@ -11,6 +11,7 @@ import { runExchangeCpuBench } from "./exchange-cpu.ts";
 import { runGatewayBench } from "./gateway.ts";
 import { runImageBench } from "./images.ts";
 import { runLongCameraBench } from "./long-camera.ts";
+import { runRecordsBytesBench } from "./records-bytes.ts";
 import { runTracingBench } from "./tracing.ts";
 import { runWarmUpBench } from "./warm-up.ts";
 
@@ -19,6 +20,8 @@ console.log("## Gateway overhead, memory, cold start");
 Object.assign(results, await runGatewayBench(console.log));
 console.log("\n## CPU per exchange (real recorded client requests)");
 Object.assign(results, await runExchangeCpuBench(console.log));
+console.log("\n## Records bytes per exchange (real recorded client requests, every turn the same)");
+Object.assign(results, await runRecordsBytesBench(console.log));
 console.log("\n## Images");
 Object.assign(results, await runImageBench(console.log));
 console.log("\n## Codec warm-up");
