@@ -35,6 +35,21 @@ export function createRepeatedMembers(names: readonly string[]): RepeatedMembers
   return { names, known: new Map() };
 }
 
+/** One RepeatedMembers per owner (an episode), living no longer than it does. */
+export function repeatedMembersPer<Owner extends object>(
+  names: readonly string[],
+): (owner: Owner) => RepeatedMembers {
+  const members = new WeakMap<Owner, RepeatedMembers>();
+  return (owner) => {
+    let known = members.get(owner);
+    if (known === undefined) {
+      known = createRepeatedMembers(names);
+      members.set(owner, known);
+    }
+    return known;
+  };
+}
+
 const repeatedValues = new WeakSet<object>();
 
 /** Whether `value` is a repeated member's value (deep-frozen, the same object on every turn that resends it). */

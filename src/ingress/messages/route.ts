@@ -12,7 +12,7 @@ import { Hono } from "hono";
 import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
-import { createRepeatedMembers, parseJsonBody, type RepeatedMembers } from "../../lib/parse-json-body.ts";
+import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts";
 import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
@@ -34,21 +34,11 @@ function requestPath(c: Context): string {
   return `${url.pathname}${url.search}`;
 }
 
-/** Claude Code resends its tool list (63 KB of its 86 KB request) unchanged every turn. */
-const repeatedMemberNames = ["tools"];
+/** Claude Code resends its tool list (63 KB of its 86 KB request) unchanged every turn; per episode. */
+const repeatedOf = repeatedMembersPer<Episode>(["tools"]);
 
 export function createRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
-  // Per episode, so one episode's memory ends with it.
-  const repeated = new WeakMap<Episode, RepeatedMembers>();
-  const repeatedOf = (episode: Episode) => {
-    let members = repeated.get(episode);
-    if (members === undefined) {
-      members = createRepeatedMembers(repeatedMemberNames);
-      repeated.set(episode, members);
-    }
-    return members;
-  };
   app.onError((error) => renderError(toSidecarError(error)));
 
   app.post("/anthropic/v1/messages/count_tokens", async (c) => {

@@ -3,9 +3,9 @@
  * 400 naming the field in wire spelling (`input[3].content[0].type`).
  */
 import type { JsonBody } from "../../lib/parse-json-body.ts";
-import { parseAt, requestObject } from "../parse-at.ts";
+import { parseRequestAt, requestObject } from "../parse-at.ts";
 import { type ResponsesRequest, responsesRequestSchema } from "./schema.ts";
 
 export function parseRequest(body: JsonBody): ResponsesRequest {
-  return parseAt(responsesRequestSchema, requestObject(body, "OpenAI Responses"), "");
+  return parseRequestAt(responsesRequestSchema, requestObject(body, "OpenAI Responses"), "");
 }

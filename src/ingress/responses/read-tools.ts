@@ -15,6 +15,7 @@
  */
 import type { HubTool } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
+import { deriveOncePerFrozen } from "../../lib/frozen-json.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
 import { type FunctionTool, functionToolSchema, namespaceToolSchema, type Tool } from "./schema.ts";
@@ -64,6 +65,22 @@ function toHubTool(tool: FunctionTool, name: string): HubTool {
     description: tool.description ?? "",
     parameters: tool.parameters ?? { type: "object", properties: {} },
   };
+}
+
+/** A repeated tool list (frozen) is read once, its notes kept to be noted again on every turn. */
+const readToolsOnce = deriveOncePerFrozen((tools: readonly Tool[]) => {
+  const notes = createIgnoredFields();
+  return { read: readTools(tools, notes), notes: notes.list() };
+});
+
+/**
+ * readTools, done once per tool list a client repeats verbatim (frozen, see
+ * frozen-json.ts): the same hub tools then key the upstream body's reuse of their JSON.
+ */
+export function readDeclaredTools(tools: readonly Tool[], ignored: IgnoredFields): ReadTools {
+  const { read, notes } = readToolsOnce(tools);
+  for (const note of notes) ignored.add(note);
+  return read;
 }
 
 /** Sorts the declared tools; what is not offered is noted in `ignored`. */

@@ -10,9 +10,10 @@
  * exchange pipeline; any error is answered in the OpenAI envelope.
  */
 import { Hono } from "hono";
+import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
-import { parseJsonBody } from "../../lib/parse-json-body.ts";
+import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts";
 import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
@@ -27,6 +28,9 @@ import { toHub } from "./to-hub.ts";
  */
 const compactMessage =
   "/responses/compact is not offered by this sidecar: compact with an ordinary /responses request (Codex does so with a custom model provider), or send the conversation in input";
+
+/** Codex resends its tool list (~21 KB of its ~45 KB request) unchanged every turn; per episode. */
+const repeatedOf = repeatedMembersPer<Episode>(["tools"]);
 
 export function createRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
@@ -55,7 +59,7 @@ export function createRoutes(deps: RouteDeps): Hono {
       newResponseId: () => deps.ids.callId().replace(/^call_/, "resp_"),
       store: () => deps.responses.of(episode),
     };
-    const body = parseJsonBody(await c.req.text());
+    const body = parseJsonBody(await c.req.text(), repeatedOf(episode));
     return episode.track(
       runExchange(deps.exchange, {
         protocol: "responses",

@@ -1,7 +1,16 @@
 import { describe, expect, test } from "bun:test";
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
 import type { HubRequest } from "../../hub/schema.ts";
-import { jsonBodyOf } from "../../lib/parse-json-body.ts";
+import { stringifyReusingMembers } from "../../lib/frozen-json.ts";
+import {
+  createRepeatedMembers,
+  jsonBodyOf,
+  parseJsonBody,
+  type RepeatedMembers,
+} from "../../lib/parse-json-body.ts";
 import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
+import { buildChatRequest } from "../../upstream/build-chat-request.ts";
 import { createResponseStore } from "./stored-responses.ts";
 import { toHub } from "./to-hub.ts";
 
@@ -195,5 +204,62 @@ describe("refused with a 400 naming the field", () => {
     expect(error.status).toBe(404);
     expect(error.param).toBe("previous_response_id");
     expect(error.message).toStartWith("previous_response_id:");
+  });
+});
+
+describe("a tool list resent unchanged (Codex's, every turn)", () => {
+  const request = JSON.parse(
+    readFileSync(
+      resolve(import.meta.dir, "../../../fixtures/responses/codex-namespace-turn/client-request.json"),
+      "utf8",
+    ),
+  ) as { tools: unknown[]; input: unknown[] } & Record<string, unknown>;
+  const target = { model: "ura-qwen", imageInput: true, parallelToolCalls: true };
+  const ctx = { createdAt: 0, now: () => 0, newResponseId: () => "resp_test", store: createResponseStore };
+  const translateText = (text: string, repeated?: RepeatedMembers) =>
+    toHub(parseJsonBody(text, repeated), ctx);
+
+  test("each later turn translates, notes what it drops and serialises exactly as a fresh request", () => {
+    const repeated = createRepeatedMembers(["tools"]);
+    const first = translateText(JSON.stringify(request), repeated).hub;
+    const laterText = JSON.stringify({
+      ...request,
+      input: [...request.input, { role: "user", content: "again" }],
+    });
+    const later = translateText(laterText, repeated);
+    const fresh = translateText(laterText);
+    expect(later.hub).toEqual(fresh.hub);
+    expect(later.hub.ignored.length).toBeGreaterThan(0);
+    expect(later.hub.tools).toBe(first.tools);
+    const response = {
+      id: "chatcmpl-1",
+      model: "ura-qwen",
+      text: "ok",
+      toolCalls: [],
+      finishReason: "stop" as const,
+      usage: { inputTokens: 1, outputTokens: 1 },
+    };
+    expect(later.render(response)).toEqual(fresh.render(response));
+    const chat = buildChatRequest(later.hub, target);
+    expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(buildChatRequest(fresh.hub, target)));
+  });
+
+  test("a bad field beside the repeated tools, or a bad tool in a changed list, is named as in a fresh request", () => {
+    const repeated = createRepeatedMembers(["tools"]);
+    translateText(JSON.stringify(request), repeated);
+    for (const body of [
+      { ...request, unknown_field: 1 },
+      { ...request, input: [{ type: "function_call_output", call_id: "nope", output: "x" }] },
+      { ...request, tools: [...request.tools, { type: "function", name: 7 }] },
+      { ...request, tools: [...request.tools, { type: "computer_use_preview_2099" }] },
+    ]) {
+      const text = JSON.stringify(body);
+      const reused = errorOf(() => translateText(text, repeated));
+      const fresh = errorOf(() => translateText(text));
+      expect({ param: reused.param, message: reused.message }).toEqual({
+        param: fresh.param,
+        message: fresh.message,
+      });
+    }
   });
 });

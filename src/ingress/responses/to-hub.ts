@@ -20,7 +20,7 @@ import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
 import { fromHub, type RenderContext } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";
-import { flattenName, readTools } from "./read-tools.ts";
+import { flattenName, readDeclaredTools } from "./read-tools.ts";
 import {
   type ContentPart,
   functionToolChoiceSchema,
@@ -237,7 +237,7 @@ export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
   const fieldOf = itemFields(received, previousItems);
   refuseUnsupported(request);
   const ignored = createIgnoredFields();
-  const tools = readTools(request.tools ?? [], ignored);
+  const tools = readDeclaredTools(request.tools ?? [], ignored);
   const messages = toMessages(request, fieldOf, ignored);
   recordIgnored(request, ignored);
   const hub: HubRequest = { model: request.model, messages, tools: tools.hub, ignored: ignored.list() };
