@@ -30,6 +30,24 @@ export async function runBinary(
   return { stdout, stderr, code };
 }
 
+/**
+ * Sidecars started here that have not exited: killed when this process exits, so a
+ * test that failed before it stopped its sidecar does not leave one running after
+ * the run (they were found still running an hour later, their data directories gone).
+ */
+const running = new Set<ReturnType<typeof Bun.spawn>>();
+function killAtExit(proc: ReturnType<typeof Bun.spawn>): void {
+  if (running.size === 0 && !killAtExit.installed) {
+    killAtExit.installed = true;
+    process.once("exit", () => {
+      for (const leftover of running) leftover.kill("SIGKILL");
+    });
+  }
+  running.add(proc);
+  void proc.exited.then(() => running.delete(proc));
+}
+killAtExit.installed = false;
+
 export type SidecarProcess = {
   url: string;
   dataDir: string;
@@ -88,6 +106,7 @@ export async function startSidecarProcess(
       stderr: "pipe",
     },
   );
+  killAtExit(proc);
   let output = "";
   const pump = async (stream: ReadableStream<Uint8Array>) => {
     const decoder = new TextDecoder();
