@@ -4,21 +4,22 @@
  * An agent CLI sends its whole system prompt, tool descriptions and history again
  * on every turn, and the upstream request repeats the same strings once more: a
  * Claude Code exchange wrote its ~50 KB of long strings twice per exchange, every
- * exchange. A string token of a spliced JSON body (the client's request, the
+ * exchange. A string value of a spliced JSON body (the client's request, the
  * upstream request, a JSON delivery) at least `minTokenBytes` long is kept inline
  * the first time this process writes it and, from its second appearance on (in
  * any line, of any episode of the data directory), replaced by a reference
  * written in exactly this form:
  *   "…long string, escapes and all…"  →  {"$text":"sha256:<hex>","bytes":N}
  * The blob holds the token exactly as it stood in the JSON text, quotes and
- * escapes included (UTF-8, `bytes` long), so `inlineTexts` puts it back byte
- * for byte with a pure text substitution.
+ * escapes included (UTF-8, `bytes` long) and redacted as its line would have
+ * been, so `inlineTexts` puts it back byte for byte with a pure text substitution.
  * - The scan matches every string token from the start of a JSON text (each match
  *   ends at the token's closing quote, so the next quote it meets opens a token),
  *   so it needs no parser and never looks inside a string.
- * - A text that already contains `{"$text":` or `{"$blob":` is left as it is (the
- *   writer marks such a line `"images_inline":true`), so every reference in a
- *   stored text is one the writer made.
+ * - A line whose content already contains `{"$text":` or `{"$blob":` is not given
+ *   to `externalize` at all (the writer checks before it references images, and
+ *   marks the line `"images_inline":true`), and a text holding `{"$text":` is
+ *   returned as it is, so every text reference in a stored line is one the writer made.
  * - Lines of format version 3 and later only: an earlier line's text is never
  *   searched for references it could not have.
  */
