@@ -67,7 +67,6 @@ export function createApp(deps: AppDeps): Hono {
     requestSeq += 1;
     const requestId = c.req.header("x-request-id") ?? `req_${requestSeq}`;
     const started = deps.clock();
-    deps.memory?.requestStarted();
     try {
       await next();
     } finally {

@@ -1,40 +1,51 @@
 import { expect, test } from "bun:test";
 import { createMemoryReclaimer } from "./reclaim-memory.ts";
 
-function recorded() {
+/** Collections asked for (true = full), with the idle trigger far off unless a test sets it. */
+function recorded(idleMs = 60_000) {
   const collections: boolean[] = [];
   const reclaimer = createMemoryReclaimer({
     thresholdBytes: 1000,
     delayMs: 5,
+    idleMs,
     collect: (full) => collections.push(full),
   });
   return { collections, reclaimer };
 }
 
+/** A request being handled until the returned function is called. */
+function handling(reclaimer: ReturnType<typeof createMemoryReclaimer>) {
+  const { promise, resolve } = Promise.withResolvers<string>();
+  const answered = reclaimer.track(() => promise);
+  return async () => {
+    resolve("answer");
+    expect(await answered).toBe("answer");
+  };
+}
+
 test("a large request asks for one collection after it ends; small ones do not", async () => {
   const { collections, reclaimer } = recorded();
-  reclaimer.requestStarted();
   reclaimer.requestEnded(999);
   await Bun.sleep(20);
   expect(collections).toEqual([]);
-  reclaimer.requestStarted();
-  reclaimer.requestStarted();
   reclaimer.requestEnded(1000);
   reclaimer.requestEnded(5000);
   expect(collections).toEqual([]);
   await Bun.sleep(20);
   expect(collections).toEqual([true]);
+  reclaimer.stop();
 });
 
-test("the collection is full only when no other request is in flight", async () => {
+test("the collection after a large request is full only when no other request is in flight", async () => {
   const { collections, reclaimer } = recorded();
-  reclaimer.requestStarted();
-  reclaimer.requestStarted();
+  const finishOther = handling(reclaimer);
   reclaimer.requestEnded(5000);
   await Bun.sleep(20);
+  await finishOther();
   reclaimer.requestEnded(5000);
   await Bun.sleep(20);
   expect(collections).toEqual([false, true]);
+  reclaimer.stop();
 });
 
 test("memory let go outside a request (an ended episode's frames) is collected too", async () => {
@@ -43,4 +54,44 @@ test("memory let go outside a request (an ended episode's frames) is collected t
   reclaimer.released();
   await Bun.sleep(20);
   expect(collections).toEqual([true]);
+  reclaimer.stop();
+});
+
+test("idle: one full collection after the requests stop, never while one is being handled, never twice in a row", async () => {
+  const { collections, reclaimer } = recorded(30);
+  const finishSlow = handling(reclaimer);
+  await reclaimer.track(() => "quick");
+  await Bun.sleep(250);
+  expect(collections).toEqual([]); // the slow request is still being handled
+  await finishSlow();
+  await Bun.sleep(250);
+  expect(collections).toEqual([true]);
+  await Bun.sleep(250);
+  expect(collections).toEqual([true]);
+  await reclaimer.track(async () => "next");
+  await Bun.sleep(250);
+  expect(collections).toEqual([true, true]);
+  reclaimer.stop();
+});
+
+test("idle: a request that throws still counts as finished", async () => {
+  const { collections, reclaimer } = recorded(20);
+  await expect(
+    reclaimer.track(() => {
+      throw new Error("handler failed");
+    }),
+  ).rejects.toThrow("handler failed");
+  await Bun.sleep(250);
+  expect(collections).toEqual([true]);
+  reclaimer.stop();
+});
+
+test("after stop nothing is collected", async () => {
+  const { collections, reclaimer } = recorded(20);
+  await reclaimer.track(() => "last");
+  reclaimer.requestEnded(5000);
+  reclaimer.stop();
+  reclaimer.released();
+  await Bun.sleep(100);
+  expect(collections).toEqual([]);
 });

@@ -1,55 +1,93 @@
 /**
- * Gives the memory of large requests back soon after they end.
+ * When the sidecar gives memory back: the one place that asks the engine for a
+ * garbage collection, on two triggers.
  *
- * A long camera episode's request is tens of MB of base64 text, and each exchange
- * makes a few transient copies of it (the body, its parse, the converted images,
- * the record lines). The engine counts such strings as memory outside its heap and
- * collects them late: over a 100-turn episode RSS climbed past 1.2 GB, although a
- * full collection brought it back to ~170 MB (docs/long-sessions.md, "Memory").
+ * After a large request. A long camera episode's request is tens of MB of base64
+ * text, and each exchange makes transient copies of parts of it (the converted
+ * images, the upstream body, the record lines). The engine counts such strings as
+ * memory outside its heap and collects them late: over a 100-turn episode RSS climbed
+ * past 1.2 GB, although a full collection brought it back to ~170 MB
+ * (docs/long-sessions.md, "Memory"). So once a request over the threshold has been
+ * answered, a collection runs. A full synchronous one returns the most memory but
+ * stops the event loop for 15–250 ms (measured on 2 loaded cores), so it runs only
+ * when no other request is in flight; otherwise a concurrent one is asked for
+ * (`Bun.gc(false)` returns at once), which frees less but stalls no one. Requests
+ * ending close together, and memory let go outside any request (an ended episode's
+ * cached frames), share one collection.
  *
- * So once a request over the threshold has been answered, a collection runs. A full
- * synchronous one returns the most memory but stops the event loop for 15–250 ms
- * (measured on 2 loaded cores), so it runs only when no other request is in flight;
- * otherwise a concurrent one is asked for (`Bun.gc(false)` returns at once), which
- * frees less but stalls no one. Requests ending close together share one collection.
+ * After a burst. The heap a burst of small exchanges grew (request bodies, record
+ * lines, rendered answers) is otherwise kept long after it, and the idle sidecar sat
+ * at 1.5–3× its start-up RSS. A request that arrives during a full collection waits
+ * for it, so this one runs only after `idleMs` without any request starting or
+ * finishing, and never twice without a request in between: never in the middle of a
+ * busy (c=16) run.
  */
 export type MemoryReclaimer = {
-  requestStarted(): void;
+  /** Wraps one request's handling by the server (until its handler returned a response). */
+  track<T>(handle: () => T | Promise<T>): Promise<T>;
   /** Called when a request has been answered, with its body's size in bytes. */
   requestEnded(bodyBytes: number): void;
   /** Large memory was let go outside any request (an ended episode's cached frames). */
   released(): void;
+  /** No collection runs after this (the server stopped). */
+  stop(): void;
 };
 
 export type MemoryReclaimerOptions = {
   /** Requests with a body at least this large trigger a collection. */
   thresholdBytes: number;
-  /** How long after the request the collection runs (the answer's stream finishes first). */
+  /** How long after the large request the collection runs (the answer's stream finishes first). */
   delayMs?: number;
-  /** Runs a collection: synchronous and full when nothing else is in flight. */
+  /** How long the server is idle before its one full collection. */
+  idleMs?: number;
+  /** Runs a collection: synchronous and full, or concurrent. */
   collect?: (full: boolean) => void;
 };
 
 export function createMemoryReclaimer(options: MemoryReclaimerOptions): MemoryReclaimer {
-  const { thresholdBytes, delayMs = 20, collect = (full: boolean) => Bun.gc(full) } = options;
-  let pending: ReturnType<typeof setTimeout> | undefined;
+  const { thresholdBytes, delayMs = 20, idleMs = 2_000, collect = (full: boolean) => Bun.gc(full) } = options;
   let inFlight = 0;
-  return {
-    requestStarted() {
-      inFlight += 1;
-    },
-    requestEnded(bodyBytes) {
-      inFlight = Math.max(0, inFlight - 1);
-      if (bodyBytes >= thresholdBytes) schedule();
-    },
-    released: schedule,
-  };
-  function schedule(): void {
-    if (pending !== undefined) return;
-    pending = setTimeout(() => {
-      pending = undefined;
+  let stopped = false;
+  let afterLarge: ReturnType<typeof setTimeout> | undefined;
+  let whenIdle: ReturnType<typeof setTimeout> | undefined;
+
+  function collectSoon(): void {
+    if (afterLarge !== undefined || stopped) return;
+    afterLarge = setTimeout(() => {
+      afterLarge = undefined;
       collect(inFlight === 0);
     }, delayMs);
-    pending.unref?.();
+    afterLarge.unref?.();
   }
+  function collectWhenIdle(): void {
+    clearTimeout(whenIdle);
+    if (stopped) return;
+    whenIdle = setTimeout(() => {
+      whenIdle = undefined;
+      if (inFlight === 0) collect(true);
+    }, idleMs);
+    whenIdle.unref?.();
+  }
+
+  return {
+    async track(handle) {
+      inFlight += 1;
+      clearTimeout(whenIdle);
+      try {
+        return await handle();
+      } finally {
+        inFlight -= 1;
+        if (inFlight === 0) collectWhenIdle();
+      }
+    },
+    requestEnded(bodyBytes) {
+      if (bodyBytes >= thresholdBytes) collectSoon();
+    },
+    released: collectSoon,
+    stop() {
+      stopped = true;
+      clearTimeout(afterLarge);
+      clearTimeout(whenIdle);
+    },
+  };
 }

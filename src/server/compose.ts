@@ -272,6 +272,8 @@ export async function composeApp(options: ComposeOptions) {
     dataDir,
     episodes,
     imageCache,
+    /** Asks for garbage collections: after large requests and ended episodes, and when the server is idle. */
+    memory,
     logger,
     scripted,
     demo,

@@ -17,7 +17,6 @@ import { loadCodecsOnFirstUse } from "../images/codecs.ts";
 import { defaultWorkerCount } from "../images/conversion-pool.ts";
 import { startImageConversion } from "../images/start-image-conversion.ts";
 import { lockDataDir } from "../records/data-dir-lock.ts";
-import { createIdleCollector } from "./collect-when-idle.ts";
 import { composeApp } from "./compose.ts";
 
 export type StartOptions = {
@@ -55,7 +54,7 @@ export async function startSidecar(options: StartOptions) {
     (error: Error) => ({ error }),
   );
   let server: ReturnType<typeof Bun.serve> | undefined;
-  const collector = createIdleCollector(2_000);
+  let stopCollecting = () => {};
   const { hostname, port } = parseListen(config.listen);
   const baseUrl = () =>
     `http://${hostname.includes(":") ? `[${hostname}]` : hostname}:${server?.port ?? port}`;
@@ -70,7 +69,7 @@ export async function startSidecar(options: StartOptions) {
     },
     baseUrl,
     stopServer: () => {
-      collector.stop();
+      stopCollecting();
       server?.stop(true);
       dataDirLock.release();
     },
@@ -79,7 +78,8 @@ export async function startSidecar(options: StartOptions) {
     await conversion.close();
     throw error;
   });
-  const { app, episodes, logger, restored, demo, dataDir, controlPassword, shipping } = composed;
+  const { app, episodes, logger, restored, demo, dataDir, controlPassword, shipping, memory } = composed;
+  stopCollecting = memory.stop;
   void warmUp.then((outcome) => {
     if ("ms" in outcome) logger.debug("image codecs ready", { warm_up_ms: outcome.ms });
     // Readiness stays 503 naming the codecs; each conversion then fails on its own.
@@ -90,7 +90,7 @@ export async function startSidecar(options: StartOptions) {
   server = Bun.serve({
     hostname,
     port,
-    fetch: (req, srv) => collector.track(() => app.fetch(req, { server: srv })),
+    fetch: (req, srv) => memory.track(() => app.fetch(req, { server: srv })),
     // Per request, the app lifts it while a route waits on the upstream or the robot
     // and sets it again for the answer (src/server/request-timeouts.ts).
     idleTimeout: config.server.idle_timeout_seconds,
