@@ -3,7 +3,7 @@ import { applyContextPolicy } from "../context/apply-context.ts";
 import { type BodyBudgetPolicy, contextPolicySchema } from "../context/policy-schema.ts";
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
 import { type Codecs, loadCodecs } from "../images/codecs.ts";
-import { createImageConverter } from "../images/convert-request.ts";
+import { createImageConverter, type ImageConverter } from "../images/convert-request.ts";
 import { rgbNoisePng } from "../images/generate-png.ts";
 import { createImageCache, type ImageCache } from "../images/image-cache.ts";
 import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
@@ -102,17 +102,26 @@ const policies = [
   { max_body_bytes: 30_000, min_recent_tool_images: 9, keep_recent_blocks: 3 },
 ].map((extra) => contextPolicySchema.parse({ policy: "body_budget", ...extra }) as BodyBudgetPolicy);
 
+/** The camera history of `turns` turns through body_budget, converted by `images`; and the turns whose frame was sent. */
+async function sendHistory(turns: number, policy: BodyBudgetPolicy, images: ImageConverter) {
+  const request = cameraHistory(turns);
+  const { decision } = applyContextPolicy(request, policy);
+  const built = await buildUpstreamBody(request, policy, decision, {
+    target,
+    providerLimitBytes: limit,
+    images,
+  });
+  const sent = built.request.messages.flatMap((m) =>
+    m.role === "tool" && m.content.some((p) => p.type === "image") ? [Number(m.toolCallId.slice(5))] : [],
+  );
+  return { request, built, sent };
+}
+
 describe("buildUpstreamBody under body_budget", () => {
   test("sends the same body as converting everything and rendering every candidate, at every length", async () => {
     for (const [p, policy] of policies.entries()) {
       for (const turns of [1, 9, 14, 15, 16, 23, 40, 71, 100, 120]) {
-        const request = cameraHistory(turns);
-        const { decision } = applyContextPolicy(request, policy);
-        const built = await buildUpstreamBody(request, policy, decision, {
-          target,
-          providerLimitBytes: limit,
-          images: imagesWith(convertOnThisThread(codecs)),
-        });
+        const { request, built } = await sendHistory(turns, policy, imagesWith(convertOnThisThread(codecs)));
         const same = built.body === (await firstFittingBody(request, policy));
         expect({ policy: p, turns, same }).toEqual({ policy: p, turns, same: true });
         expect(built.budget?.body_budget?.bytes_after).toBe(Buffer.byteLength(built.body));
@@ -127,18 +136,7 @@ describe("buildUpstreamBody under body_budget", () => {
     for (const turns of [45, 60, 61, 100]) {
       for (const cache of [createImageCache(64 * 1024 * 1024), warm]) {
         const converter = countingConverter();
-        const request = cameraHistory(turns);
-        const { decision } = applyContextPolicy(request, policy);
-        const built = await buildUpstreamBody(request, policy, decision, {
-          target,
-          providerLimitBytes: limit,
-          images: imagesWith(converter, cache),
-        });
-        const sent = built.request.messages.flatMap((m) =>
-          m.role === "tool" && m.content.some((p) => p.type === "image")
-            ? [Number(m.toolCallId.slice(5))]
-            : [],
-        );
+        const { built, sent } = await sendHistory(turns, policy, imagesWith(converter, cache));
         const oldestSent = Math.min(...sent);
         expect(oldestSent).toBeGreaterThanOrEqual(2 * policy.image_eviction_batch_size);
         // Only the batch just before the oldest frame sent may have been converted (to find it over).
@@ -161,23 +159,12 @@ describe("buildUpstreamBody under body_budget", () => {
     const policy = policies[0] as BodyBudgetPolicy;
     const cache = createImageCache(64 * 1024 * 1024);
     const converter = countingConverter();
-    let sentBefore = new Set<string>();
+    let sentBefore = new Set<number>();
     for (let turns = 1; turns <= 80; turns++) {
       const convertedBefore = converter.converted.length;
-      const request = cameraHistory(turns);
-      const { decision } = applyContextPolicy(request, policy);
-      const built = await buildUpstreamBody(request, policy, decision, {
-        target,
-        providerLimitBytes: limit,
-        images: imagesWith(converter, cache),
-      });
-      const sent = new Set(
-        built.request.messages.flatMap((m) =>
-          m.role === "tool" && m.content.some((p) => p.type === "image") ? [m.toolCallId] : [],
-        ),
-      );
+      const sent = new Set((await sendHistory(turns, policy, imagesWith(converter, cache))).sent);
       // Every frame sent was sent the turn before too, or is new; a frame dropped once stays dropped.
-      for (const id of sent) expect(sentBefore.has(id) || id === `call_${turns - 1}`).toBe(true);
+      for (const turn of sent) expect(sentBefore.has(turn) || turn === turns - 1).toBe(true);
       expect(converter.converted.length - convertedBefore).toBe(1);
       sentBefore = sent;
     }
