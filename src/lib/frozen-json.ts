@@ -19,6 +19,11 @@ function isFrozenObject(value: unknown): value is object {
   return value !== null && typeof value === "object" && Object.isFrozen(value);
 }
 
+function hasFrozenMember(object: Record<string, unknown>): boolean {
+  for (const key in object) if (isFrozenObject(object[key])) return true;
+  return false;
+}
+
 const jsonOfFrozen = new WeakMap<object, string>();
 
 /** JSON.stringify(value), computed once per frozen object. */
@@ -39,6 +44,8 @@ export function stringifyOnce(value: unknown): string {
  * skipped), `}`.
  */
 export function stringifyReusingMembers(object: Record<string, unknown>): string {
+  // Without a frozen member there is nothing to reuse, and one JSON.stringify copies nothing twice.
+  if (!hasFrozenMember(object)) return JSON.stringify(object);
   const members: string[] = [];
   for (const key of Object.keys(object)) {
     const value = object[key];
@@ -65,6 +72,7 @@ function jsonBytesOnce(value: object): number {
  * without building that text: a frozen member's length is known from an earlier call.
  */
 export function jsonBytesReusingMembers(object: Record<string, unknown>): number {
+  if (!hasFrozenMember(object)) return Buffer.byteLength(JSON.stringify(object), "utf8");
   let bytes = 2;
   let members = 0;
   for (const key of Object.keys(object)) {
