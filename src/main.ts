@@ -16,16 +16,11 @@ import packageJson from "../package.json" with { type: "json" };
 import { helpText } from "./cli/help.ts";
 import type { ConfigFlags } from "./config/load-config.ts";
 import type { Config } from "./config/schema.ts";
-import { defaultWorkerCount, prestartConversionWorkers } from "./images/conversion-pool.ts";
 import type { Sidecar } from "./server/start-sidecar.ts";
 
 const version = packageJson.version;
 
-/**
- * Each command's code is loaded when that command runs: `serve` starts its image
- * conversion workers first, so their codec warm-up (what bounds start-up to
- * /health/ready) overlaps the loading of the rest of the program.
- */
+/** Each command's code is loaded when that command runs, not every command's on every start. */
 const commands = {
   "client-config": () => import("./cli/client-config-command.ts"),
   validate: () => import("./cli/validate-command.ts"),
@@ -73,7 +68,6 @@ async function main(argv: string[]): Promise<number> {
   };
   process.on("SIGTERM", () => onSignal("SIGTERM"));
   process.on("SIGINT", () => onSignal("SIGINT"));
-  if (!rest.includes("--validate-config")) prestartConversionWorkers(defaultWorkerCount());
   const [{ ConfigError, loadConfig, readSecrets }, { DataDirLockedError }, { startSidecar }] =
     await Promise.all([
       import("./config/load-config.ts"),

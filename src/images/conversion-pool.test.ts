@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { type Codecs, loadCodecs } from "./codecs.ts";
-import { type ConversionPool, createConversionPool, prestartConversionWorkers } from "./conversion-pool.ts";
+import { type ConversionPool, createConversionPool } from "./conversion-pool.ts";
 import { rgbNoisePng } from "./generate-png.ts";
 import { convertOnThisThread, PngDecodeError } from "./png-to-webp.ts";
 import { webpSettingsSchema } from "./settings.ts";
@@ -17,30 +17,6 @@ beforeAll(async () => {
 afterAll(() => pool.close());
 
 describe("the conversion worker pool", () => {
-  test("takes the workers started before it; those it does not need are terminated", async () => {
-    const early = prestartConversionWorkers(2);
-    const closed = early.map(
-      (worker) => new Promise<true>((resolve) => worker.addEventListener("close", () => resolve(true))),
-    );
-    const within = (ms: number, promise: Promise<true>) =>
-      Promise.race([promise, Bun.sleep(ms).then(() => false)]);
-    const adopting = createConversionPool(1);
-    try {
-      expect(await within(10_000, closed[1] as Promise<true>)).toBe(true);
-      expect((await adopting.warmUp(settings)).length).toBe(1);
-      const png = rgbNoisePng(32, 32, 3).png;
-      expect((await adopting.convert(png, settings)).webp.length).toBeGreaterThan(0);
-      expect(await within(50, closed[0] as Promise<true>)).toBe(false);
-    } finally {
-      await adopting.close();
-    }
-    expect(await within(10_000, closed[0] as Promise<true>)).toBe(true);
-    // A later pool starts its own: nothing prestarted is left to take.
-    const later = createConversionPool(1);
-    expect((await later.warmUp(settings)).length).toBe(1);
-    await later.close();
-  }, 60_000);
-
   test("gives the same bytes as converting on this thread, for PNGs converted in parallel", async () => {
     const pngs = [1, 2, 3].map((seed) => rgbNoisePng(96, 64, seed).png);
     const inPool = await Promise.all(pngs.map((png) => pool.convert(png, settings)));

@@ -34,46 +34,6 @@ export function conversionWorkerUrl(): URL {
   return new URL("./conversion-worker.ts", import.meta.url);
 }
 
-/*
- * Workers started as the very first thing `serve` does, before the rest of the
- * program is loaded and the configuration read. What bounds start-up to
- * /health/ready is each worker's codec load and warm-up encode (~250 ms), not the
- * main thread, so a worker started before the main thread's own module loading
- * (~60 ms) makes the sidecar ready that much sooner. The first pool adopts them;
- * those it does not need are terminated.
- */
-type Prestarted = { worker: Worker; failed: boolean };
-
-const prestarted: Prestarted[] = [];
-
-export function prestartConversionWorkers(count: number): Worker[] {
-  const workers: Worker[] = [];
-  for (let i = 0; i < count; i++) {
-    const entry: Prestarted = { worker: new Worker(conversionWorkerUrl()), failed: false };
-    // Before the pool listens, a worker that failed to start would otherwise go unnoticed.
-    entry.worker.addEventListener("error", () => {
-      entry.failed = true;
-    });
-    prestarted.push(entry);
-    workers.push(entry.worker);
-  }
-  return workers;
-}
-
-/** A prestarted worker that is still healthy, if one is left. */
-function takePrestartedWorker(): Worker | undefined {
-  for (let entry = prestarted.shift(); entry !== undefined; entry = prestarted.shift()) {
-    if (!entry.failed) return entry.worker;
-    entry.worker.terminate();
-  }
-  return undefined;
-}
-
-/** Terminates the prestarted workers nobody took (fewer configured, or conversion on the event loop). */
-export function releasePrestartedWorkers(): void {
-  for (const entry of prestarted.splice(0)) entry.worker.terminate();
-}
-
 export function defaultWorkerCount(): number {
   return Math.max(1, Math.min(8, availableParallelism() - 1));
 }
@@ -99,8 +59,8 @@ export function createConversionPool(size: number = defaultWorkerCount()): Conve
   let closed = false;
   const workerUrl = conversionWorkerUrl();
 
-  function spawn(worker: Worker = new Worker(workerUrl)): Slot {
-    const slot: Slot = { worker, job: undefined };
+  function spawn(): Slot {
+    const slot: Slot = { worker: new Worker(workerUrl), job: undefined };
     slot.worker.onmessage = (event: MessageEvent<WorkerReply>) => {
       const job = slot.job;
       slot.job = undefined;
@@ -119,8 +79,7 @@ export function createConversionPool(size: number = defaultWorkerCount()): Conve
     };
     return slot;
   }
-  const slots: Slot[] = Array.from({ length: Math.max(1, size) }, () => spawn(takePrestartedWorker()));
-  releasePrestartedWorkers();
+  const slots: Slot[] = Array.from({ length: Math.max(1, size) }, spawn);
 
   function dispatch(): void {
     for (const slot of slots) {

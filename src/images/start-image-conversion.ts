@@ -8,7 +8,7 @@
  * workers' queue behind the warm-up; readiness (/health/ready) waits for `warmedUp`.
  */
 import { loadConversionCodecs } from "./codecs.ts";
-import { createConversionPool, releasePrestartedWorkers } from "./conversion-pool.ts";
+import { createConversionPool } from "./conversion-pool.ts";
 import { convertOnThisThread, type PngToWebp } from "./png-to-webp.ts";
 import type { WebpSettings } from "./settings.ts";
 import { warmUpCodecs } from "./warm-up.ts";
@@ -23,7 +23,6 @@ export type ImageConversion = {
 
 export function startImageConversion(workers: number, settings: WebpSettings): ImageConversion {
   if (workers === 0) {
-    releasePrestartedWorkers();
     const codecs = loadConversionCodecs();
     const warmedUp = codecs.then((loaded) => [warmUpCodecs(loaded, settings)]);
     return {
