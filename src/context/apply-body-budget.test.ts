@@ -173,6 +173,10 @@ describe("body_budget", () => {
     expect(error).toBeInstanceOf(ContextPolicyError);
     expect((error as ContextPolicyError).kind).toBe("request_too_large");
     expect((error as ContextPolicyError).message).toContain("over max_body_bytes 20000");
-    expect((error as ContextPolicyError).decision.body_budget?.max_body_bytes).toBe(20_000);
+    expect((error as ContextPolicyError).decision.body_budget).toMatchObject({
+      max_body_bytes: 20_000,
+      bytes_before: jsonBytes(cameraRequest(3, true)),
+    });
+    expect((error as ContextPolicyError).decision.body_budget?.bytes_after).toBeGreaterThan(20_000);
   });
 });

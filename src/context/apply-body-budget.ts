@@ -65,10 +65,12 @@ export async function applyBodyBudget(
     removed: Math.max(0, step - batches),
   });
   const kept = keptMessages(messages, images, blocks);
-  const withBudget = (bytesBefore: number, bytesAfter: number): ContextDecision => ({
+  const withBudget = (bytesAfter: number): ContextDecision => ({
     ...decision,
-    body_budget: { max_body_bytes: budget, bytes_before: bytesBefore, bytes_after: bytesAfter },
+    body_budget: { max_body_bytes: budget, bytes_before: bytesBefore(), bytes_after: bytesAfter },
   });
+  // Before: the whole history's body, images not sized counted at their client data length.
+  const bytesBefore = () => withUnsized(options.body.measure(messages));
 
   /**
    * The candidate's bytes, sizing the images it keeps newest first and only while it may
@@ -105,7 +107,7 @@ export async function applyBodyBudget(
       removed: mostReduced.removed,
       policy,
       decision: {
-        ...withBudget(0, options.body.measure(kept(mostReduced)).bytes),
+        ...withBudget(withUnsized(options.body.measure(kept(mostReduced)))),
         ...reduction(mostReduced, messages, images, blocks),
       },
     });
@@ -117,15 +119,17 @@ export async function applyBodyBudget(
     bytes = fewer;
     step -= 1;
   }
-  // Before: the whole history's body, images not sized counted at their client data length.
-  const whole = options.body.measure(messages);
-  const bytesBefore = whole.bytes + whole.unknown.reduce((sum, image) => sum + image.data.length, 0);
-  if (step === 0) return { request, decision: withBudget(bytesBefore, bytes) };
+  if (step === 0) return { request, decision: withBudget(bytes) };
   const chosen = candidateAt(step);
   return {
     request: { ...request, messages: kept(chosen) },
-    decision: { ...withBudget(bytesBefore, bytes), ...reduction(chosen, messages, images, blocks) },
+    decision: { ...withBudget(bytes), ...reduction(chosen, messages, images, blocks) },
   };
+}
+
+/** A measured size with the images not sized yet counted at their client data length. */
+function withUnsized(size: { bytes: number; unknown: HubImagePart[] }): number {
+  return size.bytes + size.unknown.reduce((sum, image) => sum + image.data.length, 0);
 }
 
 /**
@@ -230,10 +234,7 @@ function largestProtectedItem(
 ): { source: string; bytes: number } | undefined {
   const empty = body.measure([]).bytes;
   // An image not sized yet counts at its client data length (nothing is converted to fail).
-  const bytesOf = (message: HubMessage) => {
-    const size = body.measure([message]);
-    return size.bytes + size.unknown.reduce((sum, image) => sum + image.data.length, 0) - empty;
-  };
+  const bytesOf = (message: HubMessage) => withUnsized(body.measure([message])) - empty;
   let largest: { source: string; bytes: number } | undefined;
   const consider = (source: string | undefined, bytes: number) => {
     if (source !== undefined && (largest === undefined || bytes > largest.bytes)) largest = { source, bytes };
