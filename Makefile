@@ -40,7 +40,7 @@ check: install
 	node_modules/.bin/tsc -p tsconfig.json
 	node_modules/.bin/biome check src test fixtures bench
 
-bench: build
+bench: build system-packages
 	$(BUN) bench/run.ts
 
 # OCI image (buildah, FROM scratch) + dist/ura-sidecar-<version>.oci.tar; prints size and start-up-to-ready.
