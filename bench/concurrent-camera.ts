@@ -23,7 +23,7 @@ import { openRecords } from "../src/records/read-records.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { responsesCameraHistory } from "./camera-history.ts";
 import { countConversions, rssMb } from "./long-camera.ts";
-import { spawnServer } from "./spawn-server.ts";
+import { spawnInstantUpstream } from "./spawn-server.ts";
 
 /** The PNG with a tEXt chunk after its header: other bytes, the same pixels. */
 function withText(png: Uint8Array, text: string): Uint8Array {
@@ -59,10 +59,7 @@ export async function runConcurrentCameraBench(
   inFlight = 4,
 ): Promise<Record<string, number>> {
   const scenes = Array.from({ length: framesPerEpisode }, (_, i) => cameraLikePng(640, 480, 3000 + i));
-  const upstream = await spawnServer(
-    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts"],
-    /listening: (http:\/\/\S+)/,
-  );
+  const upstream = await spawnInstantUpstream();
   const configPath = join(mkdtempSync(join(tmpdir(), "ura-bench-concurrent-")), "config.json");
   writeFileSync(configPath, JSON.stringify({ context: { policy: "body_budget" } }));
   const sidecar = await startSidecarProcess({

@@ -14,7 +14,7 @@ import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { spawnServer } from "./spawn-server.ts";
+import { spawnInstantUpstream, spawnPassThroughFloor } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 const exchanges = 300;
@@ -74,14 +74,8 @@ export async function runExchangeCpuBench(
   log: (line: string) => void = console.log,
 ): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
-  const upstream = await spawnServer(
-    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts", "--text"],
-    /listening: (http:\/\/\S+)/,
-  );
-  const floor = await spawnServer(
-    ["node_modules/.bin/bun", "bench/pass-through-proxy.ts", upstream.url],
-    /listening: (http:\/\/\S+)/,
-  );
+  const upstream = await spawnInstantUpstream("--text");
+  const floor = await spawnPassThroughFloor(upstream.url);
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
     dataDir: mkdtempSync(join(tmpdir(), "ura-bench-cpu-")),

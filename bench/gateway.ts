@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { rgbNoisePng } from "../src/images/generate-png.ts";
 import { binaryPath, startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { spawnServer } from "./spawn-server.ts";
+import { spawnInstantUpstream, spawnPassThroughFloor } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 
@@ -125,14 +125,8 @@ export async function runGatewayBench(
   only: string[] = [],
 ): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
-  const upstream = await spawnServer(
-    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts"],
-    /listening: (http:\/\/\S+)/,
-  );
-  const floor = await spawnServer(
-    ["node_modules/.bin/bun", "bench/pass-through-proxy.ts", upstream.url],
-    /listening: (http:\/\/\S+)/,
-  );
+  const upstream = await spawnInstantUpstream();
+  const floor = await spawnPassThroughFloor(upstream.url);
   const portkey = await startPortkey();
   const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-"));
   const sidecar = await startSidecarProcess({

@@ -30,7 +30,7 @@ import { openRecords } from "../src/records/read-records.ts";
 import { imageTurnRequest } from "../test/support/image-turn.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { type CameraHistory, geminiCameraHistory, responsesCameraHistory } from "./camera-history.ts";
-import { spawnServer } from "./spawn-server.ts";
+import { spawnInstantUpstream } from "./spawn-server.ts";
 
 const MiB = 1024 * 1024;
 const providerLimit = 6 * MiB;
@@ -264,10 +264,7 @@ export async function runLongCameraBench(
   turns = Number(process.env.URA_BENCH_CAMERA_TURNS ?? 100),
 ): Promise<Record<string, number>> {
   const frames = Array.from({ length: turns }, (_, i) => cameraPng(1000 + i));
-  const upstream = await spawnServer(
-    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts"],
-    /listening: (http:\/\/\S+)/,
-  );
+  const upstream = await spawnInstantUpstream();
   const figures: Record<string, number> = {};
   try {
     log(
@@ -288,10 +285,7 @@ export async function runLongCameraBench(
 }
 
 if (import.meta.main && process.argv[2] === "stall") {
-  const upstream = await spawnServer(
-    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts"],
-    /listening: (http:\/\/\S+)/,
-  );
+  const upstream = await spawnInstantUpstream();
   console.log(await runStall(upstream.url, console.log, 0));
   console.log(await runStall(upstream.url, console.log));
   upstream.proc.kill();

@@ -11,7 +11,7 @@ import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { spawnServer } from "./spawn-server.ts";
+import { spawnInstantUpstream } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 const turns = 5;
@@ -60,10 +60,7 @@ export async function runRecordsBytesBench(
   log: (line: string) => void = console.log,
 ): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
-  const upstream = await spawnServer(
-    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts", "--text"],
-    /listening: (http:\/\/\S+)/,
-  );
+  const upstream = await spawnInstantUpstream("--text");
   const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-records-"));
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,

@@ -39,3 +39,19 @@ export async function spawnServer(
   proc.kill();
   throw new Error(`${args.join(" ")} did not start: ${out}`);
 }
+
+/** The instant mock Chat Completions upstream every bench measures against (`--text`: text answers only). */
+export function spawnInstantUpstream(...flags: "--text"[]): Promise<SpawnedServer> {
+  return spawnServer(
+    ["node_modules/.bin/bun", "bench/instant-chat-upstream.ts", ...flags],
+    /listening: (http:\/\/\S+)/,
+  );
+}
+
+/** The pass-through floor: forwards to `upstreamUrl` and does nothing else. */
+export function spawnPassThroughFloor(upstreamUrl: string): Promise<SpawnedServer> {
+  return spawnServer(
+    ["node_modules/.bin/bun", "bench/pass-through-proxy.ts", upstreamUrl],
+    /listening: (http:\/\/\S+)/,
+  );
+}

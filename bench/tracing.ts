@@ -8,7 +8,7 @@
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { spawnServer } from "./spawn-server.ts";
+import { spawnInstantUpstream, spawnServer } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 const binary = join(root, "dist/ura-sidecar");
@@ -62,10 +62,7 @@ async function exchangeMs(url: string, warmUp: number, measured: number): Promis
 }
 
 export async function runTracingBench(log: (line: string) => void): Promise<Record<string, number>> {
-  const { url: upstream, proc: upstreamProc } = await spawnServer(
-    [process.execPath, join(root, "bench/instant-chat-upstream.ts")],
-    /listening: (\S+)/,
-  );
+  const { url: upstream, proc: upstreamProc } = await spawnInstantUpstream();
   let exportedBytes = 0;
   const sink = Bun.serve({
     hostname: "127.0.0.1",
