@@ -119,11 +119,18 @@ async function startPortkey(): Promise<{ url: string; proc: ReturnType<typeof Bu
   throw new Error("the Portkey gateway did not start within 20 s");
 }
 
+/** Every case the bench runs: answer kind × JSON or SSE × concurrency. */
+const caseKeys = ["text20", "toolcall"].flatMap((kind) =>
+  ["json", "sse"].flatMap((form) => [1, 16].map((c) => `${kind}_${form}_c${c}`)),
+);
+
 export async function runGatewayBench(
   log: (line: string) => void = console.log,
   /** Case keys to run (e.g. `text20_json_c16`); none = every case, then memory and cold start. */
   only: string[] = [],
 ): Promise<Record<string, number>> {
+  const unknown = only.filter((name) => !caseKeys.includes(name));
+  if (unknown.length > 0) throw new Error(`unknown case ${unknown.join(", ")}; cases: ${caseKeys.join(" ")}`);
   const figures: Record<string, number> = {};
   const upstream = await spawnInstantUpstream();
   const floor = await spawnPassThroughFloor(upstream.url);
