@@ -11,6 +11,7 @@
  * stages reuse what they derived from that value, see frozen-json.ts).
  */
 import { deepFreeze } from "./frozen-json.ts";
+import { hasLongBase64String, parseSharingBase64, sharingFromChars } from "./parse-sharing-base64.ts";
 
 export const maxJsonDepth = 512;
 
@@ -159,49 +160,6 @@ function scanJson(text: string, repeated?: RepeatedMembers): Scan {
   return { depth: deepest, members: tracking ? members : new Map() };
 }
 
-/** Bodies from this size on are parsed with their long base64 strings shared (`parseSharingBase64`). */
-const sharingFromChars = 1024 * 1024;
-
-/**
- * A string token of base64 (or a base64 data URL) of at least 4096 characters. A match
- * that starts at an opening quote is a whole string token, its value the text between the
- * quotes: it has no `\`, and no `"` before the closing one. (A match can also start at an
- * escaped quote inside a longer string; `parseSharingBase64` detects that and gives up.)
- */
-const longBase64String = /"((?:data:[A-Za-z0-9.+/-]+;base64,)?[A-Za-z0-9+/]{4096,}={0,2})"/g;
-
-/**
- * JSON.parse(text), except that long base64 strings (a client's camera history: tens of
- * MB) are not copied out of the text but are views into it, so the parse does not double
- * the request's memory. Each such string is replaced by a placeholder naming it (with a
- * nonce no client can know) before parsing the rest; the parse is kept only when every
- * placeholder comes back exactly once as a whole string value, else the text is parsed
- * as it is. Either way the value is what JSON.parse(text) gives.
- */
-export function parseSharingBase64(text: string): unknown {
-  const shared: string[] = [];
-  const nonce = `ura-shared-${crypto.randomUUID()}-`;
-  const reduced = text.replace(longBase64String, (_token, value: string) => {
-    shared.push(value);
-    return `"${nonce}${shared.length - 1}"`;
-  });
-  if (shared.length === 0) return JSON.parse(text);
-  const restored = new Uint8Array(shared.length);
-  let value: unknown;
-  try {
-    value = JSON.parse(reduced, (_key, item: unknown) => {
-      if (typeof item !== "string" || !item.startsWith(nonce)) return item;
-      const index = Number(item.slice(nonce.length));
-      if (!Number.isInteger(index) || index >= shared.length) return item;
-      restored[index] = (restored[index] ?? 0) + 1;
-      return shared[index];
-    });
-  } catch {
-    return JSON.parse(text); // the error as the text itself gives it
-  }
-  return restored.every((count) => count === 1) ? value : JSON.parse(text);
-}
-
 function invalidJson(error: unknown, text: string): JsonBody {
   return { parsed: false, text, reason: `request body is not valid JSON (${(error as Error).message})` };
 }
@@ -254,8 +212,7 @@ function withoutReused(text: string, reused: [string, MemberSpan][]): string {
 function remember(repeated: RepeatedMembers, name: string, text: string, value: unknown): void {
   if (text.length < smallestRepeatedMember || value === null || typeof value !== "object") return;
   // Its long base64 strings would be views into this request's text, kept alive with the value.
-  longBase64String.lastIndex = 0;
-  if (longBase64String.test(text)) return;
+  if (hasLongBase64String(text)) return;
   deepFreeze(value);
   repeatedValues.add(value);
   // A flat copy: a slice may keep the whole request text (megabytes of images) alive with it.
