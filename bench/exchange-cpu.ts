@@ -1,7 +1,7 @@
 /**
  * Exchange CPU bench: the sidecar's own CPU time per exchange for real recorded
- * client requests (Claude Code's 86 KB Messages request, Gemini CLI's first turn,
- * OpenCode's agent turn, each as its client sent it, SSE), against the CPU the
+ * client requests (Claude Code's 77 KB Messages request, Gemini CLI's first turn,
+ * OpenCode's agent turn, each as its client sent it: compact JSON, SSE), against the CPU the
  * pass-through floor spends forwarding the Chat request that request becomes (the
  * fixture's upstream-request.json), in the same run on the same instant upstream
  * answering text. CPU is the process's user + system time (/proc/<pid>/stat) over a
@@ -86,7 +86,10 @@ export async function runExchangeCpuBench(
     log("|---|---|---|---|---|");
     for (const c of cases) {
       const dir = join(root, "fixtures", c.fixture);
-      const clientBody = readFileSync(join(dir, "client-request.json"), "utf8");
+      // The fixture is pretty-printed for review; the client sent it compact (its recorded
+      // content-length is the compact text's), and only single-line JSON is recorded as
+      // JSON whose long strings the records store once.
+      const clientBody = JSON.stringify(JSON.parse(readFileSync(join(dir, "client-request.json"), "utf8")));
       const chatBody = readFileSync(join(dir, "upstream-request.json"), "utf8");
       const episode = await sidecar.createEpisode({ max_turns: 0, model: "ura-qwen" });
       const floorMs = await cpuPerExchange(floor.proc.pid, () =>
@@ -99,7 +102,7 @@ export async function runExchangeCpuBench(
       figures[`${c.name}_cpu_ms_per_exchange`] = sidecarMs;
       figures[`${c.name}_cpu_vs_floor_ratio`] = sidecarMs / Math.max(floorMs, 0.001);
       log(
-        `| ${c.name} | ${clientBody.length} | ${floorMs.toFixed(3)} | ${sidecarMs.toFixed(3)} | ${(sidecarMs / Math.max(floorMs, 0.001)).toFixed(2)} |`,
+        `| ${c.name} | ${Buffer.byteLength(clientBody)} | ${floorMs.toFixed(3)} | ${sidecarMs.toFixed(3)} | ${(sidecarMs / Math.max(floorMs, 0.001)).toFixed(2)} |`,
       );
     }
   } finally {
