@@ -8,7 +8,7 @@ import { applyBodyBudget, type ContextDecision } from "../context/apply-context.
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { HubRequest } from "../hub/schema.ts";
 import type { ImageConverter, ImageStats } from "../images/convert-request.ts";
-import { stringifyReusingMembers } from "../lib/frozen-json.ts";
+import { type KnownSpan, stringifyKnowingMembers } from "../lib/frozen-json.ts";
 import { buildChatRequest, type ChatTarget } from "../upstream/build-chat-request.ts";
 import { createChatBodySizer } from "../upstream/chat-body-size.ts";
 import type { ChatRequest } from "../upstream/chat-schema.ts";
@@ -19,6 +19,8 @@ export type UpstreamBody = {
   chat: ChatRequest;
   /** JSON.stringify(chat): the bytes sent. */
   body: string;
+  /** Where `body` holds the JSON of a frozen member (a repeated tool list), for the records. */
+  known: readonly KnownSpan[];
   /** What the image conversion did. */
   stats: ImageStats;
   /** What body_budget did (absent for other policies). */
@@ -34,7 +36,8 @@ export async function buildUpstreamBody(
   const render = (converted: HubRequest, stats: ImageStats) => {
     const chat = buildChatRequest(converted, options.target);
     // The same text as JSON.stringify(chat); a repeated tool list's JSON is reused.
-    return { request: converted, chat, body: stringifyReusingMembers(chat), stats };
+    const { text, known } = stringifyKnowingMembers(chat);
+    return { request: converted, chat, body: text, known, stats };
   };
   if (policy.policy !== "body_budget") {
     const { request: converted, stats } = await options.images.convertRequest(request);

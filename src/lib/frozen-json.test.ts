@@ -4,6 +4,7 @@ import {
   deepFreeze,
   deriveOncePerFrozen,
   jsonBytesReusingMembers,
+  stringifyKnowingMembers,
   stringifyOnce,
   stringifyReusingMembers,
 } from "./frozen-json.ts";
@@ -26,6 +27,14 @@ describe("JSON of frozen values, reused", () => {
         expect(stringifyReusingMembers(object)).toBe(json);
         expect(stringifyReusingMembers(object)).toBe(json);
         expect(jsonBytesReusingMembers(object)).toBe(Buffer.byteLength(json, "utf8"));
+        // Each frozen member's JSON is where its span says, and only frozen members have one.
+        const { text, known } = stringifyKnowingMembers(object);
+        expect(text).toBe(json);
+        const frozenMembers = Object.values(object).filter(
+          (v): v is object => v !== null && typeof v === "object" && Object.isFrozen(v),
+        );
+        expect(known.map((span) => span.key)).toEqual(frozenMembers);
+        for (const span of known) expect(text.slice(span.start, span.end)).toBe(JSON.stringify(span.key));
       }),
     );
     const tools = deepFreeze([{ name: "é→😀", parameters: { type: "object" } }]);

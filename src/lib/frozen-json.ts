@@ -38,21 +38,44 @@ export function stringifyOnce(value: unknown): string {
 }
 
 /**
+ * Where a JSON text repeats a value's text known from before, from `start` to `end`
+ * (a whole value: it begins and ends outside any string). `key` always stands for
+ * the same text, so what a later stage derives from that text (the records' scan
+ * of it) can be kept by `key` and reused while the text is the same.
+ */
+export type KnownSpan = { start: number; end: number; key: object };
+
+/** A JSON text and its known spans (in order, not overlapping). */
+export type JsonText = { text: string; known: readonly KnownSpan[] };
+
+/**
  * The same text as JSON.stringify(object) for a plain data object, with each
  * frozen member's JSON reused: an object's JSON is `{`, its members
  * `"key":value` in key order joined by commas (members whose value has no JSON
- * skipped), `}`.
+ * skipped), `}`. Where each frozen member's JSON lies is returned with it.
  */
-export function stringifyReusingMembers(object: Record<string, unknown>): string {
+export function stringifyKnowingMembers(object: Record<string, unknown>): JsonText {
   // Without a frozen member there is nothing to reuse, and one JSON.stringify copies nothing twice.
-  if (!hasFrozenMember(object)) return JSON.stringify(object);
+  if (!hasFrozenMember(object)) return { text: JSON.stringify(object), known: [] };
   const members: string[] = [];
+  const known: KnownSpan[] = [];
+  let length = 1;
   for (const key of Object.keys(object)) {
     const value = object[key];
     const json = isFrozenObject(value) ? stringifyOnce(value) : JSON.stringify(value);
-    if (json !== undefined) members.push(`${JSON.stringify(key)}:${json}`);
+    if (json === undefined) continue;
+    const name = `${members.length === 0 ? "" : ","}${JSON.stringify(key)}:`;
+    if (isFrozenObject(value))
+      known.push({ start: length + name.length, end: length + name.length + json.length, key: value });
+    members.push(name + json);
+    length += name.length + json.length;
   }
-  return `{${members.join(",")}}`;
+  return { text: `{${members.join("")}}`, known };
+}
+
+/** stringifyKnowingMembers' text alone: the same text as JSON.stringify(object). */
+export function stringifyReusingMembers(object: Record<string, unknown>): string {
+  return stringifyKnowingMembers(object).text;
 }
 
 const bytesOfFrozen = new WeakMap<object, number>();

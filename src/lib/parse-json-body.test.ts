@@ -4,6 +4,7 @@ import {
   createRepeatedMembers,
   isRepeatedMember,
   jsonNestingDepth,
+  type KnownMember,
   maxJsonDepth,
   parseJsonBody,
 } from "./parse-json-body.ts";
@@ -55,8 +56,15 @@ describe("parseJsonBody with an episode's repeated members", () => {
     ]);
     const second = parseJsonBody(secondText, repeated);
     if (!first.parsed || !second.parsed) throw new Error("not parsed");
-    expect(second).toEqual(parseJsonBody(secondText) as typeof second);
+    const { known, ...parsed } = second;
+    expect(parsed).toEqual(parseJsonBody(secondText) as typeof parsed);
     expect(second.text).toBe(secondText);
+    // Where the repeated text lies, for the records: none the first time.
+    expect(first.known).toBeUndefined();
+    expect(known?.map(({ start, end }) => secondText.slice(start, end))).toEqual([JSON.stringify(tools)]);
+    expect(parseJsonBody(secondText, repeated).parsed && parseJsonBody(secondText, repeated)).toMatchObject({
+      known: [{ key: known?.[0]?.key }],
+    });
     const firstTools = (first.value as { tools: unknown }).tools;
     const secondTools = (second.value as { tools: unknown }).tools;
     expect(secondTools).toBe(firstTools);
@@ -153,7 +161,12 @@ describe("parseJsonBody with an episode's repeated members", () => {
           const repeated = createRepeatedMembers(["tools", "messages"]);
           for (const body of bodies) {
             const text = JSON.stringify(body, null, space);
-            expect(parseJsonBody(text, repeated)).toEqual(parseJsonBody(text));
+            const result = parseJsonBody(text, repeated);
+            const { known, ...parsed } = result.parsed ? result : { ...result, known: undefined };
+            expect(parsed).toEqual(parseJsonBody(text));
+            // A known span is the member's text exactly as this request carried it.
+            for (const span of known ?? [])
+              expect(text.slice(span.start, span.end)).toBe((span.key as KnownMember).text);
           }
         },
       ),

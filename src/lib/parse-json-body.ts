@@ -10,14 +10,17 @@
  * parsed again: its earlier value, deep-frozen, takes its place (and the later
  * stages reuse what they derived from that value, see frozen-json.ts).
  */
-import { deepFreeze } from "./frozen-json.ts";
+import { deepFreeze, type KnownSpan } from "./frozen-json.ts";
 import { hasLongBase64String, parseSharingBase64, sharingFromChars } from "./parse-sharing-base64.ts";
 
 export const maxJsonDepth = 512;
 
-/** The body as parsed, always with the exact text received (the records keep that text). */
+/**
+ * The body as parsed, always with the exact text received (the records keep that
+ * text), and where that text repeats a member known from an earlier request.
+ */
 export type JsonBody =
-  | { parsed: true; value: unknown; text: string }
+  | { parsed: true; value: unknown; text: string; known?: readonly KnownSpan[] }
   | { parsed: false; text: string; reason: string };
 
 /** A top-level member's value as one request carried it: its exact text, parsed value (frozen), nesting depth. */
@@ -194,7 +197,12 @@ export function parseJsonBody(text: string, repeated?: RepeatedMembers): JsonBod
       else remember(repeated, name, text.slice(span.start, span.end), object[name]);
     }
   }
-  return { parsed: true, value, text };
+  if (reused.length === 0) return { parsed: true, value, text };
+  // Keyed by the member as known (its text and value): the same key, the same text.
+  const known = reused
+    .map(([, span]) => ({ start: span.start, end: span.end, key: span.known as KnownMember }))
+    .sort((a, b) => a.start - b.start);
+  return { parsed: true, value, text, known };
 }
 
 /** The text with each reused member's value replaced by `null`: the rest is parsed, the reused values put back after. */

@@ -27,10 +27,12 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import type { JsonText } from "../lib/frozen-json.ts";
 import { RecordsWriteError } from "./append-file.ts";
 import type { BlobStore } from "./blob-store.ts";
 import type { GroupCommit } from "./group-commit.ts";
 import { externalizeImages, hasReferenceForm } from "./image-references.ts";
+import { type BodyPiece, bodyPieces, externalizePieces } from "./known-spans.ts";
 import { frozenRecordsError, openRecordFiles } from "./record-files.ts";
 import { type RecurringTexts, textReferenceMarker } from "./text-references.ts";
 
@@ -65,8 +67,8 @@ export type RecordsOptions = {
 
 /** Members of a line whose value is spliced in rather than serialised (see formatRecordLine). */
 export type SplicedMembers = {
-  /** JSON text already produced (a client's body as received, the upstream body as sent). */
-  json?: Record<string, string>;
+  /** JSON text already produced (a client's body as received, the upstream body as sent), maybe with its known spans. */
+  json?: Record<string, string | JsonText>;
   /** Any text (e.g. a body that is not single-line JSON), stored as a JSON string. */
   text?: Record<string, string>;
 };
@@ -88,17 +90,24 @@ export function formatRecordLine(
   spliced: SplicedMembers = {},
 ): string {
   const head = JSON.stringify({ ...stamp(options.clock), ...fields });
-  const jsons = Object.entries(spliced.json ?? {});
-  const texts = Object.entries(spliced.text ?? {});
-  const inline = [head, ...jsons.map(([, json]) => json), ...texts.map(([, text]) => text)].some(
-    (part) => hasReferenceForm(part) || part.includes(textReferenceMarker),
+  const marked = (part: string) => hasReferenceForm(part) || part.includes(textReferenceMarker);
+  const jsons = Object.entries(spliced.json ?? {}).map(
+    ([key, json]) => [key, bodyPieces(json, options.texts, marked)] as const,
   );
+  const texts = Object.entries(spliced.text ?? {});
+  const inline =
+    [head, ...texts.map(([, text]) => text)].some(marked) ||
+    jsons.some(([, pieces]) => pieces.some((piece) => piece.scan?.referenceForm ?? marked(piece.text)));
   // Each part on its own: an image literal is a whole string token, never across a splice,
   // and a spliced body (tens of MB with a camera history) is never first copied into the line.
   const externalized = (text: string) => (inline ? text : externalizeImages(text, options.blobs));
   const recurring = (json: string) => (inline || !options.texts ? json : options.texts.externalize(json));
+  const spliceJson = (pieces: BodyPiece[]) =>
+    inline
+      ? pieces.map((piece) => piece.text).join("")
+      : externalizePieces(pieces, options.texts, (text) => recurring(externalized(text)));
   const members = [
-    ...jsons.map(([key, json]) => `${JSON.stringify(key)}:${recurring(externalized(json))}`),
+    ...jsons.map(([key, pieces]) => `${JSON.stringify(key)}:${spliceJson(pieces)}`),
     ...(inline ? ['"images_inline":true'] : []),
     ...texts.map(([key, text]) => `${JSON.stringify(key)}:${JSON.stringify(externalized(text))}`),
   ];

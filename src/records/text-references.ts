@@ -35,6 +35,24 @@ const referencePattern = /\{"\$text":"sha256:([0-9a-f]{64})","bytes":(\d+)\}/g;
 export type RecurringTexts = {
   /** The JSON text with every long string token seen before replaced by a reference (its blob written first). */
   externalize(json: string): string;
+  /**
+   * How many long strings `externalize` has met for the first time so far. When a
+   * call leaves it unchanged, every long string of that text was stored already, so
+   * the same text would be given the same result on any later call: the records
+   * keep that result for a span they know repeats (known-spans.ts).
+   */
+  readonly firstSightings: number;
+  /** What the records keep per known span, for as long as its key lives. */
+  readonly spans: WeakMap<object, KnownSpanScan>;
+};
+
+/** A known span's text and what scanning it found. */
+export type KnownSpanScan = {
+  text: string;
+  /** Whether it contains a reference form (then every line holding it is written inline). */
+  referenceForm: boolean;
+  /** Its images and long strings as references, once settled (see firstSightings). */
+  externalized?: string;
 };
 
 /** Whether the token ending at `end` is an object's key (a reference can only stand for a value). */
@@ -65,11 +83,13 @@ export function createRecurringTexts(
   const rememberedBytes = options.rememberedBytes ?? 8 * 1024 * 1024;
   const seen = new Map<string, { digest: string; bytes: number } | undefined>();
   let remembered = 0;
+  let firstSightings = 0;
 
   function remember(match: string): void {
     // A copy: a match can share the memory of the whole body it was found in.
     const token = Buffer.from(match).toString();
     seen.set(token, undefined);
+    firstSightings += 1;
     remembered += token.length;
     for (const oldest of seen.keys()) {
       if (remembered <= rememberedBytes) break;
@@ -79,6 +99,10 @@ export function createRecurringTexts(
   }
 
   return {
+    get firstSightings() {
+      return firstSightings;
+    },
+    spans: new WeakMap(),
     externalize(json) {
       if (json.length < minTokenBytes || json.includes(textReferenceMarker)) return json;
       return json.replace(stringToken, (token: string, at: number) => {
