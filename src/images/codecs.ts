@@ -68,10 +68,27 @@ async function instantiateEmscripten(
 /** What PNG → WebP conversion needs (a conversion worker loads only these, not the WebP decoder). */
 export type ConversionCodecs = Pick<Codecs, "decodePng" | "encodeWebpLossless">;
 
-export async function loadConversionCodecs(): Promise<ConversionCodecs> {
-  const [pngModule, encModule] = await Promise.all([compileWasm(pngWasmPath), compileWasm(webpEncWasmPath)]);
-  initPngSync(pngModule);
-  const encoder = await instantiateEmscripten(webpEncFactory as unknown as EmscriptenFactory, encModule);
+/**
+ * The conversion codecs' compiled WASM, compiled once per process and posted to every
+ * conversion worker (a WebAssembly.Module crosses threads by structured clone). The
+ * engine keeps a module's machine code with the module, optimised tiers included, so
+ * an instance in a worker started later runs the code an earlier worker's encodes made
+ * hot: one warm-up warms every worker, and a replaced worker starts warm.
+ */
+export type ConversionModules = { png: WebAssembly.Module; webpEncoder: WebAssembly.Module };
+
+export async function compileConversionModules(): Promise<ConversionModules> {
+  const [png, webpEncoder] = await Promise.all([compileWasm(pngWasmPath), compileWasm(webpEncWasmPath)]);
+  return { png, webpEncoder };
+}
+
+export async function loadConversionCodecs(
+  modules: ConversionModules | Promise<ConversionModules> = compileConversionModules(),
+): Promise<ConversionCodecs> {
+  const { png, webpEncoder } = await modules;
+  // The PNG glue keeps one instance per thread: the first module it is given.
+  initPngSync(png);
+  const encoder = await instantiateEmscripten(webpEncFactory as unknown as EmscriptenFactory, webpEncoder);
   const encode = encoder.encode?.bind(encoder);
   if (!encode) throw new Error("WebP encoder WASM did not expose encode");
   return {

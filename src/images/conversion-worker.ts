@@ -1,17 +1,17 @@
 /**
- * A conversion worker (a Bun Worker started by conversion-pool.ts): its own WASM
- * codecs, so PNG decode and WebP encode never run on the event loop that serves
- * exchanges and MCP callbacks. Same codecs and settings as in process, so the
- * output is byte-identical. The handler is installed before the codecs finish
- * loading, so no message that arrives meanwhile is lost.
+ * A conversion worker (a Bun Worker started by conversion-pool.ts): its own instances
+ * of the WASM codecs, so PNG decode and WebP encode never run on the event loop that
+ * serves exchanges and MCP callbacks. Same codecs and settings as in process, so the
+ * output is byte-identical. Its first message brings the compiled modules (compiled
+ * once for the whole pool); the pool sends nothing else before this worker answered it.
  */
-import { loadConversionCodecs } from "./codecs.ts";
+import { type ConversionCodecs, loadConversionCodecs } from "./codecs.ts";
 import type { WorkerReply, WorkerRequest } from "./conversion-messages.ts";
 import { warmUpCodecs } from "./warm-up.ts";
 
 declare const self: Worker;
 
-const codecs = loadConversionCodecs();
+let codecs: Promise<ConversionCodecs> | undefined;
 
 function reply(message: WorkerReply, transfer: ArrayBuffer[] = []): void {
   self.postMessage(message, transfer);
@@ -19,10 +19,22 @@ function reply(message: WorkerReply, transfer: ArrayBuffer[] = []): void {
 
 self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
   const request = event.data;
+  if (request.kind === "init") {
+    const started = performance.now();
+    codecs = loadConversionCodecs(request.modules);
+    try {
+      await codecs;
+      reply({ id: request.id, kind: "ready", ms: performance.now() - started });
+    } catch (error) {
+      reply({ id: request.id, kind: "failed", stage: "load", message: (error as Error).message });
+    }
+    return;
+  }
   try {
+    if (!codecs) throw new Error("the worker was given no codecs");
     const loaded = await codecs;
     if (request.kind === "warm_up") {
-      reply({ id: request.id, kind: "warmed", ms: warmUpCodecs(loaded, request.settings) });
+      reply({ id: request.id, kind: "warmed", ms: await warmUpCodecs(loaded, request.settings) });
       return;
     }
     const started = performance.now();

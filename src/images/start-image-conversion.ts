@@ -8,7 +8,7 @@
  * workers' queue behind the warm-up; readiness (/health/ready) waits for `warmedUp`.
  */
 import { loadConversionCodecs } from "./codecs.ts";
-import { createConversionPool } from "./conversion-pool.ts";
+import { createConversionPool, type WarmUpTimes } from "./conversion-pool.ts";
 import { convertOnThisThread, type PngToWebp } from "./png-to-webp.ts";
 import type { WebpSettings } from "./settings.ts";
 import { warmUpCodecs } from "./warm-up.ts";
@@ -16,15 +16,18 @@ import { warmUpCodecs } from "./warm-up.ts";
 export type ImageConversion = {
   converter: PngToWebp;
   workers: number;
-  /** Each worker's warm-up in ms (one entry when converting on the event loop); rejects if one failed. */
-  warmedUp: Promise<number[]>;
+  /** Once the codecs are warm (rejects if they failed to load or warm up). */
+  warmedUp: Promise<WarmUpTimes>;
   close(): Promise<void>;
 };
 
 export function startImageConversion(workers: number, settings: WebpSettings): ImageConversion {
   if (workers === 0) {
     const codecs = loadConversionCodecs();
-    const warmedUp = codecs.then((loaded) => [warmUpCodecs(loaded, settings)]);
+    const warmedUp = codecs.then(async (loaded) => ({
+      warmUpMs: await warmUpCodecs(loaded, settings),
+      instantiateMs: [],
+    }));
     return {
       converter: {
         convert: async (png, converting) => convertOnThisThread(await codecs).convert(png, converting),

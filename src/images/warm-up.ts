@@ -1,19 +1,23 @@
 /**
- * One encode of a real-sized frame at start-up: the first WebP encode after loading
- * the WASM costs ~200 ms (measured), later ones ~25 ms for the same 640×480 frame.
- * Only the encoder is warmed: conversion decodes PNGs (fast from the first frame) and
- * encodes WebP; nothing on the conversion path decodes WebP.
+ * One conversion of a camera-sized frame at start-up: the first WebP encode after the
+ * WASM loads costs ~200 ms (measured), later ones ~25 ms for the same 640×480 frame,
+ * and only a real-sized frame removes that (bench/warm-up.ts). The frame is a PNG
+ * embedded in the binary (`cameraLikeFrame(640, 480, 42)` as an RGB PNG, what a camera
+ * sends), converted as a client's frame is: decoded, then encoded. Generating the same
+ * pixels in JavaScript cost ~70 ms of CPU on the start-up path; reading the file costs
+ * nothing, and the decode it takes instead warms the PNG decoder for the first frame.
  */
 import type { ConversionCodecs } from "./codecs.ts";
 import type { WebpSettings } from "./settings.ts";
-import { cameraLikeFrame } from "./synthetic-frames.ts";
+import warmUpPngPath from "./warm-up-frame.png" with { type: "file" };
 
-/** Encodes a 640×480 noisy frame once; returns how long it took in ms. */
-export function warmUpCodecs(
-  codecs: Pick<ConversionCodecs, "encodeWebpLossless">,
-  settings: WebpSettings,
-): number {
+export function readWarmUpPng(): Promise<Uint8Array> {
+  return Bun.file(warmUpPngPath).bytes();
+}
+
+/** Converts the warm-up frame once; returns how long it took in ms. */
+export async function warmUpCodecs(codecs: ConversionCodecs, settings: WebpSettings): Promise<number> {
   const started = performance.now();
-  codecs.encodeWebpLossless(cameraLikeFrame(640, 480, 42), settings);
+  codecs.encodeWebpLossless(codecs.decodePng(await readWarmUpPng()), settings);
   return performance.now() - started;
 }

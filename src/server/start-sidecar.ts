@@ -41,15 +41,15 @@ export async function startSidecar(options: StartOptions) {
   if (weak.length > 0) throw new ConfigError(weak);
   // Before anything reads or writes the data directory: one sidecar per directory.
   const dataDirLock = lockDataDir(resolve(config.data_dir));
-  // First, so that the workers' warm-up (a real-sized frame each: the first encode
-  // after loading costs several later ones) overlaps everything below.
+  // First, so that the codecs' compile and the warm-up (a real-sized frame: the first
+  // encode after loading costs several later ones) overlap everything below.
   const conversion = startImageConversion(config.images.workers ?? defaultWorkerCount(), config.images.webp);
   let codecsWarmed = false;
   let converterClosed = false;
   const warmUp = conversion.warmedUp.then(
-    (ms) => {
+    (times) => {
       codecsWarmed = true;
-      return { ms };
+      return { times };
     },
     (error: Error) => ({ error }),
   );
@@ -81,7 +81,11 @@ export async function startSidecar(options: StartOptions) {
   const { app, episodes, logger, restored, demo, dataDir, controlPassword, shipping, memory } = composed;
   stopCollecting = memory.stop;
   void warmUp.then((outcome) => {
-    if ("ms" in outcome) logger.debug("image codecs ready", { warm_up_ms: outcome.ms });
+    if ("times" in outcome)
+      logger.debug("image codecs ready", {
+        warm_up_ms: outcome.times.warmUpMs,
+        instantiate_ms: outcome.times.instantiateMs,
+      });
     // Readiness stays 503 naming the codecs; each conversion then fails on its own.
     else if (!converterClosed)
       logger.error("image codecs failed to warm up", { message: outcome.error.message });

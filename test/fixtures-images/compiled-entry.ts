@@ -14,7 +14,7 @@ import { webpSettingsSchema } from "../../src/images/settings.ts";
 const codecs = await loadCodecs();
 const settings = webpSettingsSchema.parse({});
 const pool = createConversionPool(2);
-const warmUpMs = await pool.warmUp(settings);
+const warmUp = await pool.warmUp(settings);
 const converter = createImageConverter({
   converter: pool,
   settings,
@@ -50,5 +50,5 @@ const results = samples.map((sample, i) => {
     Buffer.from(fromWebp.data).equals(Buffer.from(fromPng.data));
   return { kind: sample.kind, mediaType: part.mediaType, pixelsEqual };
 });
-console.log(JSON.stringify({ cwd: process.cwd(), warmUpMs, converted: stats.converted, results }));
+console.log(JSON.stringify({ cwd: process.cwd(), warmUp, converted: stats.converted, results }));
 await pool.close();
