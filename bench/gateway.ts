@@ -25,7 +25,7 @@ import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { rgbNoisePng } from "../src/images/generate-png.ts";
 import { binaryPath, startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { spawnInstantUpstream, spawnPassThroughFloor } from "./spawn-server.ts";
+import { spawnInstantUpstream, spawnPassThroughFloor, untilAnswers } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 
@@ -434,24 +434,12 @@ async function measureColdStart(log: (line: string) => void): Promise<Record<str
   const samples = new Map(
     builds.map((b) => [b.name, { live: [] as number[], ready: [] as number[], rss: [] as number[] }]),
   );
-  const until = async (url: string) => {
-    for (;;) {
-      if (
-        await fetch(url).then(
-          (r) => r.ok,
-          () => false,
-        )
-      )
-        return performance.now();
-      await Bun.sleep(1);
-    }
-  };
   for (let i = 0; i < 5; i++) {
     for (const build of builds) {
       const t0 = performance.now();
       const p = await startSidecarProcess({ args: ["--log-level", "warn"], binary: build.path });
-      const live = (await until(`${p.url}/health/live`)) - t0;
-      const ready = (await until(`${p.url}/health/ready`)) - t0;
+      const live = (await untilAnswers(`${p.url}/health/live`)) - t0;
+      const ready = (await untilAnswers(`${p.url}/health/ready`)) - t0;
       const sample = samples.get(build.name);
       sample?.live.push(live);
       sample?.ready.push(ready);

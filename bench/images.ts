@@ -153,9 +153,9 @@ export async function runImageBench(log: (line: string) => void = () => {}): Pro
   let start = performance.now();
   const codecs = await loadCodecs();
   figures.images_codec_load_ms = round(performance.now() - start);
-  figures.images_warm_up_ms = round(warmUpCodecs(codecs, defaults));
+  figures.images_warm_up_ms = round(await warmUpCodecs(codecs, defaults));
   start = performance.now();
-  warmUpCodecs(codecs, defaults);
+  await warmUpCodecs(codecs, defaults);
   figures.images_second_warm_up_ms = round(performance.now() - start);
 
   const frames: [string, GeneratedPng][] = [

@@ -55,3 +55,17 @@ export function spawnPassThroughFloor(upstreamUrl: string): Promise<SpawnedServe
     /listening: (http:\/\/\S+)/,
   );
 }
+
+/** Polls `url` every millisecond until it answers 2xx; resolves with that moment (performance.now()). */
+export async function untilAnswers(url: string): Promise<number> {
+  for (;;) {
+    if (
+      await fetch(url).then(
+        (r) => r.ok,
+        () => false,
+      )
+    )
+      return performance.now();
+    await Bun.sleep(1);
+  }
+}
