@@ -226,10 +226,15 @@ export function createMetrics(sources: MetricsSources) {
         blocksRemoved.inc(decision.blocks_removed.length);
       }
     } else if (event.stage === "upstream_request") {
-      const images = upstreamRequestSchema.safeParse(event.data).data?.images;
-      if (images) {
-        pngBytes.inc(images.bytesBefore);
-        webpBytes.inc(images.bytesAfter);
+      const line = upstreamRequestSchema.safeParse(event.data).data;
+      if (line?.images) {
+        pngBytes.inc(line.images.bytesBefore);
+        webpBytes.inc(line.images.bytesAfter);
+      }
+      // body_budget decides after the conversion: what it left out is in this line, not in after_context.
+      if (line?.context) {
+        imagesOmitted.inc(line.context.images_omitted.length);
+        blocksRemoved.inc(line.context.blocks_removed.length);
       }
     } else if (event.stage === "upstream_response") {
       const response = upstreamResponseSchema.safeParse(event.data).data;

@@ -7,21 +7,21 @@ import { z } from "zod";
 
 export const clientRequestSchema = z.object({ protocol: z.string(), path: z.string().optional() });
 
+/** What a context policy left out: sliding_window's in after_context, body_budget's in upstream_request. */
+const reductionSchema = z.object({
+  images_omitted: z.array(z.unknown()),
+  blocks_removed: z.array(z.unknown()),
+});
+
 export const afterContextSchema = z.object({
-  decision: z
-    .object({
-      policy: z.string(),
-      reduced: z.boolean(),
-      images_omitted: z.array(z.unknown()),
-      blocks_removed: z.array(z.unknown()),
-    })
-    .optional(),
+  decision: reductionSchema.extend({ policy: z.string(), reduced: z.boolean() }).optional(),
 });
 
 export const upstreamRequestSchema = z.object({
   images: z
     .object({ images: z.number(), bytesBefore: z.number(), bytesAfter: z.number(), converted: z.number() })
     .optional(),
+  context: reductionSchema.optional(),
 });
 
 export const upstreamAttemptSchema = z.object({

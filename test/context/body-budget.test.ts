@@ -8,7 +8,11 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { contextPolicySchema } from "../../src/context/policy-schema.ts";
 import { rgbNoisePng } from "../../src/images/generate-png.ts";
 import { openRecords } from "../../src/records/read-records.ts";
-import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
+import {
+  createInProcessSidecar,
+  type InProcessSidecar,
+  inProcessControlPassword,
+} from "../support/in-process-sidecar.ts";
 
 const limit = 500_000;
 let s: InProcessSidecar;
@@ -98,4 +102,12 @@ test("body_budget keeps a long camera episode under the provider limit with its 
   };
   expect(line.context?.body_budget?.bytes_after).toBeLessThanOrEqual(limit);
   expect(records.upstreamRequestText(last as never)).toBe(bodies.at(-1));
+  // /metrics counts what body_budget omitted, as it counts sliding_window's omissions.
+  const metrics = await s.app.request("/metrics", {
+    headers: { authorization: `Bearer ${inProcessControlPassword}` },
+  });
+  const exposition = await metrics.text();
+  const counted = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(exposition)?.[1]);
+  expect(counted("ura_context_images_omitted_total")).toBe(omitted.reduce((sum, n) => sum + n, 0));
+  expect(counted("ura_context_blocks_removed_total")).toBe(0);
 });
