@@ -47,12 +47,26 @@ export type BodyBudgetOptions = {
 
 type Candidate = { omitted: number; removed: number };
 
+export type BodyBudgetResult = {
+  request: HubRequest;
+  decision: ContextDecision;
+  /**
+   * The images left out that the episode's later requests leave out too, and need not
+   * size again: every omitted image but the newest omitted batch. The history only
+   * grows, so every candidate keeping an image of an earlier batch only gets larger
+   * and stays over the budget; the newest omitted batch is what the next decision
+   * sizes to find it still over. (A client that shortens its history may send one
+   * again: it is then converted again.)
+   */
+  stale: HubImagePart[];
+};
+
 export async function applyBodyBudget(
   request: HubRequest,
   policy: BodyBudgetPolicy,
   decision: ContextDecision,
   options: BodyBudgetOptions,
-): Promise<{ request: HubRequest; decision: ContextDecision }> {
+): Promise<BodyBudgetResult> {
   const budget = Math.min(policy.max_body_bytes ?? options.providerLimitBytes, options.providerLimitBytes);
   const messages = request.messages;
   const images = listToolImages(messages);
@@ -119,11 +133,15 @@ export async function applyBodyBudget(
     bytes = fewer;
     step -= 1;
   }
-  if (step === 0) return { request, decision: withBudget(bytes) };
+  if (step === 0) return { request, decision: withBudget(bytes), stale: [] };
   const chosen = candidateAt(step);
   return {
     request: { ...request, messages: kept(chosen) },
     decision: { ...withBudget(bytes), ...reduction(chosen, messages, images, blocks) },
+    stale: images.slice(0, Math.max(0, chosen.omitted - batch)).map(({ messageIndex, partIndex }) => {
+      const message = messages[messageIndex] as HubMessage & { role: "tool" };
+      return message.content[partIndex] as HubImagePart;
+    }),
   };
 }
 

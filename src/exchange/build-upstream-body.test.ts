@@ -8,7 +8,7 @@ import { rgbNoisePng } from "../images/generate-png.ts";
 import { createImageCache, type ImageCache } from "../images/image-cache.ts";
 import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
 import { webpSettingsSchema } from "../images/settings.ts";
-import { sha256Hex } from "../lib/sha256.ts";
+import { sha256Hex, sha256OfBase64 } from "../lib/sha256.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
 import { buildUpstreamBody } from "./build-upstream-body.ts";
 
@@ -156,17 +156,64 @@ describe("buildUpstreamBody under body_budget", () => {
   });
 
   test("turn after turn with one cache, each turn converts its new frame and nothing the budget drops", async () => {
-    const policy = policies[0] as BodyBudgetPolicy;
-    const cache = createImageCache(64 * 1024 * 1024);
-    const converter = countingConverter();
-    let sentBefore = new Set<number>();
-    for (let turns = 1; turns <= 80; turns++) {
-      const convertedBefore = converter.converted.length;
-      const sent = new Set((await sendHistory(turns, policy, imagesWith(converter, cache))).sent);
-      // Every frame sent was sent the turn before too, or is new; a frame dropped once stays dropped.
-      for (const turn of sent) expect(sentBefore.has(turn) || turn === turns - 1).toBe(true);
-      expect(converter.converted.length - convertedBefore).toBe(1);
-      sentBefore = sent;
+    for (const policy of policies) {
+      const cache = createImageCache(64 * 1024 * 1024);
+      const converter = countingConverter();
+      let sentBefore = new Set<number>();
+      for (let turns = 1; turns <= 80; turns++) {
+        const convertedBefore = converter.converted.length;
+        const { built, sent: sentList } = await sendHistory(turns, policy, imagesWith(converter, cache));
+        const sent = new Set(sentList);
+        // Every frame sent was sent the turn before too, or is new; a frame dropped once stays dropped.
+        for (const turn of sent) expect(sentBefore.has(turn) || turn === turns - 1).toBe(true);
+        expect({ turns, converted: converter.converted.length - convertedBefore }).toEqual({
+          turns,
+          converted: 1,
+        });
+        // The cache holds what is sent and the newest batch dropped, not the whole history.
+        // The cache holds what is sent and the newest batch omitted (and the frames of removed
+        // blocks not omitted), not the whole history.
+        const omitted = built.budget?.images_omitted.length ?? 0;
+        const removedOnly = turns - sent.size - omitted;
+        expect(cache.entries).toBeLessThanOrEqual(
+          sent.size + Math.min(omitted, policy.image_eviction_batch_size) + removedOnly,
+        );
+        sentBefore = sent;
+      }
+      expect(new Set(converter.converted).size).toBe(converter.converted.length);
     }
+  });
+
+  test("a frame dropped for good stays cached while another episode sends it, or this request sends it again", async () => {
+    const policy = policies[1] as BodyBudgetPolicy;
+    const cache = createImageCache(64 * 1024 * 1024);
+    const digestOf = (i: number) => sha256OfBase64(frames[i] as string);
+    const other = createImageConverter({
+      converter: convertOnThisThread(codecs),
+      settings,
+      cache,
+      owner: "e2",
+    });
+    await other.convertRequest(cameraHistory(1));
+    let sent: number[] = [];
+    for (let turns = 1; turns <= 40; turns++)
+      ({ sent } = await sendHistory(turns, policy, imagesWith(convertOnThisThread(codecs), cache)));
+    expect(Math.min(...sent)).toBeGreaterThan(2 * policy.image_eviction_batch_size);
+    expect(cache.peek(digestOf(0))).toBeDefined(); // e2 sends frame 0
+    expect(cache.peek(digestOf(1))).toBeUndefined();
+    // Frame 2 again as the newest frame: it is sent, so it stays although its old place is dropped.
+    const request = cameraHistory(40);
+    const repeat = structuredClone(request.messages.at(-1) as HubMessage);
+    if (repeat.role === "tool")
+      repeat.content[1] = { type: "image", mediaType: "image/png", data: frames[2] as string };
+    const again = { ...request, messages: [...request.messages.slice(0, -1), repeat] };
+    const { decision } = applyContextPolicy(again, policy);
+    await buildUpstreamBody(again, policy, decision, {
+      target,
+      providerLimitBytes: limit,
+      images: imagesWith(convertOnThisThread(codecs), cache),
+    });
+    expect(cache.peek(digestOf(2))).toBeDefined();
+    expect(cache.peek(digestOf(3))).toBeUndefined();
   });
 });

@@ -49,7 +49,8 @@ export async function buildUpstreamBody(
     body: createChatBodySizer(request, options.target, images.formOf),
     resolve: images.resolve,
   });
-  const { request: converted, stats } = await images.finish(budgeted.request);
+  // What the budget has dropped for good is not kept in the image cache for this episode.
+  const { request: converted, stats } = await images.finish(budgeted.request, { forget: budgeted.stale });
   const upstream = render(converted, stats);
   const { body_budget, images_omitted, blocks_removed, reduced } = budgeted.decision;
   const sent = Buffer.byteLength(upstream.body, "utf8");

@@ -11,6 +11,9 @@
  * Corrupt PNG data (or invalid base64, or non-PNG bytes labelled image/png) is a
  * SidecarError("invalid_request") naming the client's own field (the part's `source`,
  * e.g. input[3].output[1].image_url), else the hub location (messages[3].content[1]).
+ * Every image's structure is checked (signature, IHDR, chunk list) from its base64 text;
+ * its data only when it is converted, so pixel data the decoder rejects in a frame the
+ * policy leaves out is never found (docs/context-policies.md, "Damaged frames").
  *
  * The input request is never modified (the CLI's original is recorded as sent).
  *
@@ -25,7 +28,7 @@ import { SidecarError } from "../lib/errors.ts";
 import { jsonStringDataBytes } from "../lib/json-bytes.ts";
 import { sha256OfBase64 } from "../lib/sha256.ts";
 import type { ImageCache } from "./image-cache.ts";
-import { inspectPng } from "./inspect-png.ts";
+import { inspectPngBase64 } from "./inspect-png.ts";
 import { PngDecodeError, type PngToWebp } from "./png-to-webp.ts";
 import type { WebpSettings } from "./settings.ts";
 
@@ -54,8 +57,16 @@ export interface PreparedImages {
   formOf(part: HubImagePart): { mediaType: string; dataBytes: number | undefined };
   /** Converts these image parts of the prepared request (their sizes become known). */
   resolve(parts: HubImagePart[]): Promise<void>;
-  /** `request` (the prepared one, or one keeping some of its parts) with every PNG as its WebP. */
-  finish(request: HubRequest): Promise<{ request: HubRequest; stats: ImageStats }>;
+  /**
+   * `request` (the prepared one, or one keeping some of its parts) with every PNG as its WebP.
+   * `forget`: parts of the prepared request left out that this episode will not send again
+   * (body_budget's, src/context/apply-body-budget.ts): their cached WebP stops being its
+   * own, unless `request` sends the same frame.
+   */
+  finish(
+    request: HubRequest,
+    options?: { forget?: readonly HubImagePart[] },
+  ): Promise<{ request: HubRequest; stats: ImageStats }>;
 }
 
 export interface ImageConverter {
@@ -100,7 +111,7 @@ function invalidPng(param: string, detail: string, cause?: unknown): SidecarErro
 type Checked =
   | { kind: "keep"; part: HubPart }
   | { kind: "cached"; part: HubImagePart; pngBytes: number; webp: Uint8Array; key: string }
-  | { kind: "convert"; part: HubImagePart; param: string; png: Uint8Array; key: string };
+  | { kind: "convert"; part: HubImagePart; param: string; key: string };
 
 export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
   const { converter, settings, cache } = deps;
@@ -125,8 +136,8 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     const webp = cache.peek(key);
     if (webp !== undefined)
       return { kind: "cached", part, pngBytes: base64DecodedLength(part.data), webp, key };
-    const png = decodeBase64(part.data) as Uint8Array; // base64, checked above
-    const header = inspectPng(png);
+    // Its structure is read from the text: a frame is decoded only to be converted.
+    const header = inspectPngBase64(part.data);
     if (!header.ok) throw invalidPng(param, header.reason);
     if (header.bitDepth === 16) {
       stats.passedThrough.png_16bit++;
@@ -143,7 +154,7 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
         { param },
       );
     }
-    return { kind: "convert", part, param, png, key };
+    return { kind: "convert", part, param, key };
   }
 
   /** The WebP of one checked PNG: a conversion of the same PNG already running for this request, or a new one. */
@@ -158,7 +169,8 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
       return running;
     }
     stats.converted++;
-    const conversion = converter.convert(checked.png, settings).then(
+    const png = decodeBase64(checked.part.data) as Uint8Array; // base64, checked
+    const conversion = converter.convert(png, settings).then(
       ({ webp, ms }) => {
         stats.encodeMs += ms;
         cache.set(checked.key, webp, deps.owner);
@@ -215,8 +227,9 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
           }),
         );
       },
-      async finish(sent) {
+      async finish(sent, options = {}) {
         let images = 0;
+        const sentKeys = new Set<string>();
         // Every PNG still to convert converts at once (as many in parallel as the pool has workers).
         const messages = await Promise.all(
           sent.messages.map(async (message) => {
@@ -230,13 +243,15 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
                 if (item.kind === "keep") return item.part;
                 if (item.kind === "cached") {
                   cache.get(item.key, deps.owner);
+                  sentKeys.add(item.key);
                   stats.cacheHits++;
                   stats.bytesBefore += item.pngBytes;
                   stats.bytesAfter += item.webp.length;
                   return asWebp(item.part, item.webp);
                 }
                 const webp = converted.get(item.part) ?? (await conversionOf(item));
-                stats.bytesBefore += item.png.length;
+                sentKeys.add(item.key);
+                stats.bytesBefore += base64DecodedLength(item.part.data);
                 stats.bytesAfter += webp.length;
                 return asWebp(item.part, webp);
               }),
@@ -245,6 +260,11 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
           }),
         );
         stats.leftOut = checked.size - images;
+        for (const part of options.forget ?? []) {
+          const item = checked.get(part);
+          if (item !== undefined && item.kind !== "keep" && !sentKeys.has(item.key))
+            cache.forget(item.key, deps.owner);
+        }
         return { request: { ...sent, messages }, stats };
       },
     };

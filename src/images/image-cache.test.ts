@@ -57,3 +57,19 @@ test("peek reads an entry without making it recent or adding an owner", () => {
   cache.release("e1"); // only e1 owned it; a peek by anyone else does not keep it
   expect(cache.peek(key("a"))).toBeUndefined();
 });
+
+test("forget drops an entry once no other episode uses it; an entry with no owner goes at once", () => {
+  const cache = createImageCache(10_000);
+  cache.set(key("a"), webp(10), "ep_1");
+  expect(cache.get(key("a"), "ep_2")).toBeDefined();
+  cache.set(key("b"), webp(10), "ep_1");
+  cache.set(key("c"), webp(10));
+  cache.forget(key("a"), "ep_1");
+  expect(cache.peek(key("a"))).toBeDefined(); // ep_2 may still send it
+  cache.forget(key("a"), "ep_2");
+  cache.forget(key("b"), "ep_1");
+  cache.forget(key("c"));
+  cache.forget(key("z"), "ep_1");
+  expect(cache.entries).toBe(0);
+  expect(cache.bytes).toBe(0);
+});

@@ -12,7 +12,10 @@
  *
  * An entry remembers the episodes that used it: once none of them can send it
  * again (each has ended, `release`), it goes at once rather than waiting to be
- * pushed out, so the memory of ended episodes is given back.
+ * pushed out, so the memory of ended episodes is given back. An episode also lets
+ * go of single frames it will never send again (`forget`: the frames body_budget
+ * has dropped for good), so a long episode holds the frames it sends, not its
+ * whole history.
  */
 export interface ImageCache {
   /** The WebP of a source, now also used by `owner` (an episode id) when given. */
@@ -22,6 +25,8 @@ export interface ImageCache {
   set(sourceDigest: string, webp: Uint8Array, owner?: string): void;
   /** `owner` sends no more images: entries that only it used are dropped. */
   release(owner: string): void;
+  /** `owner` will not send this source again: its entry is dropped once no other owner uses it. */
+  forget(sourceDigest: string, owner?: string): void;
   readonly entries: number;
   readonly bytes: number;
 }
@@ -70,6 +75,12 @@ export function createImageCache(maxBytes: number): ImageCache {
         if (!entry.owners.delete(owner)) continue;
         if (entry.owners.size === 0) remove(key, entry);
       }
+    },
+    forget(key, owner) {
+      const entry = map.get(key);
+      if (entry === undefined) return;
+      if (owner !== undefined) entry.owners.delete(owner);
+      if (entry.owners.size === 0) remove(key, entry);
     },
     get entries() {
       return map.size;

@@ -1,6 +1,7 @@
 import { expect, test } from "bun:test";
+import fc from "fast-check";
 import { palettePng, rgb16Png, rgbNoisePng } from "./generate-png.ts";
-import { inspectPng } from "./inspect-png.ts";
+import { inspectPng, inspectPngBase64 } from "./inspect-png.ts";
 
 const good = rgbNoisePng(7, 5).png;
 
@@ -33,4 +34,30 @@ test("gives a reason for what is not a PNG", () => {
   const zero = new Uint8Array(good);
   zero.set([0, 0, 0, 0], 16);
   expect(inspectPng(zero)).toMatchObject({ ok: false, reason: "invalid size 0x5" });
+});
+
+test("inspectPngBase64 reads the same from the base64 text as inspectPng from the bytes", () => {
+  const pngs = [good, rgb16Png(3, 2).png, palettePng(9, 4, 2).png, rgbNoisePng(40, 30, 3).png];
+  fc.assert(
+    fc.property(
+      fc.constantFrom(...pngs),
+      fc.array(fc.tuple(fc.nat(), fc.integer({ min: 0, max: 255 })), { maxLength: 3 }),
+      fc.nat(),
+      fc.boolean(),
+      (png, edits, cut, pad) => {
+        const bytes = new Uint8Array(png);
+        for (const [at, value] of edits) bytes[at % bytes.length] = value;
+        const cutBytes = cut % 5 === 0 ? bytes.subarray(0, cut % bytes.length) : bytes;
+        const text = Buffer.from(cutBytes).toString("base64");
+        const base64 = pad ? text : text.replace(/=+$/, "");
+        expect(inspectPngBase64(base64)).toEqual(inspectPng(cutBytes));
+      },
+    ),
+    { numRuns: 500 },
+  );
+  // Whitespace in the text is allowed (it is decoded whole).
+  const wrapped = Buffer.from(good)
+    .toString("base64")
+    .replace(/(.{20})/g, "$1\n");
+  expect(inspectPngBase64(wrapped)).toEqual(inspectPng(good));
 });

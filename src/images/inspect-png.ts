@@ -5,6 +5,7 @@
  * readable reason for corrupt data before the WASM decoder sees it (its own error is
  * only "`unwrap_throw` failed").
  */
+import { base64DecodedLength } from "../lib/base64.ts";
 
 export type PngInspection =
   | {
@@ -28,21 +29,55 @@ const validDepths: Record<number, number[]> = {
   6: [8, 16],
 };
 
+/** A PNG's bytes: `length` in all, and `n` of them from an offset (fewer at the end). */
+type PngBytes = { length: number; at(offset: number, n: number): Uint8Array };
+
 function chunkType(bytes: Uint8Array, at: number): string {
   return String.fromCharCode(bytes[at] ?? 0, bytes[at + 1] ?? 0, bytes[at + 2] ?? 0, bytes[at + 3] ?? 0);
 }
 
+const uint32 = (bytes: Uint8Array, at: number) =>
+  (((bytes[at] ?? 0) << 24) |
+    ((bytes[at + 1] ?? 0) << 16) |
+    ((bytes[at + 2] ?? 0) << 8) |
+    (bytes[at + 3] ?? 0)) >>>
+  0;
+
 export function inspectPng(bytes: Uint8Array): PngInspection {
-  if (bytes.length < 8 || signature.some((b, i) => bytes[i] !== b))
+  return inspect({ length: bytes.length, at: (offset, n) => bytes.subarray(offset, offset + n) });
+}
+
+/**
+ * The same inspection of the bytes a base64 text decodes to, decoding only the few bytes
+ * it reads (the header and each chunk's length and type), never the image data: a camera
+ * history resends every frame, and one no longer cached is checked on every turn, whether
+ * or not it is sent. The caller has checked the text is base64 (see base64.ts).
+ */
+export function inspectPngBase64(base64: string): PngInspection {
+  // Whitespace moves characters off the 4-characters-per-3-bytes grid: decode it all (rare).
+  if (/[\t\n\f\r ]/.test(base64)) return inspectPng(Buffer.from(base64, "base64"));
+  return inspect({
+    length: base64DecodedLength(base64),
+    at(offset, n) {
+      const first = Math.floor(offset / 3);
+      const quads = base64.slice(first * 4, Math.ceil((offset + n) / 3) * 4);
+      const skip = offset - first * 3;
+      return Buffer.from(quads, "base64").subarray(skip, skip + n);
+    },
+  });
+}
+
+function inspect(png: PngBytes): PngInspection {
+  const head = png.at(0, 33);
+  if (png.length < 8 || signature.some((b, i) => head[i] !== b))
     return { ok: false, reason: "no PNG signature" };
-  const view = new DataView(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-  if (bytes.length < 33 || chunkType(bytes, 12) !== "IHDR" || view.getUint32(8) !== 13) {
+  if (png.length < 33 || chunkType(head, 12) !== "IHDR" || uint32(head, 8) !== 13) {
     return { ok: false, reason: "missing IHDR chunk" };
   }
-  const width = view.getUint32(16);
-  const height = view.getUint32(20);
-  const bitDepth = bytes[24] ?? 0;
-  const colourType = bytes[25] ?? 0;
+  const width = uint32(head, 16);
+  const height = uint32(head, 20);
+  const bitDepth = head[24] ?? 0;
+  const colourType = head[25] ?? 0;
   if (width === 0 || height === 0) return { ok: false, reason: `invalid size ${width}x${height}` };
   if (!validDepths[colourType]?.includes(bitDepth)) {
     return { ok: false, reason: `invalid colour type ${colourType} with bit depth ${bitDepth}` };
@@ -51,10 +86,11 @@ export function inspectPng(bytes: Uint8Array): PngInspection {
   let sawData = false;
   let at = 8;
   for (;;) {
-    if (at + 12 > bytes.length) return { ok: false, reason: "truncated (no IEND chunk)" };
-    const length = view.getUint32(at);
-    const type = chunkType(bytes, at + 4);
-    if (at + 12 + length > bytes.length) return { ok: false, reason: `truncated ${type} chunk` };
+    if (at + 12 > png.length) return { ok: false, reason: "truncated (no IEND chunk)" };
+    const chunk = png.at(at, 8);
+    const length = uint32(chunk, 0);
+    const type = chunkType(chunk, 4);
+    if (at + 12 + length > png.length) return { ok: false, reason: `truncated ${type} chunk` };
     if (type === "acTL") animated = true;
     if (type === "IDAT") sawData = true;
     if (type === "IEND") break;

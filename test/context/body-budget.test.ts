@@ -65,7 +65,8 @@ function turnRequest(turns: number) {
   };
 }
 
-test("body_budget keeps a long camera episode under the provider limit with its newest frames", async () => {
+/** An episode under body_budget keeping 2 recent tool images, omitted 2 at a time; and a turn posted to it. */
+function budgetEpisode() {
   const episode = s.createEpisode({
     max_turns: 0,
     context: contextPolicySchema.parse({
@@ -74,13 +75,20 @@ test("body_budget keeps a long camera episode under the provider limit with its 
       image_eviction_batch_size: 2,
     }),
   });
-  const omitted: number[] = [];
-  for (let turns = 1; turns <= frames.length; turns++) {
-    const res = await s.app.request(`/e/${episode.id}/v1/responses`, {
+  const post = (request: ReturnType<typeof turnRequest>) =>
+    s.app.request(`/e/${episode.id}/v1/responses`, {
       method: "POST",
       headers: { "content-type": "application/json", authorization: `Bearer ${episode.ingressKey}` },
-      body: JSON.stringify(turnRequest(turns)),
+      body: JSON.stringify(request),
     });
+  return { episode, post };
+}
+
+test("body_budget keeps a long camera episode under the provider limit with its newest frames", async () => {
+  const { episode, post } = budgetEpisode();
+  const omitted: number[] = [];
+  for (let turns = 1; turns <= frames.length; turns++) {
+    const res = await post(turnRequest(turns));
     await res.text();
     expect(res.status).toBe(200);
     const body = bodies.at(-1) as string;
@@ -110,4 +118,34 @@ test("body_budget keeps a long camera episode under the provider limit with its 
   const counted = (name: string) => Number(new RegExp(`^${name} (\\S+)$`, "m").exec(exposition)?.[1]);
   expect(counted("ura_context_images_omitted_total")).toBe(omitted.reduce((sum, n) => sum + n, 0));
   expect(counted("ura_context_blocks_removed_total")).toBe(0);
+});
+
+test("a damaged frame the budget drops is never decoded: the turn is answered; the same frame sent is refused naming its field", async () => {
+  const { episode, post } = budgetEpisode();
+  // A valid PNG structure (signature, IHDR, chunks, IEND) around pixel data the decoder rejects.
+  const damaged = Buffer.from(frames[0] as string, "base64");
+  damaged[50] = (damaged[50] ?? 0) ^ 0xff;
+  const oldest = turnRequest(frames.length);
+  const withDamaged = (request: ReturnType<typeof turnRequest>, at: number) => {
+    const item = request.input[at] as { output: { image_url?: string }[] };
+    (item.output[1] as { image_url: string }).image_url = `data:image/png;base64,${damaged.toBase64()}`;
+    return request;
+  };
+  const dropped = await post(withDamaged(oldest, 2));
+  expect(dropped.status).toBe(200);
+  await dropped.text();
+  expect(bodies.at(-1)).toContain("[image omitted by the context policy: tool result call_0, image 1]");
+  const records = openRecords(s.dataDir);
+  const exchange = records.readEpisode(episode.id).exchanges.at(-1);
+  const line = exchange?.stage("upstream_request")?.value as { images?: { leftOut: number } } | undefined;
+  expect(line?.images?.leftOut).toBeGreaterThan(0);
+  // Recorded as the client sent it, damaged frame included.
+  expect(records.clientRequestText(exchange as never)).toBe(JSON.stringify(oldest));
+
+  const newest = withDamaged(turnRequest(frames.length), 2 * frames.length);
+  const refused = await post(newest);
+  expect(refused.status).toBe(400);
+  const error = ((await refused.json()) as { error: { param: string; message: string } }).error;
+  expect(error.param).toBe(`input[${2 * frames.length}].output[1].image_url`);
+  expect(error.message).toContain("the decoder rejected its data");
 });
