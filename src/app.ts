@@ -116,9 +116,11 @@ export function createApp(deps: AppDeps): Hono {
     // event stream (MCP) pauses while the robot works: it keeps no timer and ends its connection.
     const pausingAnswer = (path: string, answer: Response) =>
       !ingressProtocolOf(path) && (answer.headers.get("content-type") ?? "").startsWith("text/event-stream");
-    // Model routes read their body with c.req.text(); MCP's transport reads the raw request.
-    const readsRawBody = (path: string) => !ingressProtocolOf(path);
-    app.use("*", receiveBodies(requestLimits, { pausingAnswer, readsRawBody }));
+    // Model routes take their body split (src/ingress/received-body.ts); MCP's transport reads
+    // the raw request; every other route reads it with c.req.text().
+    const splitsBody = (path: string) => ingressProtocolOf(path) !== undefined;
+    const readsRawBody = (path: string) => !splitsBody(path);
+    app.use("*", receiveBodies(requestLimits, { pausingAnswer, readsRawBody, splitsBody }));
   }
   if (deps.admission) {
     const admission = deps.admission;

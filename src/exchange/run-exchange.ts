@@ -18,6 +18,7 @@ import { SidecarError, toSidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { JsonBody } from "../lib/parse-json-body.ts";
+import { wholeText } from "../lib/split-text.ts";
 import { RecordsWriteError } from "../records/append-file.ts";
 import type { DataDirBudget } from "../records/data-dir-budget.ts";
 import type { buildChatRequest } from "../upstream/build-chat-request.ts";
@@ -92,9 +93,11 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   try {
     const received = spec.clientRequest;
     // Kept byte for byte: valid single-line JSON spliced in as `body` (not serialised
-    // again: with image histories it is megabytes), any other text as the string `body_text`.
+    // again: with image histories it is megabytes, and it stays split so that it is never
+    // one text), any other text as the string `body_text`. Taken-out strings are base64: no newline.
     // (includes: a regular expression took ~4× as long over a large body)
-    const verbatim = received.parsed && !received.text.includes("\n") && !received.text.includes("\r");
+    const { reduced } = received.received;
+    const verbatim = received.parsed && !reduced.includes("\n") && !reduced.includes("\r");
     episode.records.exchange(
       exchangeId,
       "client_request",
@@ -106,8 +109,8 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       overBudget
         ? {}
         : verbatim
-          ? { json: { body: { text: received.text, known: (received.parsed && received.known) || [] } } }
-          : { text: { body_text: received.text } },
+          ? { json: { body: { split: received.received, known: (received.parsed && received.known) || [] } } }
+          : { text: { body_text: wholeText(received.received) } },
     );
   } catch (error) {
     // No record, no exchange: nothing goes upstream for a request we could not record.

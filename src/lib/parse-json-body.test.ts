@@ -8,11 +8,16 @@ import {
   maxJsonDepth,
   parseJsonBody,
 } from "./parse-json-body.ts";
+import { unsplit, wholeText } from "./split-text.ts";
 
 describe("parseJsonBody", () => {
   test("parses ordinary JSON", () => {
     const text = '{"a":[1,{"b":"x"}]}';
-    expect(parseJsonBody(text)).toEqual({ parsed: true, value: { a: [1, { b: "x" }] }, text });
+    expect(parseJsonBody(text)).toEqual({
+      parsed: true,
+      value: { a: [1, { b: "x" }] },
+      received: unsplit(text),
+    });
   });
 
   test("depth ignores brackets inside strings and escaped quotes", () => {
@@ -58,7 +63,7 @@ describe("parseJsonBody with an episode's repeated members", () => {
     if (!first.parsed || !second.parsed) throw new Error("not parsed");
     const { known, ...parsed } = second;
     expect(parsed).toEqual(parseJsonBody(secondText) as typeof parsed);
-    expect(second.text).toBe(secondText);
+    expect(wholeText(second.received)).toBe(secondText);
     // Where the repeated text lies, for the records: none the first time.
     expect(first.known).toBeUndefined();
     expect(known?.map(({ start, end }) => secondText.slice(start, end))).toEqual([JSON.stringify(tools)]);
@@ -83,7 +88,8 @@ describe("parseJsonBody with an episode's repeated members", () => {
     const again = parseJsonBody(text, repeated);
     if (!again.parsed) throw new Error("not parsed");
     expect(isRepeatedMember((again.value as { tools: unknown }).tools)).toBe(false);
-    expect(again).toEqual(parseJsonBody(text) as typeof again);
+    expect(again.value).toEqual((parseJsonBody(text) as typeof again).value);
+    expect(wholeText(again.received)).toBe(text);
   });
 
   test("a changed member is parsed again and remembered instead; other members are never kept", () => {

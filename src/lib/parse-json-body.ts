@@ -11,17 +11,19 @@
  * stages reuse what they derived from that value, see frozen-json.ts).
  */
 import { deepFreeze, type KnownSpan } from "./frozen-json.ts";
-import { hasLongBase64String, parseSharingBase64, sharingFromChars } from "./parse-sharing-base64.ts";
+import { parseSplit, sharingFromChars } from "./parse-sharing-base64.ts";
+import { hasLongBase64String, type SplitText, splitText, unsplit, wholeText } from "./split-text.ts";
 
 export const maxJsonDepth = 512;
 
 /**
- * The body as parsed, always with the exact text received (the records keep that
- * text), and where that text repeats a member known from an earlier request.
+ * The body as parsed, always with the exact text received (the records keep that text),
+ * split: its long base64 strings apart from the rest (split-text.ts); and where that
+ * text repeats a member known from an earlier request (offsets in its reduced text).
  */
 export type JsonBody =
-  | { parsed: true; value: unknown; text: string; known?: readonly KnownSpan[] }
-  | { parsed: false; text: string; reason: string };
+  | { parsed: true; value: unknown; received: SplitText; known?: readonly KnownSpan[] }
+  | { parsed: false; received: SplitText; reason: string };
 
 /** A top-level member's value as one request carried it: its exact text, parsed value (frozen), nesting depth. */
 export type KnownMember = { text: string; value: object; depth: number };
@@ -163,46 +165,56 @@ function scanJson(text: string, repeated?: RepeatedMembers): Scan {
   return { depth: deepest, members: tracking ? members : new Map() };
 }
 
-function invalidJson(error: unknown, text: string): JsonBody {
-  return { parsed: false, text, reason: `request body is not valid JSON (${(error as Error).message})` };
+function invalidJson(error: unknown, received: SplitText): JsonBody {
+  return { parsed: false, received, reason: `request body is not valid JSON (${(error as Error).message})` };
 }
 
-export function parseJsonBody(text: string, repeated?: RepeatedMembers): JsonBody {
+/**
+ * Parses a body: given as the text received, or split as the server's receiver
+ * splits it (its long base64 strings then go into the value as they are).
+ */
+export function parseJsonBody(body: string | SplitText, repeated?: RepeatedMembers): JsonBody {
+  const received =
+    typeof body !== "string" ? body : body.length >= sharingFromChars ? splitText(body) : unsplit(body);
+  // Scanned and parsed in its reduced form: a placeholder is a string token where a string token was.
+  const text = received.reduced;
   const scan = scanJson(text, repeated);
   if (scan.depth > maxJsonDepth) {
     return {
       parsed: false,
-      text,
+      received,
       reason: `request body nests ${scan.depth} levels deep, over the limit of ${maxJsonDepth}`,
     };
   }
   const reused = [...scan.members].filter(([, span]) => span.known !== undefined);
   let value: unknown;
   try {
-    const source = reused.length === 0 ? text : withoutReused(text, reused);
-    value = source.length >= sharingFromChars ? parseSharingBase64(source) : JSON.parse(source);
+    const parsed = parseSplit(reused.length === 0 ? text : withoutReused(text, reused), received);
+    // A placeholder that did not come back as one whole value: the text is parsed as received.
+    if (parsed === undefined) return parseJsonBody(unsplit(wholeText(received)), repeated);
+    value = parsed.value;
   } catch (error) {
     // The message JSON.parse gives for the text as received, not for the shortened one.
     try {
-      JSON.parse(text);
+      JSON.parse(wholeText(received));
     } catch (original) {
-      return invalidJson(original, text);
+      return invalidJson(original, received);
     }
-    return invalidJson(error, text);
+    return invalidJson(error, received);
   }
   if (repeated !== undefined && value !== null && typeof value === "object" && !Array.isArray(value)) {
     const object = value as Record<string, unknown>;
     for (const [name, span] of scan.members) {
       if (span.known !== undefined) object[name] = span.known.value;
-      else remember(repeated, name, text.slice(span.start, span.end), object[name]);
+      else remember(repeated, name, text.slice(span.start, span.end), object[name], received.nonce);
     }
   }
-  if (reused.length === 0) return { parsed: true, value, text };
+  if (reused.length === 0) return { parsed: true, value, received };
   // Keyed by the member as known (its text and value): the same key, the same text.
   const known = reused
     .map(([, span]) => ({ start: span.start, end: span.end, key: span.known as KnownMember }))
     .sort((a, b) => a.start - b.start);
-  return { parsed: true, value, text, known };
+  return { parsed: true, value, received, known };
 }
 
 /** The text with each reused member's value replaced by `null`: the rest is parsed, the reused values put back after. */
@@ -217,10 +229,16 @@ function withoutReused(text: string, reused: [string, MemberSpan][]): string {
   return out + text.slice(at);
 }
 
-function remember(repeated: RepeatedMembers, name: string, text: string, value: unknown): void {
+function remember(
+  repeated: RepeatedMembers,
+  name: string,
+  text: string,
+  value: unknown,
+  nonce: string,
+): void {
   if (text.length < smallestRepeatedMember || value === null || typeof value !== "object") return;
-  // Its long base64 strings would be views into this request's text, kept alive with the value.
-  if (hasLongBase64String(text)) return;
+  // Its long base64 strings would be this request's (taken out, or views into its text), kept alive with the value.
+  if ((nonce !== "" && text.includes(nonce)) || hasLongBase64String(text)) return;
   deepFreeze(value);
   repeatedValues.add(value);
   // A flat copy: a slice may keep the whole request text (megabytes of images) alive with it.

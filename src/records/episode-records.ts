@@ -27,11 +27,12 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
-import type { JsonText } from "../lib/frozen-json.ts";
+import type { JsonText, KnownSpan } from "../lib/frozen-json.ts";
+import { type SplitText, textPieces, wholeText } from "../lib/split-text.ts";
 import { RecordsWriteError } from "./append-file.ts";
 import type { BlobStore } from "./blob-store.ts";
 import type { GroupCommit } from "./group-commit.ts";
-import { externalizeImages, hasReferenceForm } from "./image-references.ts";
+import { externalizeImages, externalizeImageValue, hasReferenceForm } from "./image-references.ts";
 import { type BodyPiece, bodyPieces, externalizePieces } from "./known-spans.ts";
 import { frozenRecordsError, openRecordFiles } from "./record-files.ts";
 import { type RecurringTexts, textReferenceMarker } from "./text-references.ts";
@@ -65,10 +66,17 @@ export type RecordsOptions = {
   texts?: RecurringTexts;
 };
 
+/** A split JSON text (split-text.ts) and its known spans, offsets in its reduced text. */
+export type SplitJson = { split: SplitText; known: readonly KnownSpan[] };
+
 /** Members of a line whose value is spliced in rather than serialised (see formatRecordLine). */
 export type SplicedMembers = {
-  /** JSON text already produced (a client's body as received, the upstream body as sent), maybe with its known spans. */
-  json?: Record<string, string | JsonText>;
+  /**
+   * JSON text already produced (the upstream body as sent, a client's body as received),
+   * maybe with its known spans; a client's body split, so that its images are never
+   * joined into one text (split-text.ts; its known spans are offsets in its reduced text).
+   */
+  json?: Record<string, string | JsonText | SplitJson>;
   /** Any text (e.g. a body that is not single-line JSON), stored as a JSON string. */
   text?: Record<string, string>;
 };
@@ -91,9 +99,15 @@ export function formatRecordLine(
 ): string {
   const head = JSON.stringify({ ...stamp(options.clock), ...fields });
   const marked = (part: string) => hasReferenceForm(part) || part.includes(textReferenceMarker);
-  const jsons = Object.entries(spliced.json ?? {}).map(
-    ([key, json]) => [key, bodyPieces(json, options.texts, marked)] as const,
-  );
+  // A split text is cut at its known spans in its reduced text: its taken-out strings are base64,
+  // never a reference form, and no known span holds one.
+  const jsons = Object.entries(spliced.json ?? {}).map(([key, json]) => {
+    const split = typeof json === "object" && "split" in json ? json.split : undefined;
+    const text = split
+      ? { text: split.reduced, known: (json as SplitJson).known }
+      : (json as string | JsonText);
+    return [key, bodyPieces(text, options.texts, marked), split] as const;
+  });
   const texts = Object.entries(spliced.text ?? {});
   const inline =
     [head, ...texts.map(([, text]) => text)].some(marked) ||
@@ -101,13 +115,19 @@ export function formatRecordLine(
   // Each part on its own: an image literal is a whole string token, never across a splice,
   // and a spliced body (tens of MB with a camera history) is never first copied into the line.
   const externalized = (text: string) => (inline ? text : externalizeImages(text, options.blobs));
+  // A piece of a split text likewise, with each taken-out string (one whole token) on its own.
+  const externalizedSplit = (split: SplitText) => (text: string) =>
+    textPieces({ ...split, reduced: text })
+      .map((piece, i) => (i % 2 === 0 ? externalized(piece) : externalizeImageValue(piece, options.blobs)))
+      .join("");
   const recurring = (json: string) => (inline || !options.texts ? json : options.texts.externalize(json));
-  const spliceJson = (pieces: BodyPiece[]) =>
-    inline
-      ? pieces.map((piece) => piece.text).join("")
-      : externalizePieces(pieces, options.texts, (text) => recurring(externalized(text)));
+  const spliceJson = (pieces: BodyPiece[], split: SplitText | undefined) => {
+    if (inline) return split ? wholeText(split) : pieces.map((piece) => piece.text).join("");
+    const own = split ? externalizedSplit(split) : externalized;
+    return externalizePieces(pieces, options.texts, (text) => recurring(own(text)));
+  };
   const members = [
-    ...jsons.map(([key, pieces]) => `${JSON.stringify(key)}:${spliceJson(pieces)}`),
+    ...jsons.map(([key, pieces, split]) => `${JSON.stringify(key)}:${spliceJson(pieces, split)}`),
     ...(inline ? ['"images_inline":true'] : []),
     ...texts.map(([key, text]) => `${JSON.stringify(key)}:${JSON.stringify(externalized(text))}`),
   ];

@@ -97,19 +97,39 @@ export function externalizeImages(text: string, blobs: Pick<BlobStore, "put">): 
       dataUrlType: string | undefined,
       dataUrlBase64: string | undefined,
       plain: string | undefined,
-    ) => {
-      const base64 = dataUrlBase64 ?? plain ?? "";
-      const length = canonicalLength(base64);
-      if (length === undefined) return literal;
-      // The signature is in the first 12 bytes (16 characters); the rest is decoded only
-      // to write a blob that is not stored yet: a resent frame is hashed, never decoded.
-      const mediaType = dataUrlType ?? sniffImageType(Buffer.from(base64.slice(0, 16), "base64"));
-      if (!mediaType) return literal;
-      const digest = blobs.put(() => Buffer.from(base64, "base64"), sha256OfBase64(base64));
-      const encoding = dataUrlType === undefined ? ',"encoding":"base64"' : "";
-      return `{"$blob":"sha256:${digest}","media_type":"${mediaType}","bytes":${length}${encoding}}`;
-    },
+    ) => referenceTo(dataUrlType, dataUrlBase64 ?? plain ?? "", blobs) ?? literal,
   );
+}
+
+const imageValue = new RegExp(`^${imageLiteral.source.slice(1, -1)}$`);
+
+/**
+ * What `externalizeImages` puts for the string token whose value is `value` (a string
+ * with no quote or backslash): its reference, or the token itself when it is not an
+ * image literal. For a text split into pieces (split-text.ts), whose long strings are
+ * never joined into one text.
+ */
+export function externalizeImageValue(value: string, blobs: Pick<BlobStore, "put">): string {
+  const match = imageValue.exec(value);
+  const reference = match && referenceTo(match[1], match[2] ?? match[3] ?? "", blobs);
+  return reference ?? `"${value}"`;
+}
+
+/** The reference to an image literal's bytes (stored first), or undefined when it stays inline. */
+function referenceTo(
+  dataUrlType: string | undefined,
+  base64: string,
+  blobs: Pick<BlobStore, "put">,
+): string | undefined {
+  const length = canonicalLength(base64);
+  if (length === undefined) return undefined;
+  // The signature is in the first 12 bytes (16 characters); the rest is decoded only
+  // to write a blob that is not stored yet: a resent frame is hashed, never decoded.
+  const mediaType = dataUrlType ?? sniffImageType(Buffer.from(base64.slice(0, 16), "base64"));
+  if (!mediaType) return undefined;
+  const digest = blobs.put(() => Buffer.from(base64, "base64"), sha256OfBase64(base64));
+  const encoding = dataUrlType === undefined ? ',"encoding":"base64"' : "";
+  return `{"$blob":"sha256:${digest}","media_type":"${mediaType}","bytes":${length}${encoding}}`;
 }
 
 function checkedBlob(read: (digest: string) => Uint8Array, digest: string, bytes: number): Uint8Array {

@@ -7,7 +7,9 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { Hono } from "hono";
+import { receivedBody } from "../ingress/received-body.ts";
 import { createLogger } from "../lib/logger.ts";
+import { wholeText } from "../lib/split-text.ts";
 import { admitRequests, type RequestLimitsDeps, receiveBodies } from "./request-timeouts.ts";
 
 const refusals: { path: string; kind: string; operation: unknown }[] = [];
@@ -29,12 +31,17 @@ function limitedApp() {
     receiveBodies(deps, {
       pausingAnswer: (path) => path === "/events",
       readsRawBody: (path) => path === "/raw",
+      splitsBody: (path) => path === "/split",
     }),
   );
   const { promise: release, resolve } = Promise.withResolvers<void>();
   const holding = { count: 0 };
   app.post("/text", async (c) => c.text(`text:${await c.req.text()}`));
   app.post("/raw", async (c) => c.json(await c.req.raw.json()));
+  app.post("/split", async (c) => {
+    const body = await receivedBody(c.req.raw);
+    return c.json({ strings: body.strings.length, whole: wholeText(body) });
+  });
   app.get("/hold", async (c) => {
     holding.count += 1;
     await release;
@@ -66,6 +73,14 @@ test("routes read the received body through hono and through the raw request", a
   expect(await text.text()).toBe("text:hello");
   const raw = await fetch(`${url}/raw`, { method: "POST", body: JSON.stringify({ a: [1, 2] }) });
   expect(await raw.json()).toEqual({ a: [1, 2] });
+});
+
+test("a model route's body arrives split, its long base64 strings apart, and joins back exactly", async () => {
+  const url = serve(limitedApp().app);
+  const frame = Buffer.alloc(700_000, 7).toBase64();
+  const body = JSON.stringify({ note: 'é " [', images: [frame, `data:image/png;base64,${frame}`], n: 1 });
+  const answer = await fetch(`${url}/split`, { method: "POST", body });
+  expect(await answer.json()).toEqual({ strings: 2, whole: body });
 });
 
 test("beyond max_requests_in_flight the request is refused before its route runs", async () => {

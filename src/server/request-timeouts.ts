@@ -17,8 +17,11 @@
  * a retryable 503 in its route's envelope before its body is read.
  */
 import type { Context, MiddlewareHandler } from "hono";
+import { handOverBody, splitFromBytes } from "../ingress/received-body.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
+import { readSplitJson } from "../lib/split-json-bytes.ts";
+import type { SplitText } from "../lib/split-text.ts";
 
 export type ServerLimits = {
   body_timeout_seconds: number;
@@ -103,6 +106,11 @@ export function receiveBodies(
     pausingAnswer: (path: string, answer: Response) => boolean;
     /** Whether the route reads the body from the raw Request rather than through hono. */
     readsRawBody: (path: string) => boolean;
+    /**
+     * Whether the route takes its body split (src/ingress/received-body.ts): a model
+     * route, whose camera history is then never one buffer or one string.
+     */
+    splitsBody: (path: string) => boolean;
   },
 ): MiddlewareHandler {
   const { limits } = deps;
@@ -112,7 +120,12 @@ export function receiveBodies(
     const original = c.req.raw;
     if (original.body) {
       const started = deps.clock();
-      const received = await receiveWithin(original, limits.body_timeout_seconds * 1000);
+      const splits = options.splitsBody(c.req.path);
+      const received = await receiveWithin(
+        original,
+        splits ? splitBody : wholeBody,
+        limits.body_timeout_seconds * 1000,
+      );
       if (received.kind !== "complete") {
         const waited = deps.clock() - started;
         const reason =
@@ -137,11 +150,15 @@ export function receiveBodies(
         refusal.headers.set("connection", "close");
         return refusal;
       }
-      // Held once, as the text routes read: hono's readers answer from this cache, and only a
-      // route that reads the raw request (the MCP transport) gets a copy to read from.
-      // (hono keeps the promise of each reader's result there, though its type names the value)
-      (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(received.text);
-      if (options.readsRawBody(c.req.path)) c.req.raw = new Request(original, { body: received.text });
+      if (received.split) {
+        handOverBody(original, received.split);
+      } else {
+        // Held once, as the text routes read: hono's readers answer from this cache, and only a
+        // route that reads the raw request (the MCP transport) gets a copy to read from.
+        // (hono keeps the promise of each reader's result there, though its type names the value)
+        (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(received.text);
+        if (options.readsRawBody(c.req.path)) c.req.raw = new Request(original, { body: received.text });
+      }
     }
     server.timeout(original, 0);
     await next();
@@ -154,15 +171,37 @@ export function receiveBodies(
   };
 }
 
-type Received = { kind: "complete"; text: string } | { kind: "timeout" } | { kind: "closed" };
+type Received =
+  | { kind: "complete"; text: string; split?: undefined }
+  | { kind: "complete"; split: SplitText }
+  | { kind: "timeout" }
+  | { kind: "closed" };
 
-async function receiveWithin(request: Request, ms: number): Promise<Received> {
+type ReadBody = (request: Request, signal: AbortSignal) => Promise<Received & { kind: "complete" }>;
+
+const wholeBody: ReadBody = async (request) => ({ kind: "complete", text: await request.text() });
+
+/** Read from the body stream chunk by chunk: the runtime never buffers the whole body (readSplitJson). */
+const splitBody: ReadBody = async (request, signal) => ({
+  kind: "complete",
+  split: await readSplitJson(request.body as ReadableStream<Uint8Array>, {
+    keepWholeUnder: splitFromBytes,
+    signal,
+  }),
+});
+
+async function receiveWithin(request: Request, read: ReadBody, ms: number): Promise<Received> {
   let timer: ReturnType<typeof setTimeout> | undefined;
+  const stop = new AbortController();
   const deadline = new Promise<Received>((resolve) => {
-    timer = setTimeout(() => resolve({ kind: "timeout" }), ms);
+    timer = setTimeout(() => {
+      // A body that keeps trickling in is no longer read, nor held.
+      stop.abort(new Error("body deadline passed"));
+      resolve({ kind: "timeout" });
+    }, ms);
   });
-  const body = request.text().then(
-    (text): Received => ({ kind: "complete", text }),
+  const body = read(request, stop.signal).then(
+    (complete): Received => complete,
     (): Received => ({ kind: "closed" }),
   );
   try {

@@ -11,9 +11,11 @@ import { Hono } from "hono";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { parseJsonBody } from "../../lib/parse-json-body.ts";
+import { wholeText } from "../../lib/split-text.ts";
 import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
+import { receivedBody } from "../received-body.ts";
 import { classifyGeminiOperation } from "./classify-operation.ts";
 import { renderError } from "./errors.ts";
 import { toHub } from "./to-hub.ts";
@@ -40,14 +42,14 @@ export function createRoutes(deps: RouteDeps): Hono {
       query: url.searchParams,
       episodeModel: episode.model,
     });
-    const body = parseJsonBody(await c.req.text());
+    const body = parseJsonBody(await receivedBody(c.req.raw));
     const path = recordedPath(url, base);
     if (operation.kind === "count_tokens") {
       const error = new SidecarError(
         "invalid_request",
         `countTokens is not supported for ${operation.model}: the sidecar does not count tokens; use a local estimate`,
       );
-      const request = body.parsed ? body.value : body.text;
+      const request = body.parsed ? body.value : wholeText(body.received);
       const entry = {
         protocol: "gemini" as const,
         operation: "countTokens",

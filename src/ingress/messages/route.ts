@@ -16,6 +16,7 @@ import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts"
 import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
+import { receivedBody } from "../received-body.ts";
 import { renderError } from "./errors.ts";
 import { toHub } from "./to-hub.ts";
 
@@ -43,7 +44,7 @@ export function createRoutes(deps: RouteDeps): Hono {
 
   app.post("/anthropic/v1/messages/count_tokens", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
-    await c.req.text();
+    await receivedBody(c.req.raw);
     const error = new SidecarError("invalid_request", countTokensMessage);
     const entry = { protocol: "messages" as const, operation: "count_tokens", path: requestPath(c) };
     return answerAuxiliary(deps.logger, episode, { ...entry, message: error.message }, error, renderError);
@@ -51,7 +52,7 @@ export function createRoutes(deps: RouteDeps): Hono {
 
   app.post("/anthropic/v1/messages", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
-    const body = parseJsonBody(await c.req.text(), repeatedOf(episode));
+    const body = parseJsonBody(await receivedBody(c.req.raw), repeatedOf(episode));
     const ctx = { betaFlags: betaFlags(c.req.header("anthropic-beta")) };
     return episode.track(
       runExchange(deps.exchange, {

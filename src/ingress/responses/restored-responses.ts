@@ -13,6 +13,7 @@
  * never resolvable before.
  */
 import { z } from "zod";
+import { unsplit } from "../../lib/split-text.ts";
 import type { RecordedExchange, Records } from "../../records/read-records.ts";
 import { parseSseText } from "../../sse/read-sse.ts";
 import type { OutputItem } from "./from-hub.ts";
@@ -116,7 +117,7 @@ export function restoreResponseStore(
     if (text === undefined) continue;
     let input: InputItem[];
     try {
-      const received = parseRequest({ parsed: true, value: JSON.parse(text), text });
+      const received = parseRequest({ parsed: true, value: JSON.parse(text), received: unsplit(text) });
       input = effectiveInput(resolveStoredInput(received, store).input);
     } catch {
       // It resolved when it was delivered; records that no longer say so leave it unknown (404).

@@ -17,6 +17,7 @@ import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts"
 import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
+import { receivedBody } from "../received-body.ts";
 import { renderError } from "./errors.ts";
 import { deliveredResponse } from "./stored-responses.ts";
 import { toHub } from "./to-hub.ts";
@@ -39,7 +40,7 @@ export function createRoutes(deps: RouteDeps): Hono {
 
   app.post("/v1/responses/compact", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
-    await c.req.text();
+    await receivedBody(c.req.raw);
     const error = new SidecarError("invalid_request", compactMessage, { code: "unsupported_endpoint" });
     const entry = { protocol: "responses" as const, operation: "compact", path: new URL(c.req.url).pathname };
     return answerAuxiliary(deps.logger, episode, { ...entry, message: compactMessage }, error, renderError);
@@ -59,7 +60,7 @@ export function createRoutes(deps: RouteDeps): Hono {
       newResponseId: () => deps.ids.callId().replace(/^call_/, "resp_"),
       store: () => deps.responses.of(episode),
     };
-    const body = parseJsonBody(await c.req.text(), repeatedOf(episode));
+    const body = parseJsonBody(await receivedBody(c.req.raw), repeatedOf(episode));
     return episode.track(
       runExchange(deps.exchange, {
         protocol: "responses",

@@ -1,0 +1,29 @@
+/**
+ * How a model route gets its request body: split while it arrived (split-json-bytes.ts),
+ * so that a camera history is never one buffer or one string. The server's body
+ * receiver (src/server/request-timeouts.ts) reads it within its deadline and hands it
+ * over here; a body it did not read (a test driving the app with app.request()) is
+ * read and split when the route asks.
+ */
+import { sharingFromChars } from "../lib/parse-sharing-base64.ts";
+import { readSplitJson } from "../lib/split-json-bytes.ts";
+import { type SplitText, unsplit } from "../lib/split-text.ts";
+
+const handedOver = new WeakMap<Request, SplitText>();
+
+/** Bodies under this size are kept whole: splitting them saves little and costs a slower parse. */
+export const splitFromBytes = sharingFromChars;
+
+export function handOverBody(request: Request, body: SplitText): void {
+  handedOver.set(request, body);
+}
+
+/** The request's body, split; each request's body is read once. */
+export async function receivedBody(request: Request): Promise<SplitText> {
+  const body = handedOver.get(request);
+  if (body !== undefined) return body;
+  if (!request.body) return unsplit("");
+  const read = await readSplitJson(request.body, { keepWholeUnder: splitFromBytes });
+  handedOver.set(request, read);
+  return read;
+}

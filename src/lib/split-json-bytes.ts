@@ -1,0 +1,175 @@
+/**
+ * Splits a JSON body while its bytes arrive (see split-text.ts): the body is never
+ * one buffer or one string. Each chunk is scanned for string tokens; a token whose
+ * value is long base64 becomes a compact string of its own, everything else is
+ * copied into a small buffer of the rest, decoded once at the end (UTF-8, a leading
+ * BOM dropped, invalid bytes replaced: exactly what `Request.text()` gives, since
+ * only whole ASCII tokens are taken out).
+ *
+ * The scan needs no parser: outside a string a quote opens one; inside, the next
+ * quote after an even run of backslashes closes it (UTF-8 never has the bytes of `"`
+ * or `\` inside a multi-byte character). For valid JSON that is exactly its string
+ * tokens, so a placeholder always stands where a whole string value (or key) stood;
+ * for invalid JSON the text still joins back byte for byte, and its parse fails the
+ * same way.
+ */
+import {
+  longBase64Value,
+  newNonce,
+  placeholderToken,
+  type SplitText,
+  splitFromChars,
+  unsplit,
+  wholeText,
+} from "./split-text.ts";
+
+const quote = 0x22;
+const backslash = 0x5c;
+
+export type JsonSplitter = {
+  /** Scans the next bytes of the body (the splitter may keep views of the chunk: it must not change after). */
+  push(chunk: Uint8Array): void;
+  /** The body received so far, in bytes. */
+  readonly bytes: number;
+  /** The whole body, split; bodies under `keepWholeUnder` bytes come back whole (`unsplit`). */
+  finish(): SplitText;
+};
+
+export function createJsonSplitter(options: { keepWholeUnder?: number } = {}): JsonSplitter {
+  const nonce = newNonce();
+  const encoder = new TextEncoder();
+  const decoder = new TextDecoder();
+  const strings: string[] = [];
+  let rest = new Uint8Array(64 * 1024);
+  let restLength = 0;
+  let bytes = 0;
+  let inString = false;
+  // The open string's content so far (copied out of earlier chunks) and its trailing backslashes.
+  let pieces: Uint8Array[] = [];
+  let contentLength = 0;
+  let trailingBackslashes = 0;
+
+  const append = (part: Uint8Array) => {
+    if (restLength + part.length > rest.length) {
+      const grown = new Uint8Array(Math.max(rest.length * 2, restLength + part.length));
+      grown.set(rest.subarray(0, restLength));
+      rest = grown;
+    }
+    rest.set(part, restLength);
+    restLength += part.length;
+  };
+  const quoteByte = Uint8Array.of(quote);
+  const appendString = (content: Uint8Array[]) => {
+    append(quoteByte);
+    for (const part of content) append(part);
+    append(quoteByte);
+  };
+  // A string that spans chunks is put together here, one buffer reused for every string: a
+  // copy per string would be as much garbage as the images themselves, collected late.
+  let scratch = new Uint8Array(0);
+  const joined = (parts: Uint8Array[], length: number) => {
+    if (parts.length === 1) return parts[0] as Uint8Array;
+    if (scratch.length < length) scratch = new Uint8Array(Math.max(length, scratch.length * 2));
+    let at = 0;
+    for (const part of parts) {
+      scratch.set(part, at);
+      at += part.length;
+    }
+    return scratch.subarray(0, length);
+  };
+
+  const closeString = (last: Uint8Array) => {
+    const content = [...pieces, last];
+    const length = contentLength + last.length;
+    pieces = [];
+    inString = false;
+    if (length >= splitFromChars) {
+      const value = decoder.decode(joined(content, length));
+      if (longBase64Value.test(value)) {
+        strings.push(value);
+        append(encoder.encode(placeholderToken(nonce, strings.length - 1)));
+        return;
+      }
+    }
+    appendString(content);
+  };
+
+  /** How many backslashes end `chunk[from, to)`, counting on into the content before it when all are. */
+  const backslashesBefore = (chunk: Uint8Array, from: number, to: number) => {
+    let count = 0;
+    while (to - count > from && chunk[to - count - 1] === backslash) count++;
+    return count === to - from ? count + trailingBackslashes : count;
+  };
+
+  return {
+    get bytes() {
+      return bytes;
+    },
+    push(chunk) {
+      bytes += chunk.length;
+      let at = 0;
+      while (at < chunk.length) {
+        if (!inString) {
+          const open = chunk.indexOf(quote, at);
+          if (open < 0) {
+            append(chunk.subarray(at));
+            return;
+          }
+          append(chunk.subarray(at, open));
+          inString = true;
+          contentLength = 0;
+          trailingBackslashes = 0;
+          at = open + 1;
+          continue;
+        }
+        let close = chunk.indexOf(quote, at);
+        while (close >= 0 && backslashesBefore(chunk, at, close) % 2 === 1)
+          close = chunk.indexOf(quote, close + 1);
+        if (close < 0) {
+          trailingBackslashes = backslashesBefore(chunk, at, chunk.length);
+          // A view: the chunk is kept only until this string closes (it is mostly this string).
+          pieces.push(chunk.subarray(at));
+          contentLength += chunk.length - at;
+          return;
+        }
+        closeString(chunk.subarray(at, close));
+        at = close + 1;
+      }
+    },
+    finish() {
+      // An unterminated string (invalid JSON) stays in the text as it came.
+      if (inString) {
+        append(quoteByte);
+        for (const part of pieces) append(part);
+        pieces = [];
+        inString = false;
+      }
+      const reduced = decoder.decode(rest.subarray(0, restLength));
+      const split: SplitText = strings.length === 0 ? unsplit(reduced) : { reduced, strings, nonce };
+      return bytes < (options.keepWholeUnder ?? 0) ? unsplit(wholeText(split)) : split;
+    },
+  };
+}
+
+/** Reads a body stream to its end through a splitter; `signal` stops reading (the promise then rejects). */
+export async function readSplitJson(
+  stream: ReadableStream<Uint8Array>,
+  options: { keepWholeUnder?: number; signal?: AbortSignal } = {},
+): Promise<SplitText> {
+  const splitter = createJsonSplitter(options);
+  const reader = stream.getReader();
+  const stop = () => void reader.cancel(options.signal?.reason).catch(() => {});
+  options.signal?.addEventListener("abort", stop, { once: true });
+  try {
+    for (;;) {
+      const { done, value } = await reader.read();
+      // A cancelled reader ends as if the body were complete.
+      options.signal?.throwIfAborted();
+      if (done) break;
+      splitter.push(value);
+    }
+  } finally {
+    options.signal?.removeEventListener("abort", stop);
+  }
+  return splitter.finish();
+}
