@@ -4,6 +4,7 @@
  */
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { runBlobWritesBench } from "./blob-writes.ts";
 import { runConcurrentCameraBench } from "./concurrent-camera.ts";
 import { runContextBench } from "./context.ts";
 import { runDurabilityBench } from "./durability.ts";
@@ -37,6 +38,8 @@ console.log("\n## Context filter");
 Object.assign(results, await runContextBench());
 console.log("\n## Durability (fdatasync of claims)");
 Object.assign(results, await runDurabilityBench(console.log));
+console.log("\n## Durability (blob writes of new frames)");
+Object.assign(results, await runBlobWritesBench(console.log));
 console.log("\n## Tracing on / off");
 Object.assign(results, await runTracingBench(console.log));
 const path = resolve(import.meta.dir, "results.json");

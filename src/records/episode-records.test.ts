@@ -2,9 +2,11 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { heldDatasync, turn } from "../../test/support/held-datasync.ts";
 import { RecordsWriteError } from "./append-file.ts";
 import { createBlobStore } from "./blob-store.ts";
 import { createEpisodeRecords } from "./episode-records.ts";
+import { createGroupCommit } from "./group-commit.ts";
 
 test("every kind of line reaches its file, with or without a byte counter", () => {
   for (const counted of [false, true]) {
@@ -86,5 +88,65 @@ describe("episode.json written in the background", () => {
     rmSync(dir, { recursive: true, force: true });
     await expect(records.describeInBackground({ n: 1 })).rejects.toBeInstanceOf(RecordsWriteError);
     expect(records.failure).toContain("episode.json");
+  });
+});
+
+describe("a line is never durable before the blobs it refers to", () => {
+  /** Records whose blob fsyncs the test completes by hand (and, given one, their lines' fdatasyncs). */
+  const heldRecords = (lineDatasync?: ReturnType<typeof heldDatasync>) => {
+    const dir = mkdtempSync(join(tmpdir(), "ura-records-"));
+    const blobDisk = heldDatasync();
+    const records = createEpisodeRecords({
+      dir,
+      clock: () => 0,
+      redact: (line) => line,
+      blobs: createBlobStore(dir, { fsyncInPool: blobDisk.fdatasync }),
+      groupCommit: createGroupCommit(lineDatasync ? { fdatasync: lineDatasync.fdatasync } : {}),
+    });
+    return { dir, blobDisk, records };
+  };
+  const png = `data:image/png;base64,${Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 1, 2, 3, 4]).toString("base64")}`;
+
+  test("the exchange file's fdatasync starts only once its blob's file and name are synced; the ledger's does not wait", async () => {
+    const lineDisk = heldDatasync();
+    const { dir, blobDisk, records } = heldRecords(lineDisk);
+    records.exchange(
+      "ex_0001",
+      "client_request",
+      { protocol: "responses" },
+      { json: { body: JSON.stringify({ image: png }) } },
+    );
+    records.exchange("ex_0001", "upstream_request", {}, { json: { body: "{}" } });
+    expect(readFileSync(join(dir, "exchanges.jsonl"), "utf8")).toContain('{"$blob":"sha256:');
+    records.ledger({ type: "claimed", callId: "c1" });
+    let synced = false;
+    void records.sync().then(() => {
+      synced = true;
+    });
+    await turn();
+    // Only the ledger's line is being synced: the exchange line waits for its blob.
+    expect(lineDisk.pending).toHaveLength(1);
+    blobDisk.complete(); // the blob's bytes
+    await turn();
+    expect(lineDisk.pending).toHaveLength(1);
+    blobDisk.complete(); // its name (the directory)
+    await turn();
+    await turn();
+    expect(lineDisk.pending).toHaveLength(2);
+    lineDisk.complete();
+    lineDisk.complete();
+    await turn();
+    expect(synced).toBe(true);
+    rmSync(dir, { recursive: true, force: true });
+  });
+
+  test("a blob that cannot be made durable fails the sync of every line that refers to it", async () => {
+    const { dir, blobDisk, records } = heldRecords();
+    records.exchange("ex_0001", "upstream_request", {}, { json: { body: JSON.stringify({ image: png }) } });
+    blobDisk.complete(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
+    await expect(records.sync()).rejects.toBeInstanceOf(RecordsWriteError);
+    await expect(records.sync()).rejects.toThrow("EIO");
+    expect(records.failure).toContain("EIO");
+    rmSync(dir, { recursive: true, force: true });
   });
 });

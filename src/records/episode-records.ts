@@ -61,7 +61,7 @@ export type RecordsOptions = {
   /** fdatasync scheduler (config records.fsync); undefined = lines survive kill -9, not a power cut. */
   groupCommit?: GroupCommit;
   /** Where the images of record lines go (shared by the episodes of a data directory). */
-  blobs: Pick<BlobStore, "put">;
+  blobs: Pick<BlobStore, "put" | "durable" | "durableNow">;
   /** Long strings already written once, stored in the blob store from then on (shared likewise); none = kept inline. */
   texts?: RecurringTexts;
 };
@@ -93,7 +93,7 @@ const stamp = (clock: () => number) => ({ v: recordsFormatVersion, at: new Date(
  * reference.
  */
 export function formatRecordLine(
-  options: Pick<RecordsOptions, "clock" | "redact" | "blobs" | "texts">,
+  options: Pick<RecordsOptions, "clock" | "redact" | "texts"> & { blobs: Pick<BlobStore, "put"> },
   fields: Record<string, unknown>,
   spliced: SplicedMembers = {},
 ): string {
@@ -142,10 +142,17 @@ export function createEpisodeRecords(options: RecordsOptions) {
   const path = (name: string) => join(options.dir, name);
 
   const files = openRecordFiles(options.dir, options);
+  /** With durability on, lines that refer to blobs are fdatasync'ed only once those are durable. */
+  function appendLines(name: string, lines: string[]): void {
+    const refersToBlobs =
+      options.groupCommit !== undefined &&
+      lines.some((line) => hasReferenceForm(line) || line.includes(textReferenceMarker));
+    files.append(name, lines, refersToBlobs ? options.blobs.durable() : undefined);
+  }
   let pendingExchangeLines: string[] = [];
   function append(name: string, value: Record<string, unknown>): void {
     if (frozen) throw frozenRecordsError(options.dir, name);
-    files.append(name, [formatRecordLine(options, value)]);
+    appendLines(name, [formatRecordLine(options, value)]);
   }
   /** Whole or not at all: a description or marker is never half a file. */
   function replaceFile(name: string, text: string): void {
@@ -228,7 +235,7 @@ export function createEpisodeRecords(options: RecordsOptions) {
       if (stage === "upstream_request" || stage === "upstream_response" || stage === "status") {
         const lines = pendingExchangeLines;
         pendingExchangeLines = [];
-        files.append("exchanges.jsonl", lines);
+        appendLines("exchanges.jsonl", lines);
       }
     },
     ledger(event: Record<string, unknown>): void {
@@ -266,6 +273,7 @@ export function createEpisodeRecords(options: RecordsOptions) {
       if (frozen) return;
       frozen = true;
       try {
+        if (options.groupCommit) options.blobs.durableNow();
         files.closeAll();
       } finally {
         replaceFile(

@@ -1,23 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { heldDatasync, turn } from "../../test/support/held-datasync.ts";
 import { createGroupCommit } from "./group-commit.ts";
-
-/** An fdatasync the test completes by hand: which fds were synced, in order, and the pending completions. */
-function heldDatasync() {
-  const pending: { fd: number; done: (error: NodeJS.ErrnoException | null) => void }[] = [];
-  return {
-    pending,
-    fdatasync: (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => {
-      pending.push({ fd, done });
-    },
-    complete(error: NodeJS.ErrnoException | null = null) {
-      const next = pending.shift();
-      if (!next) throw new Error("no fdatasync in flight");
-      next.done(error);
-    },
-  };
-}
-
-const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe("group commit", () => {
   test("syncs asked for while a file's round is in flight share the next round, started when it completes", async () => {

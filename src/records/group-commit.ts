@@ -18,7 +18,7 @@ export type GroupCommit = {
   readonly syncs: number;
 };
 
-type Datasync = (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void;
+export type Datasync = (fd: number, done: (error: NodeJS.ErrnoException | null) => void) => void;
 type Waiter = { resolve: () => void; reject: (error: unknown) => void };
 
 export function createGroupCommit(options: { fdatasync?: Datasync } = {}): GroupCommit {

@@ -127,7 +127,7 @@ function referenceTo(
   // to write a blob that is not stored yet: a resent frame is hashed, never decoded.
   const mediaType = dataUrlType ?? sniffImageType(Buffer.from(base64.slice(0, 16), "base64"));
   if (!mediaType) return undefined;
-  const digest = blobs.put(() => Buffer.from(base64, "base64"), sha256OfBase64(base64));
+  const digest = blobs.put(() => Buffer.from(base64, "base64"), sha256OfBase64(base64), length);
   const encoding = dataUrlType === undefined ? ',"encoding":"base64"' : "";
   return `{"$blob":"sha256:${digest}","media_type":"${mediaType}","bytes":${length}${encoding}}`;
 }

@@ -11,8 +11,12 @@ import { type AppendFile, openAppendFile, RecordsWriteError } from "./append-fil
 import type { GroupCommit } from "./group-commit.ts";
 
 export type RecordFiles = {
-  /** Appends the lines to the named file, whole or not at all; throws RecordsWriteError. */
-  append(name: string, lines: string[]): void;
+  /**
+   * Appends the lines to the named file, whole or not at all; throws RecordsWriteError.
+   * With `durableFirst` (the blobs the lines refer to becoming durable), the file's
+   * next fdatasync waits for it: a line is never durable before what it refers to.
+   */
+  append(name: string, lines: string[], durableFirst?: Promise<void>): void;
   /** Keeps the first failure and returns it as a RecordsWriteError (about this directory unless it names a file). */
   noteFailure(error: unknown): RecordsWriteError;
   /** Resolves once every line appended so far is on stable storage (when durability is on). */
@@ -27,14 +31,26 @@ export function openRecordFiles(
   options: { groupCommit?: GroupCommit; written?: (file: string, bytes: number) => void } = {},
 ): RecordFiles {
   const files = new Map<string, AppendFile>();
+  /** Per file, what its next fdatasync waits for; dropped once it succeeded, kept once it failed. */
+  const barriers = new Map<string, Promise<void>>();
   let failure: string | undefined;
+  function waitBeforeSync(name: string, durableFirst: Promise<void>): void {
+    const previous = barriers.get(name);
+    const barrier = previous ? Promise.all([previous, durableFirst]).then(() => {}) : durableFirst;
+    barriers.set(name, barrier);
+    barrier.then(
+      () => barriers.get(name) === barrier && barriers.delete(name),
+      // Kept: a line that refers to a blob that could not be made durable is never confirmed durable.
+      () => {},
+    );
+  }
   function noteFailure(error: unknown): RecordsWriteError {
     const wrapped = error instanceof RecordsWriteError ? error : new RecordsWriteError(dir, error);
     failure ??= wrapped.message;
     return wrapped;
   }
   return {
-    append(name, lines) {
+    append(name, lines, durableFirst) {
       let file = files.get(name);
       if (file === undefined) {
         file = openAppendFile(join(dir, name), { groupCommit: options.groupCommit });
@@ -47,11 +63,14 @@ export function openRecordFiles(
       } catch (error) {
         throw noteFailure(error);
       }
+      if (durableFirst) waitBeforeSync(name, durableFirst);
     },
     noteFailure,
     async sync() {
       try {
-        await Promise.all([...files.values()].map((file) => file.sync()));
+        await Promise.all(
+          Array.from(files, ([name, file]) => barriers.get(name)?.then(() => file.sync()) ?? file.sync()),
+        );
       } catch (error) {
         throw noteFailure(error);
       }

@@ -34,7 +34,6 @@ import { createBlobStore } from "../records/blob-store.ts";
 import { createDataDirBudget } from "../records/data-dir-budget.ts";
 import { createRedactor } from "../records/episode-records.ts";
 import { openRecords } from "../records/read-records.ts";
-import { writeFileAtomically } from "../records/write-file-atomically.ts";
 import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
 import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
 import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
@@ -160,9 +159,9 @@ export async function composeApp(options: ComposeOptions) {
     [metrics.observer, countWritten, ...(tracing ? [tracing.observer] : [])],
     (error) => logger.warn("observer failed", { message: (error as Error).message }),
   );
-  const blobs = createBlobStore(dataDir, (path, bytes) => {
-    writeFileAtomically(path, bytes);
-    budget.add(bytes.length);
+  const blobs = createBlobStore(dataDir, {
+    fsync: config.records.fsync,
+    written: (bytes) => budget.add(bytes),
   });
   const imageCache = createImageCache(config.images.cache_bytes);
   const memory = createMemoryReclaimer({ thresholdBytes: reclaimAfterBytes });

@@ -12,24 +12,15 @@ import { join } from "node:path";
 import { episodeListSchema } from "../../src/episodes/episode-status.ts";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import type { SidecarProcess } from "../support/sidecar-process.ts";
-import { driveSmokeEpisode, fileUpstream, startSidecar } from "./lifecycle-kit.ts";
+import { driveSmokeEpisode, fileUpstream, seededRandom, startSidecar } from "./lifecycle-kit.ts";
 
 const upstream = await fileUpstream(120_000);
 
 const config = { executor: { kind: "inert", ack_delay_ms: 15, receipt_delay_ms: 40 }, log_level: "warn" };
 
-/** A small deterministic PRNG so a failing run can be repeated. */
-function random(seed: number) {
-  let s = seed >>> 0;
-  return () => {
-    s = (s * 1664525 + 1013904223) >>> 0;
-    return s / 2 ** 32;
-  };
-}
-
 test("kill -9 anywhere: records stay readable and every restart restores every episode", async () => {
   const seed = Number(process.env.URA_KILL_SEED ?? Date.now() % 100_000);
-  const next = random(seed);
+  const next = seededRandom(seed);
   let dataDir: string | undefined;
   const claimedBefore = new Map<string, Set<string>>();
   const rounds = 6;

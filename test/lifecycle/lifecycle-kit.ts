@@ -15,6 +15,15 @@ import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 
+/** A small deterministic PRNG (values in [0, 1)), so a run with random delays can be repeated from its seed. */
+export function seededRandom(seed: number): () => number {
+  let s = seed >>> 0;
+  return () => {
+    s = (s * 1664525 + 1013904223) >>> 0;
+    return s / 2 ** 32;
+  };
+}
+
 export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
 export type UpstreamRequest = { seq: number; aborted: boolean; completed: boolean; fault?: string };
 
