@@ -73,6 +73,8 @@ export function responsesTurn(
   options: { stream?: boolean; prompt?: string } = {},
 ): Promise<Response> {
   return fetch(`${episode.urls.responses}/responses`, {
+    // Not a pooled connection the sidecar may be closing for idleness at that moment (ECONNRESET).
+    keepalive: false,
     method: "POST",
     headers: { "content-type": "application/json", authorization: `Bearer ${episode.ingress_key}` },
     body: JSON.stringify({

@@ -136,6 +136,9 @@ export async function startSidecarProcess(
   };
   const control = (path: string, init: RequestInit = {}) =>
     fetch(`${base}/control${path}`, {
+      // A fresh connection each time: a pooled one can be the one the sidecar is closing for
+      // idleness right then (server.idle_timeout_seconds), and the request fails with ECONNRESET.
+      keepalive: false,
       ...init,
       headers: {
         authorization: `Bearer ${controlPassword}`,
