@@ -263,6 +263,10 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     return fail(toSidecarError(error));
   }
 
+  // The answer's fdatasync starts now, while the answer is rendered and its calls registered:
+  // delivery waits only for what is left of it. Awaited below; settled here for the early returns.
+  const answerDurable = episode.records.sync({ now: true });
+  answerDurable.catch(() => {});
   let rendered: Rendered;
   let batchId: string | undefined;
   try {
@@ -293,7 +297,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   }
   try {
     // What the model answered (and the calls registered) survive a power cut before any byte is delivered.
-    await episode.records.sync();
+    await Promise.all([answerDurable, episode.records.sync()]);
   } catch (error) {
     if (batchId) revokeQuietly(episode, batchId, "its records could not be made durable", log);
     translation.settled?.("revoked");

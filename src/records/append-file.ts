@@ -9,7 +9,7 @@
  * episodes share the wait); `syncNow` does it at once, synchronously.
  */
 import { closeSync, fdatasyncSync, fstatSync, ftruncateSync, openSync, writeSync } from "node:fs";
-import type { GroupCommit } from "./group-commit.ts";
+import type { GroupCommit, SyncOptions } from "./group-commit.ts";
 
 export class RecordsWriteError extends Error {
   readonly code: string | undefined;
@@ -26,7 +26,7 @@ export type AppendFile = {
   /** Appends `text` whole and returns its bytes, or throws RecordsWriteError having left the file as it was. */
   append(text: string): number;
   /** Resolves once everything appended so far is on stable storage (no-op when durability is off). */
-  sync(): Promise<void>;
+  sync(options?: SyncOptions): Promise<void>;
   /** The same, synchronously. */
   syncNow(): void;
   close(): void;
@@ -88,11 +88,11 @@ export function openAppendFile(path: string, options: AppendFileOptions): Append
       dirty = true;
       return bytes.length;
     },
-    sync() {
+    sync(syncOptions) {
       if (options.groupCommit === undefined || fd === undefined) return Promise.resolve();
       if (dirty) {
         dirty = false;
-        lastSync = options.groupCommit.sync(fd).catch((error: unknown) => {
+        lastSync = options.groupCommit.sync(fd, syncOptions).catch((error: unknown) => {
           dirty = true;
           throw new RecordsWriteError(path, error);
         });

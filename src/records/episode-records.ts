@@ -31,7 +31,7 @@ import type { JsonText, KnownSpan } from "../lib/frozen-json.ts";
 import { type SplitText, textPieces, wholeText } from "../lib/split-text.ts";
 import { RecordsWriteError } from "./append-file.ts";
 import type { BlobStore } from "./blob-store.ts";
-import type { GroupCommit } from "./group-commit.ts";
+import type { GroupCommit, SyncOptions } from "./group-commit.ts";
 import { externalizeImages, externalizeImageValue, hasReferenceForm } from "./image-references.ts";
 import { type BodyPiece, bodyPieces, externalizePieces } from "./known-spans.ts";
 import { frozenRecordsError, openRecordFiles } from "./record-files.ts";
@@ -283,7 +283,7 @@ export function createEpisodeRecords(options: RecordsOptions) {
       }
     },
     /** Resolves once every line appended so far is on stable storage (when durability is on). */
-    sync: (): Promise<void> => files.sync(),
+    sync: (syncOptions?: SyncOptions): Promise<void> => files.sync(syncOptions),
     get frozen() {
       return frozen;
     },

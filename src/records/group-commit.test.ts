@@ -46,4 +46,20 @@ describe("group commit", () => {
     await later;
     expect(commit.syncs).toBe(3);
   });
+
+  test("with `now`, an idle file's round starts at once; a file in flight still waits for its next round", async () => {
+    const disk = heldDatasync();
+    const commit = createGroupCommit({ fdatasync: disk.fdatasync });
+    const first = commit.sync(3, { now: true });
+    // Already under way before this turn ends: the caller's remaining work overlaps it.
+    expect(disk.pending.map((p) => p.fd)).toEqual([3]);
+    const second = commit.sync(3, { now: true });
+    expect(disk.pending).toHaveLength(1);
+    disk.complete();
+    await first;
+    expect(disk.pending.map((p) => p.fd)).toEqual([3]);
+    disk.complete();
+    await second;
+    expect(commit.syncs).toBe(2);
+  });
 });

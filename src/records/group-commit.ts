@@ -11,9 +11,17 @@
  */
 import { fdatasync } from "node:fs";
 
+export type SyncOptions = {
+  /**
+   * Start an idle file's round at once rather than on the next turn: for a caller with
+   * work left that does not need to wait (an answer being rendered while it is synced).
+   */
+  now?: boolean;
+};
+
 export type GroupCommit = {
   /** Resolves once everything written to `fd` before the call is on stable storage. */
-  sync(fd: number): Promise<void>;
+  sync(fd: number, options?: SyncOptions): Promise<void>;
   /** fdatasync calls made so far (for the benchmark and tests). */
   readonly syncs: number;
 };
@@ -50,7 +58,7 @@ export function createGroupCommit(options: { fdatasync?: Datasync } = {}): Group
   }
 
   return {
-    sync(fd) {
+    sync(fd, options = {}) {
       return new Promise<void>((resolve, reject) => {
         let file = files.get(fd);
         if (file === undefined) {
@@ -58,7 +66,9 @@ export function createGroupCommit(options: { fdatasync?: Datasync } = {}): Group
           files.set(fd, file);
         }
         file.collecting.push({ resolve, reject });
-        if (!file.inFlight && !scheduled) {
+        if (file.inFlight) return;
+        if (options.now) start(fd);
+        else if (!scheduled) {
           scheduled = true;
           setImmediate(flush);
         }

@@ -8,7 +8,7 @@
  */
 import { join } from "node:path";
 import { type AppendFile, openAppendFile, RecordsWriteError } from "./append-file.ts";
-import type { GroupCommit } from "./group-commit.ts";
+import type { GroupCommit, SyncOptions } from "./group-commit.ts";
 
 export type RecordFiles = {
   /**
@@ -20,7 +20,7 @@ export type RecordFiles = {
   /** Keeps the first failure and returns it as a RecordsWriteError (about this directory unless it names a file). */
   noteFailure(error: unknown): RecordsWriteError;
   /** Resolves once every line appended so far is on stable storage (when durability is on). */
-  sync(): Promise<void>;
+  sync(options?: SyncOptions): Promise<void>;
   /** Syncs and closes every file; a later append opens it again. */
   closeAll(): void;
   readonly failure: string | undefined;
@@ -66,10 +66,14 @@ export function openRecordFiles(
       if (durableFirst) waitBeforeSync(name, durableFirst);
     },
     noteFailure,
-    async sync() {
+    async sync(syncOptions) {
       try {
         await Promise.all(
-          Array.from(files, ([name, file]) => barriers.get(name)?.then(() => file.sync()) ?? file.sync()),
+          Array.from(
+            files,
+            ([name, file]) =>
+              barriers.get(name)?.then(() => file.sync(syncOptions)) ?? file.sync(syncOptions),
+          ),
         );
       } catch (error) {
         throw noteFailure(error);
