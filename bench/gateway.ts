@@ -12,7 +12,9 @@
  *   one episode per client (c=16 only) — the durable sidecar with each concurrent client
  *             in its own episode, as 16 robots would be, rather than 16 exchanges of one
  * For a text-only 20-turn request and a tool-call response, JSON and SSE, at concurrency 1 and 16:
- * added p50/p99 latency (sidecar − direct) and throughput. Also cold start (exec to the
+ * added p50/p99 latency (sidecar − direct) and throughput; at c=1 also the tail with the
+ * targets taking turns request by request, so the shared machine's preemption falls on all
+ * alike and the floor's own p99/p50 says how much of a tail is the machine's. Also cold start (exec to the
  * socket answering, and to /health/ready with the codecs warm) for the Makefile's build
  * and for the same sources built the other way (with or without `--bytecode`), and memory
  * (RSS after start-up and warm-up, after the load, and with 50 episodes each holding a
@@ -42,20 +44,28 @@ type Target = {
   perClient?: { url: string; headers: Record<string, string> }[];
 };
 
+/** One request's round trip in ms, the answer read whole. */
+async function timedRequest(
+  target: Target,
+  { url, headers }: { url: string; headers: Record<string, string> } = target,
+): Promise<number> {
+  const t0 = performance.now();
+  const res = await fetch(url, { method: "POST", headers, body: target.body });
+  const text = await res.text();
+  if (res.status !== 200) throw new Error(`${target.name}: HTTP ${res.status} ${text.slice(0, 200)}`);
+  return performance.now() - t0;
+}
+
 async function load(target: Target, concurrency: number, total: number) {
   const latencies: number[] = [];
   let next = 0;
   const started = performance.now();
   await Promise.all(
     Array.from({ length: concurrency }, async (_, client) => {
-      const { url, headers } = target.perClient?.[client % target.perClient.length] ?? target;
+      const endpoint = target.perClient?.[client % target.perClient.length] ?? target;
       while (next < total) {
         next += 1;
-        const t0 = performance.now();
-        const res = await fetch(url, { method: "POST", headers, body: target.body });
-        const text = await res.text();
-        if (res.status !== 200) throw new Error(`${target.name}: HTTP ${res.status} ${text.slice(0, 200)}`);
-        latencies.push(performance.now() - t0);
+        latencies.push(await timedRequest(target, endpoint));
       }
     }),
   );
@@ -88,6 +98,27 @@ const robotTools = ["observe", "record", "finish"].map((name) => ({
 }));
 
 type Round = { p50: number; p99: number; rps: number };
+
+/**
+ * c=1 with the targets taking turns request by request (the order rotating), so a
+ * preemption or a writeback burst on the shared machine falls on every target alike,
+ * and `requests` each gives every p99 its 1% of samples (15 at 1500).
+ */
+async function interleaved(targets: Target[], requests: number): Promise<Record<string, Round>> {
+  const latencies = new Map<string, number[]>(targets.map((t) => [t.name, []]));
+  for (let i = 0; i < requests; i++) {
+    for (let k = 0; k < targets.length; k++) {
+      const target = targets[(i + k) % targets.length] as Target;
+      latencies.get(target.name)?.push(await timedRequest(target));
+    }
+  }
+  return Object.fromEntries(
+    Array.from(latencies, ([name, xs]) => {
+      xs.sort((a, b) => a - b);
+      return [name, { p50: percentile(xs, 50), p99: percentile(xs, 99), rps: Number.NaN }];
+    }),
+  );
+}
 const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? Number.NaN;
 
 /** Starts the Portkey AI gateway (npm @portkey-ai/gateway) under bun: its streaming fails under node. */
@@ -207,6 +238,7 @@ export async function runGatewayBench(
       rpsVsPortkey: Number.POSITIVE_INFINITY,
     };
     const worstTail = { sidecar: 0, nofsync: 0, floor: 0, portkey: 0 };
+    const worstInterleaved = { sidecar: 0, nofsync: 0, floor: 0, portkey: 0 };
     for (const tools of [false, true]) {
       for (const stream of [false, true]) {
         for (const concurrency of [1, 16]) {
@@ -297,6 +329,27 @@ export async function runGatewayBench(
               worstTail[target] = Math.max(worstTail[target], ...tails(target));
             }
             worst.tail = worstTail.sidecar;
+            // The same targets taking turns request by request (Portkey only on JSON: its SSE
+            // adds a fixed ~26 ms per stream), 1500 requests each.
+            const turnTaking = await interleaved(
+              targets.filter((t) => !(stream && t.name === "portkey")),
+              1500,
+            );
+            const turnDirect = turnTaking.direct as Round;
+            const interleavedTails: string[] = [];
+            for (const target of ["sidecar", "nofsync", "floor", "portkey"] as const) {
+              const r = turnTaking[target];
+              if (!r) continue;
+              const tail = ratio(r.p99 - turnDirect.p99, r.p50 - turnDirect.p50);
+              figures[`${key}_interleaved_${target}_added_p50_ms`] = r.p50 - turnDirect.p50;
+              figures[`${key}_interleaved_${target}_added_p99_ms`] = r.p99 - turnDirect.p99;
+              figures[`${key}_interleaved_${target}_p99_vs_p50_added`] = tail;
+              worstInterleaved[target] = Math.max(worstInterleaved[target], tail);
+              interleavedTails.push(
+                `${target} ${(r.p50 - turnDirect.p50).toFixed(3)} / ${(r.p99 - turnDirect.p99).toFixed(3)} ms = ${tail.toFixed(1)}`,
+              );
+            }
+            log(`  ${name} c=1 taking turns, added p50 / p99: ${interleavedTails.join("; ")}`);
             log(
               `  ${name} c=1 added p99/p50 per round: sidecar ${tails("sidecar")
                 .map((x) => x.toFixed(1))
@@ -337,12 +390,16 @@ export async function runGatewayBench(
     figures.nofsync_p99_vs_p50_added_ratio = worstTail.nofsync;
     figures.floor_p99_vs_p50_added_ratio = worstTail.floor;
     figures.portkey_p99_vs_p50_added_ratio = worstTail.portkey;
+    figures.interleaved_p99_vs_p50_added_ratio = worstInterleaved.sidecar;
+    figures.interleaved_nofsync_p99_vs_p50_added_ratio = worstInterleaved.nofsync;
+    figures.interleaved_floor_p99_vs_p50_added_ratio = worstInterleaved.floor;
+    figures.interleaved_portkey_p99_vs_p50_added_ratio = worstInterleaved.portkey;
     figures.rps_c16_vs_floor_ratio = worst.rpsVsFloor;
     figures.nofsync_rps_c16_vs_floor_ratio = worst.noFsyncRpsVsFloor;
     figures.episodes_rps_c16_vs_floor_ratio = worst.episodesRpsVsFloor;
     figures.rps_vs_portkey_ratio = worst.rpsVsPortkey;
     log(
-      `worst case: added p50 ${worst.vsFloor.toFixed(2)}× the floor at c=1 (goal ≤ 2; ${worst.noFsyncVsFloor.toFixed(2)}× without fsync); ${worst.vsPortkey.toFixed(2)}× Portkey's (goal < 1); added p99 ${worst.tail.toFixed(2)}× added p50 in the worst round (goal ≤ 3; same rounds: no fsync ${worstTail.nofsync.toFixed(2)}×, floor ${worstTail.floor.toFixed(2)}×, Portkey ${worstTail.portkey.toFixed(2)}×); rps at c=16 ${(worst.rpsVsFloor * 100).toFixed(0)}% of the floor's (goal ≥ 50%; ${(worst.noFsyncRpsVsFloor * 100).toFixed(0)}% without fsync, ${(worst.episodesRpsVsFloor * 100).toFixed(0)}% with one episode per client); rps ${worst.rpsVsPortkey.toFixed(2)}× Portkey's (goal > 1)`,
+      `worst case: added p50 ${worst.vsFloor.toFixed(2)}× the floor at c=1 (goal ≤ 2; ${worst.noFsyncVsFloor.toFixed(2)}× without fsync); ${worst.vsPortkey.toFixed(2)}× Portkey's (goal < 1); added p99 ${worst.tail.toFixed(2)}× added p50 in the worst round (goal ≤ 3; same rounds: no fsync ${worstTail.nofsync.toFixed(2)}×, floor ${worstTail.floor.toFixed(2)}×, Portkey ${worstTail.portkey.toFixed(2)}×; taking turns request by request: ${worstInterleaved.sidecar.toFixed(2)}×, no fsync ${worstInterleaved.nofsync.toFixed(2)}×, floor ${worstInterleaved.floor.toFixed(2)}×, Portkey JSON ${worstInterleaved.portkey.toFixed(2)}×); rps at c=16 ${(worst.rpsVsFloor * 100).toFixed(0)}% of the floor's (goal ≥ 50%; ${(worst.noFsyncRpsVsFloor * 100).toFixed(0)}% without fsync, ${(worst.episodesRpsVsFloor * 100).toFixed(0)}% with one episode per client); rps ${worst.rpsVsPortkey.toFixed(2)}× Portkey's (goal > 1)`,
     );
 
     if (only.length > 0) return figures;
