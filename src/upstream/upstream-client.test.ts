@@ -19,6 +19,11 @@ const tool = (name: string) => ({
   type: "function" as const,
   function: { name, description: name, parameters: { type: "object" } },
 });
+/** Polls (every 5 ms, for at most 5 s) until `done` holds; the assertion after it says what failed. */
+async function until(done: () => boolean): Promise<void> {
+  for (const deadline = Date.now() + 5_000; !done() && Date.now() < deadline; ) await Bun.sleep(5);
+}
+
 const smokeRequest: ChatRequest = {
   model: "qwen-test",
   messages: [{ role: "user", content: "observe the scene" }],
@@ -149,10 +154,11 @@ describe("upstream client against the scripted upstream", () => {
     const controller = new AbortController();
     upstream.scripted.enqueueFaults([{ kind: "timeout" }]);
     const pending = client().complete(smokeRequest, controller.signal);
-    await Bun.sleep(100);
+    // Cancelled once the upstream holds the request (on a loaded machine that can take over 100 ms).
+    await until(() => upstream.scripted.received.length > 0);
     controller.abort(new Error("shutdown"));
     await expect(pending).rejects.toThrow("shutdown");
-    await Bun.sleep(20);
+    await until(() => upstream.scripted.received[0]?.aborted === true);
     expect(upstream.scripted.received[0]?.aborted).toBe(true);
 
     const waiting = client({
