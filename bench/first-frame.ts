@@ -6,7 +6,8 @@
  * `images.encodeMs`, decode and encode in the worker, without queueing). The baseline is
  * the same process's steady conversion (median of the five later frames). Also exec to
  * ready and exec to the first frame's answer.
- * With URA_BASELINE_BINARY=<another build> both builds run, rounds interleaved (A/B).
+ * With URA_BASELINE_BINARY=<another build>[,<another>…] every build runs, rounds
+ * interleaved (A/B). `bun bench/first-frame.ts [rounds] [--no-idle]`.
  * Then the idle memory: after the frames, how much RSS a sidecar whose conversion worker
  * sat idle past its idle period (defaultIdleReplaceMs) gives back, and the conversion
  * time of the next frame after that against the steady one.
@@ -82,11 +83,12 @@ async function round(binary: string, upstreamUrl: string, seed: number): Promise
 export async function runFirstFrameBench(
   log: (line: string) => void = console.log,
   rounds = 5,
+  withIdleWorker = true,
 ): Promise<Record<string, number>> {
   const upstream = await spawnInstantUpstream();
   const builds = [{ name: "this", path: binaryPath }];
-  const baseline = process.env.URA_BASELINE_BINARY;
-  if (baseline) builds.push({ name: "baseline", path: baseline });
+  for (const [i, path] of (process.env.URA_BASELINE_BINARY ?? "").split(",").filter(Boolean).entries())
+    builds.push({ name: `baseline${i === 0 ? "" : i + 1}`, path });
   const figures: Record<string, number> = {};
   try {
     const samples = new Map(builds.map((b) => [b.name, [] as Sample[]]));
@@ -111,7 +113,7 @@ export async function runFirstFrameBench(
         `| ${build.name === "this" ? build.path : `baseline ${build.path}`} | ${at("ready").toFixed(0)} | ${at("firstAnswer").toFixed(0)} | ${at("first").toFixed(1)} | ${at("steady").toFixed(1)} | ${ratio.toFixed(2)} |`,
       );
     }
-    Object.assign(figures, await idleWorker(log, upstream.url));
+    if (withIdleWorker) Object.assign(figures, await idleWorker(log, upstream.url));
   } finally {
     upstream.proc.kill();
   }
@@ -153,4 +155,5 @@ async function idleWorker(log: (line: string) => void, upstreamUrl: string): Pro
   }
 }
 
-if (import.meta.main) await runFirstFrameBench(console.log, Number(process.argv[2] ?? 5));
+if (import.meta.main)
+  await runFirstFrameBench(console.log, Number(process.argv[2] ?? 5), !process.argv.includes("--no-idle"));
