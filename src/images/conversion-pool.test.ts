@@ -103,3 +103,40 @@ async function waitUntil(condition: () => boolean, timeoutMs = 20_000): Promise<
     await Bun.sleep(20);
   }
 }
+
+describe("codecs that do not load", () => {
+  test("a compile that failed: the warm-up and every conversion reject with the reason, none waits forever", async () => {
+    const broken = createConversionPool(2, { modules: Promise.reject(new Error("corrupt wasm")) });
+    try {
+      const png = rgbNoisePng(16, 16, 1).png;
+      // One asked for before the compile failed, and the warm-up.
+      const [early, warmUp] = await Promise.allSettled([
+        broken.convert(png, settings),
+        broken.warmUp(settings),
+      ]);
+      expect(early.status === "rejected" && String(early.reason)).toContain(
+        "image codecs failed to load: corrupt wasm",
+      );
+      expect(warmUp.status === "rejected" && String(warmUp.reason)).toContain("corrupt wasm");
+      await expect(broken.convert(png, settings)).rejects.toThrow(
+        "image codecs failed to load: corrupt wasm",
+      );
+    } finally {
+      await broken.close();
+    }
+  });
+
+  test("modules the workers cannot instantiate: the warm-up and conversions fail, none waits forever", async () => {
+    // A valid module with none of the codecs' exports.
+    const empty = new WebAssembly.Module(new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]));
+    const broken = createConversionPool(1, { modules: Promise.resolve({ png: empty, webpEncoder: empty }) });
+    try {
+      await expect(broken.warmUp(settings)).rejects.toThrow();
+      await expect(broken.convert(rgbNoisePng(16, 16, 1).png, settings)).rejects.toThrow(
+        "image conversion failed",
+      );
+    } finally {
+      await broken.close();
+    }
+  });
+});

@@ -13,7 +13,7 @@
  */
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { compileConversionModules } from "./codecs.ts";
+import { type ConversionModules, compileConversionModules } from "./codecs.ts";
 import type { WorkerReply, WorkerRequest } from "./conversion-messages.ts";
 import { PngDecodeError, type PngToWebp } from "./png-to-webp.ts";
 import type { WebpSettings } from "./settings.ts";
@@ -87,20 +87,21 @@ export type ConversionPool = PngToWebp & {
 export type ConversionPoolOptions = {
   /** See defaultIdleReplaceMs; 0 = never replace an idle worker. */
   idleReplaceMs?: number;
+  /** The compiled codecs to hand the workers (default: compiled here, from the embedded .wasm files). */
+  modules?: Promise<ConversionModules>;
 };
 
 export function createConversionPool(
   size: number = defaultWorkerCount(),
   options: ConversionPoolOptions = {},
 ): ConversionPool {
-  const { idleReplaceMs = defaultIdleReplaceMs } = options;
+  const { idleReplaceMs = defaultIdleReplaceMs, modules = compileConversionModules() } = options;
   const queue: Queued[] = [];
   let nextId = 1;
   let closed = false;
   let loadError: Error | undefined;
   let idleReplacements = 0;
   const workerUrl = conversionWorkerUrl();
-  const modules = compileConversionModules();
 
   function spawn(): Slot {
     const worker = new Worker(workerUrl);
