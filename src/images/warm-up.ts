@@ -4,8 +4,9 @@
  * and only a real-sized frame removes that (bench/warm-up.ts). The frame is a PNG
  * embedded in the binary (`cameraLikeFrame(640, 480, 42)` as an RGB PNG, what a camera
  * sends), converted as a client's frame is: decoded, then encoded. Generating the same
- * pixels in JavaScript cost ~70 ms of CPU on the start-up path; reading the file costs
- * nothing, and the decode it takes instead warms the PNG decoder for the first frame.
+ * pixels in JavaScript cost ~70 ms of CPU on the start-up path; the first decode costs
+ * about as much (60–110 ms of CPU measured), but it warms the PNG decoder the first
+ * client frame needs, which it otherwise paid for after ready.
  */
 import type { ConversionCodecs } from "./codecs.ts";
 import type { WebpSettings } from "./settings.ts";
