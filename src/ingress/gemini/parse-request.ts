@@ -4,9 +4,9 @@
  * client — or whoever reads the records — knows exactly what the sidecar refused.
  */
 import type { JsonBody } from "../../lib/parse-json-body.ts";
-import { parseAt, requestObject } from "../parse-at.ts";
+import { parseRequestAt, requestObject } from "../parse-at.ts";
 import { type GenerateContentRequest, generateContentRequestSchema } from "./schema.ts";
 
 export function parseRequest(body: JsonBody): GenerateContentRequest {
-  return parseAt(generateContentRequestSchema, requestObject(body, "Gemini GenerateContent"), "");
+  return parseRequestAt(generateContentRequestSchema, requestObject(body, "Gemini GenerateContent"), "");
 }

@@ -8,9 +8,10 @@
  * is answered in the Gemini envelope.
  */
 import { Hono } from "hono";
+import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
-import { parseJsonBody } from "../../lib/parse-json-body.ts";
+import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts";
 import { wholeText } from "../../lib/split-text.ts";
 import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
@@ -28,6 +29,9 @@ function recordedPath(url: URL, base: string): string {
   return `${url.pathname.slice(base.length)}${search}`;
 }
 
+/** Gemini CLI resends its system instruction (~30 KB) and tool list (~7 KB) unchanged every turn; per episode. */
+const repeatedOf = repeatedMembersPer<Episode>(["systemInstruction", "tools"]);
+
 export function createRoutes(deps: RouteDeps): Hono {
   const app = new Hono();
   app.onError((error) => renderError(toSidecarError(error)));
@@ -42,7 +46,7 @@ export function createRoutes(deps: RouteDeps): Hono {
       query: url.searchParams,
       episodeModel: episode.model,
     });
-    const body = parseJsonBody(await receivedBody(c.req.raw));
+    const body = parseJsonBody(await receivedBody(c.req.raw), repeatedOf(episode));
     const path = recordedPath(url, base);
     if (operation.kind === "count_tokens") {
       const error = new SidecarError(

@@ -1,6 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import type { HubRequest } from "../../hub/schema.ts";
-import { jsonBodyOf } from "../../lib/parse-json-body.ts";
+import {
+  createRepeatedMembers,
+  isRepeatedMember,
+  jsonBodyOf,
+  parseJsonBody,
+  type RepeatedMembers,
+} from "../../lib/parse-json-body.ts";
 import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
 import type { DeliveredArguments } from "./convert-contents.ts";
 import { removeWaitForPrevious } from "./convert-tools.ts";
@@ -416,5 +422,59 @@ describe("options", () => {
   test("removeWaitForPrevious leaves a schema without it untouched (same object)", () => {
     const schema = { type: "object", properties: { a: {} } };
     expect(removeWaitForPrevious(schema).schema).toBe(schema);
+  });
+});
+
+describe("a system instruction and tool list resent unchanged (Gemini CLI's, every turn)", () => {
+  const operation = { kind: "generate" as const, model: "ura-qwen", stream: true, sse: true };
+  const request = {
+    contents: [user("list the files")],
+    systemInstruction: {
+      role: "user",
+      parts: [{ text: `You are an agent. ${"Follow the rules. ".repeat(200)}` }],
+    },
+    tools: [
+      {
+        functionDeclarations: ["read_file", "write_file"].map((name) => ({
+          name,
+          description: `${name}: ${"does its job carefully. ".repeat(20)}`,
+          parametersJsonSchema: {
+            type: "object",
+            properties: { path: { type: "string" }, wait_for_previous: { type: "boolean" } },
+            required: ["path"],
+          },
+        })),
+      },
+    ],
+  };
+  const translate = (body: unknown, repeated?: RepeatedMembers) =>
+    toHub(parseJsonBody(JSON.stringify(body), repeated), { operation }).hub;
+
+  test("each later turn translates exactly as a fresh request, its notes included", () => {
+    const repeated = createRepeatedMembers(["systemInstruction", "tools"]);
+    translate(request, repeated);
+    const later = { ...request, contents: [...request.contents, { role: "model", parts: [{ text: "ok" }] }] };
+    const parsed = parseJsonBody(JSON.stringify(later), repeated);
+    expect(parsed.parsed && isRepeatedMember((parsed.value as { tools: unknown }).tools)).toBe(true);
+    const hub = translate(later, repeated);
+    expect(hub).toEqual(translate(later));
+    expect(hub.ignored.some((note) => note.includes("wait_for_previous"))).toBe(true);
+  });
+
+  test("a bad field beside the repeated members is named as in a fresh request", () => {
+    const repeated = createRepeatedMembers(["systemInstruction", "tools"]);
+    translate(request, repeated);
+    for (const body of [
+      { ...request, contents: [] },
+      { ...request, unknown_field: 1 },
+      { ...request, generationConfig: { temperature: "hot" } },
+    ]) {
+      const reused = errorOf(() => translate(body, repeated));
+      const fresh = errorOf(() => translate(body));
+      expect({ param: reused.param, message: reused.message }).toEqual({
+        param: fresh.param,
+        message: fresh.message,
+      });
+    }
   });
 });
