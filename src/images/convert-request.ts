@@ -228,6 +228,8 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
         );
       },
       async finish(sent, options = {}) {
+        // A request without images (most turns of a text agent) is sent as it is.
+        if (checked.size === 0) return { request: sent, stats };
         let images = 0;
         const sentKeys = new Set<string>();
         // Every PNG still to convert converts at once (as many in parallel as the pool has workers).

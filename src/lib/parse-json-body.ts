@@ -64,7 +64,7 @@ export function isRepeatedMember(value: unknown): value is object {
 }
 
 /** Where a string that opens at `start` (a quote) closes: the next quote preceded by an even number of backslashes; -1 if never. */
-function closingQuote(text: string, start: number): number {
+export function closingQuote(text: string, start: number): number {
   let end = text.indexOf('"', start + 1);
   while (end > 0) {
     let backslashes = 0;

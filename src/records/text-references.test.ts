@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import fc from "fast-check";
 import { createBlobStore } from "./blob-store.ts";
 import { referencedDigests } from "./image-references.ts";
 import { createRecurringTexts, inlineTexts, resolveTextReferences } from "./text-references.ts";
@@ -75,6 +76,29 @@ describe("long strings seen before", () => {
     for (const body of many) texts.externalize(body);
     expect(texts.externalize(bodies[1] as string)).toBe(bodies[1] as string);
   });
+});
+
+test("any JSON text, seen twice: every string value of the length stored once, keys and shorter strings as they were", () => {
+  const { blobs, read } = store();
+  // Short tokens (8 characters, quotes included) so that most strings of a generated value count.
+  const texts = createRecurringTexts(blobs, { redact: noRedaction, minTokenBytes: 8 });
+  const stringsOf = (value: unknown): string[] =>
+    typeof value === "string"
+      ? [value]
+      : value !== null && typeof value === "object"
+        ? Object.values(value).flatMap(stringsOf)
+        : [];
+  fc.assert(
+    fc.property(fc.jsonValue(), fc.constantFrom(0, 2), (value, space) => {
+      const json = JSON.stringify(value, null, space);
+      texts.externalize(json);
+      const stored = texts.externalize(json);
+      expect(inlineTexts(stored, read)).toBe(json);
+      expect(resolveTextReferences(JSON.parse(stored), read)).toEqual(JSON.parse(json));
+      const long = stringsOf(value).filter((s) => JSON.stringify(s).length >= 8);
+      expect(referencedDigests(stored)).toHaveLength(long.length);
+    }),
+  );
 });
 
 describe("text references in a parsed value", () => {

@@ -13,9 +13,9 @@
  * The blob holds the token exactly as it stood in the JSON text, quotes and
  * escapes included (UTF-8, `bytes` long) and redacted as its line would have
  * been, so `inlineTexts` puts it back byte for byte with a pure text substitution.
- * - The scan matches every string token from the start of a JSON text (each match
- *   ends at the token's closing quote, so the next quote it meets opens a token),
- *   so it needs no parser and never looks inside a string.
+ * - The scan steps from string token to string token from the start of a JSON text
+ *   (each ends at its closing quote, the next quote not escaped, so the next quote
+ *   after it opens a token), so it needs no parser and never looks inside a string.
  * - A line whose content already contains `{"$text":` or `{"$blob":` is not given
  *   to `externalize` at all (the writer checks before it references images, and
  *   marks the line `"images_inline":true`), and a text holding `{"$text":` is
@@ -24,12 +24,11 @@
  *   searched for references it could not have.
  */
 import { z } from "zod";
+import { closingQuote } from "../lib/parse-json-body.ts";
 import type { BlobStore } from "./blob-store.ts";
 
 export const textReferenceMarker = '{"$text":';
 
-/** A JSON string token (the unrolled form: JSC runs it ~10× faster than an alternation). */
-const stringToken = /"[^"\\]*(?:\\.[^"\\]*)*"/g;
 const referencePattern = /\{"\$text":"sha256:([0-9a-f]{64})","bytes":(\d+)\}/g;
 
 export type RecurringTexts = {
@@ -98,6 +97,21 @@ export function createRecurringTexts(
     }
   }
 
+  /** The reference for a long token seen before (its blob written first); undefined the first time. */
+  function referenceFor(token: string): string | undefined {
+    if (!seen.has(token)) {
+      remember(token);
+      return undefined;
+    }
+    let stored = seen.get(token);
+    if (stored === undefined) {
+      const bytes = encoder.encode(options.redact(token));
+      stored = { digest: blobs.put(bytes), bytes: bytes.length };
+      seen.set(token, stored);
+    }
+    return `{"$text":"sha256:${stored.digest}","bytes":${stored.bytes}}`;
+  }
+
   return {
     get firstSightings() {
       return firstSightings;
@@ -105,20 +119,23 @@ export function createRecurringTexts(
     spans: new WeakMap(),
     externalize(json) {
       if (json.length < minTokenBytes || json.includes(textReferenceMarker)) return json;
-      return json.replace(stringToken, (token: string, at: number) => {
-        if (token.length < minTokenBytes || isKey(json, at + token.length)) return token;
-        if (!seen.has(token)) {
-          remember(token);
-          return token;
+      // Token by token with indexOf rather than a regular expression's replace: most tokens
+      // are short, and a callback for each of them was most of the cost.
+      let out = "";
+      let copied = 0;
+      for (let at = json.indexOf('"'); at >= 0; ) {
+        const end = closingQuote(json, at) + 1;
+        if (end === 0) break;
+        if (end - at >= minTokenBytes && !isKey(json, end)) {
+          const reference = referenceFor(json.slice(at, end));
+          if (reference !== undefined) {
+            out += json.slice(copied, at) + reference;
+            copied = end;
+          }
         }
-        let stored = seen.get(token);
-        if (stored === undefined) {
-          const bytes = encoder.encode(options.redact(token));
-          stored = { digest: blobs.put(bytes), bytes: bytes.length };
-          seen.set(token, stored);
-        }
-        return `{"$text":"sha256:${stored.digest}","bytes":${stored.bytes}}`;
-      });
+        at = json.indexOf('"', end);
+      }
+      return copied === 0 ? json : out + json.slice(copied);
     },
   };
 }
