@@ -27,9 +27,13 @@ test("defaults are 6 MiB per body, 10 MiB per data URL, 50 megapixels per PNG", 
   });
 });
 
-test("under both limits returns the body's UTF-8 size", () => {
-  const b = body("data:image/webp;base64,AAAA", "é");
-  expect(checkUpstreamSize(b, sizeLimitsSchema.parse({}))).toEqual({ bodyBytes: Buffer.byteLength(b) });
+test("a body of exactly max_request_bytes passes, one byte more does not (UTF-8 bytes counted near the limit)", () => {
+  for (const text of ["é", "😀 ✓", "x"]) {
+    const b = body("data:image/webp;base64,AAAA", text.repeat(200));
+    const bytes = Buffer.byteLength(b);
+    expect(() => checkUpstreamSize(b, { max_request_bytes: bytes })).not.toThrow();
+    expect(() => checkUpstreamSize(b, { max_request_bytes: bytes - 1 })).toThrow(SidecarError);
+  }
 });
 
 test("a body over max_request_bytes names the limit and the size", () => {

@@ -33,11 +33,10 @@ function describeBytes(bytes: number): string {
   return bytes >= MiB ? `${bytes} bytes (${(bytes / MiB).toFixed(2)} MiB)` : `${bytes} bytes`;
 }
 
-/** Throws when the serialized upstream body is over max_request_bytes; returns its size. */
-export function checkUpstreamSize(
-  body: string,
-  limits: Pick<SizeLimits, "max_request_bytes">,
-): { bodyBytes: number } {
+/** Throws when the serialized upstream body is over max_request_bytes. */
+export function checkUpstreamSize(body: string, limits: Pick<SizeLimits, "max_request_bytes">): void {
+  // A UTF-16 code unit is at most 3 bytes of UTF-8: a body well under the limit is not counted.
+  if (body.length * 3 <= limits.max_request_bytes) return;
   const bodyBytes = Buffer.byteLength(body, "utf8");
   if (bodyBytes > limits.max_request_bytes) {
     throw new SidecarError(
@@ -45,7 +44,6 @@ export function checkUpstreamSize(
       `the upstream request body is ${describeBytes(bodyBytes)}, over the limit max_request_bytes = ${describeBytes(limits.max_request_bytes)}`,
     );
   }
-  return { bodyBytes };
 }
 
 /**

@@ -57,20 +57,24 @@ export type JsonText = { text: string; known: readonly KnownSpan[] };
 export function stringifyKnowingMembers(object: Record<string, unknown>): JsonText {
   // Without a frozen member there is nothing to reuse, and one JSON.stringify copies nothing twice.
   if (!hasFrozenMember(object)) return { text: JSON.stringify(object), known: [] };
-  const members: string[] = [];
+  // One join of all the parts: the engine builds a flat string. Concatenating the joined
+  // members with the braces made a rope that every later reader flattened again
+  // (in process, 70 KB of Claude Code's body: ~100 us for UTF-8 length and encoding vs ~430).
+  const parts: string[] = ["{"];
   const known: KnownSpan[] = [];
   let length = 1;
   for (const key of Object.keys(object)) {
     const value = object[key];
     const json = isFrozenObject(value) ? stringifyOnce(value) : JSON.stringify(value);
     if (json === undefined) continue;
-    const name = `${members.length === 0 ? "" : ","}${JSON.stringify(key)}:`;
+    const name = `${length === 1 ? "" : ","}${JSON.stringify(key)}:`;
     if (isFrozenObject(value))
       known.push({ start: length + name.length, end: length + name.length + json.length, key: value });
-    members.push(name + json);
+    parts.push(name, json);
     length += name.length + json.length;
   }
-  return { text: `{${members.join("")}}`, known };
+  parts.push("}");
+  return { text: parts.join(""), known };
 }
 
 /** stringifyKnowingMembers' text alone: the same text as JSON.stringify(object). */

@@ -56,19 +56,19 @@ export function externalizePieces(
   texts: RecurringTexts | undefined,
   externalize: (text: string) => string,
 ): string {
-  let out = "";
+  const out: string[] = [];
   for (const piece of pieces) {
     const { scan } = piece;
     if (scan === undefined || texts === undefined) {
-      out += externalize(piece.text);
+      out.push(externalize(piece.text));
       continue;
     }
     if (scan.externalized === undefined) {
       const before = texts.firstSightings;
       const externalized = externalize(piece.text);
       if (texts.firstSightings === before) scan.externalized = externalized;
-      out += externalized;
-    } else out += scan.externalized;
+      out.push(externalized);
+    } else out.push(scan.externalized);
   }
-  return out;
+  return out.length === 1 ? (out[0] as string) : out.join("");
 }

@@ -16,6 +16,23 @@ test("a secret is redacted raw, JSON-escaped once and twice, and URL-encoded", (
   expect(JSON.parse(redact(twice))).toEqual({ raw: JSON.stringify({ m: "<redacted>" }) });
 });
 
+test("every form is redacted whatever the secret starts with, and text without the secret is returned as it is", () => {
+  for (const secret of [
+    "sk-live-7f3a9c2e41b8",
+    '"quoted"-secret-value',
+    "%41-encoded-start",
+    "é-non-ascii-secret",
+  ]) {
+    const redact = createRedactor(() => [secret, "another-secret-value"]);
+    for (const form of secretForms(secret)) {
+      const text = `{"a":"before ${form} after"}`;
+      expect(redact(text)).toBe('{"a":"before <redacted> after"}');
+    }
+    const clean = `{"a":"${secret.slice(0, -1)}"}`;
+    expect(redact(clean)).toBe(clean);
+  }
+});
+
 test("short or plain secrets are refused by name, never quoted", () => {
   expect(secretWeakness("URA_CONTROL_PASSWORD", "record")).toMatch(/URA_CONTROL_PASSWORD is too short/);
   expect(secretWeakness("URA_CONTROL_PASSWORD", "aaaaaaaaaaaaaaaaaaaa")).toMatch(/too weak/);

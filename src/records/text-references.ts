@@ -121,7 +121,7 @@ export function createRecurringTexts(
       if (json.length < minTokenBytes || json.includes(textReferenceMarker)) return json;
       // Token by token with indexOf rather than a regular expression's replace: most tokens
       // are short, and a callback for each of them was most of the cost.
-      let out = "";
+      const out: string[] = [];
       let copied = 0;
       for (let at = json.indexOf('"'); at >= 0; ) {
         const end = closingQuote(json, at) + 1;
@@ -129,13 +129,15 @@ export function createRecurringTexts(
         if (end - at >= minTokenBytes && !isKey(json, end)) {
           const reference = referenceFor(json.slice(at, end));
           if (reference !== undefined) {
-            out += json.slice(copied, at) + reference;
+            out.push(json.slice(copied, at), reference);
             copied = end;
           }
         }
         at = json.indexOf('"', end);
       }
-      return copied === 0 ? json : out + json.slice(copied);
+      if (copied === 0) return json;
+      out.push(json.slice(copied));
+      return out.join("");
     },
   };
 }
