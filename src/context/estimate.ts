@@ -5,7 +5,7 @@
  * the client sent them, since context runs before the WebP conversion.
  */
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
-import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
+import { jsonBytesOnce, jsonBytesReusingMembers } from "../lib/frozen-json.ts";
 import { measureJsonBytes } from "../lib/json-bytes.ts";
 
 export { measureJsonBytes };
@@ -17,8 +17,8 @@ export function estimateTokens(request: HubRequest): number {
 /**
  * UTF-8 length of `JSON.stringify(request)`, summed per message (the request
  * without messages + each message + the commas between): the same number without
- * building one string as large as the whole history. A tool list the client
- * repeated (frozen, see frozen-json.ts) is serialised and measured once, not every turn.
+ * building one string as large as the whole history. A tool list or system prompt the
+ * client repeated (frozen, see frozen-json.ts) is serialised and measured once, not every turn.
  */
 export function measureRequestBytes(request: HubRequest): number {
   let bytes = jsonBytesReusingMembers({ ...request, messages: [] });
@@ -34,6 +34,8 @@ const base64Only = /^[A-Za-z0-9+/=]*$/;
  * same number as measureJsonBytes, without copying megabytes of base64 per turn.
  */
 export function measureMessageBytes(message: HubMessage): number {
+  // A message derived from a member the client resent (frozen: a system prompt) is measured once.
+  if (Object.isFrozen(message)) return jsonBytesOnce(message);
   if (message.role !== "user" && message.role !== "tool") return measureJsonBytes(message);
   let dataBytes = 0;
   let stripped = false;

@@ -9,14 +9,16 @@ import {
   stringifyReusingMembers,
 } from "./frozen-json.ts";
 
-/** Plain data objects whose members are sometimes frozen (as a repeated tool list is). */
+const sometimesFrozen = fc
+  .tuple(fc.oneof(fc.jsonValue(), fc.constant(undefined)), fc.boolean())
+  .map(([value, frozen]) => (frozen ? deepFreeze(value) : value));
+
+/**
+ * Plain data objects whose members are sometimes frozen (as a repeated tool list is),
+ * or arrays holding frozen items (a resent system prompt among the messages).
+ */
 const objectWithFrozenMembers = fc
-  .dictionary(
-    fc.string(),
-    fc
-      .tuple(fc.oneof(fc.jsonValue(), fc.constant(undefined)), fc.boolean())
-      .map(([value, frozen]) => (frozen ? deepFreeze(value) : value)),
-  )
+  .dictionary(fc.string(), fc.oneof(sometimesFrozen, fc.array(sometimesFrozen, { maxLength: 4 })))
   .map((members) => ({ ...members }));
 
 describe("JSON of frozen values, reused", () => {
@@ -30,10 +32,12 @@ describe("JSON of frozen values, reused", () => {
         // Each frozen member's JSON is where its span says, and only frozen members have one.
         const { text, known } = stringifyKnowingMembers(object);
         expect(text).toBe(json);
-        const frozenMembers = Object.values(object).filter(
-          (v): v is object => v !== null && typeof v === "object" && Object.isFrozen(v),
+        const isFrozenObject = (v: unknown): v is object =>
+          v !== null && typeof v === "object" && Object.isFrozen(v);
+        const frozenParts = Object.values(object).flatMap((v) =>
+          isFrozenObject(v) ? [v] : Array.isArray(v) ? v.filter(isFrozenObject) : [],
         );
-        expect(known.map((span) => span.key)).toEqual(frozenMembers);
+        expect(known.map((span) => span.key)).toEqual(frozenParts);
         for (const span of known) expect(text.slice(span.start, span.end)).toBe(JSON.stringify(span.key));
       }),
     );

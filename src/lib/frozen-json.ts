@@ -19,8 +19,12 @@ function isFrozenObject(value: unknown): value is object {
   return value !== null && typeof value === "object" && Object.isFrozen(value);
 }
 
+/** Whether a member is frozen, or an array holding a frozen item. */
 function hasFrozenMember(object: Record<string, unknown>): boolean {
-  for (const key in object) if (isFrozenObject(object[key])) return true;
+  for (const key in object) {
+    const value = object[key];
+    if (isFrozenObject(value) || (Array.isArray(value) && value.some(isFrozenObject))) return true;
+  }
   return false;
 }
 
@@ -63,15 +67,29 @@ export function stringifyKnowingMembers(object: Record<string, unknown>): JsonTe
   const parts: string[] = ["{"];
   const known: KnownSpan[] = [];
   let length = 1;
+  const add = (json: string, frozen?: object) => {
+    if (frozen) known.push({ start: length, end: length + json.length, key: frozen });
+    parts.push(json);
+    length += json.length;
+  };
   for (const key of Object.keys(object)) {
     const value = object[key];
+    if (Array.isArray(value) && !Object.isFrozen(value) && value.some(isFrozenObject)) {
+      // An array holding frozen items (a resent system prompt among the messages): `[`,
+      // each item's JSON (`null` for one that has none, as JSON.stringify writes it), `]`.
+      add(`${length === 1 ? "" : ","}${JSON.stringify(key)}:[`);
+      value.forEach((item, i) => {
+        if (i > 0) add(",");
+        if (isFrozenObject(item)) add(stringifyOnce(item), item);
+        else add(JSON.stringify(item) ?? "null");
+      });
+      add("]");
+      continue;
+    }
     const json = isFrozenObject(value) ? stringifyOnce(value) : JSON.stringify(value);
     if (json === undefined) continue;
-    const name = `${length === 1 ? "" : ","}${JSON.stringify(key)}:`;
-    if (isFrozenObject(value))
-      known.push({ start: length + name.length, end: length + name.length + json.length, key: value });
-    parts.push(name, json);
-    length += name.length + json.length;
+    add(`${length === 1 ? "" : ","}${JSON.stringify(key)}:`);
+    add(json, isFrozenObject(value) ? value : undefined);
   }
   parts.push("}");
   return { text: parts.join(""), known };
@@ -85,7 +103,7 @@ export function stringifyReusingMembers(object: Record<string, unknown>): string
 const bytesOfFrozen = new WeakMap<object, number>();
 
 /** UTF-8 length of JSON.stringify(value), computed once per frozen object. */
-function jsonBytesOnce(value: object): number {
+export function jsonBytesOnce(value: object): number {
   let bytes = bytesOfFrozen.get(value);
   if (bytes === undefined) {
     bytes = Buffer.byteLength(stringifyOnce(value), "utf8");

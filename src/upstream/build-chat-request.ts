@@ -54,6 +54,14 @@ export function assertImagesAllowed(messages: HubMessage[], target: ChatTarget):
   });
 }
 
+/** A system prompt the client resent (a frozen hub message) is converted once; its JSON is then serialised once too. */
+const toChatSystem = deriveOncePerFrozen(
+  (message: Extract<HubMessage, { role: "system" }>): ChatMessage => ({
+    role: "system",
+    content: textOf(message.content),
+  }),
+);
+
 export function toChatMessages(messages: HubMessage[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   let pendingImages: ChatContentPart[] = [];
@@ -65,7 +73,7 @@ export function toChatMessages(messages: HubMessage[]): ChatMessage[] {
     if (message.role !== "tool") flushImages();
     switch (message.role) {
       case "system":
-        out.push({ role: "system", content: textOf(message.content) });
+        out.push(toChatSystem(message));
         break;
       case "user":
         out.push({

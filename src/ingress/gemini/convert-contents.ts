@@ -17,6 +17,7 @@
  */
 import type { HubMessage, HubPart, HubToolCall, HubToolMessage } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
+import { deriveOncePerFrozen } from "../../lib/frozen-json.ts";
 import type { IgnoredFields } from "../ignored-fields.ts";
 import { liftErrorImages } from "./lift-error-images.ts";
 import { kindOf } from "./part-kind.ts";
@@ -191,14 +192,24 @@ export function convertContents(
   return messages;
 }
 
+type SystemInstruction = NonNullable<GenerateContentRequest["systemInstruction"]>;
+
+/** A system instruction the client resent (frozen) becomes one frozen hub message: measured and serialised once too. */
+const toHubSystem = deriveOncePerFrozen(
+  (system: SystemInstruction): HubMessage => ({
+    role: "system",
+    content: system.parts.map((part) => ({ type: "text" as const, text: part.text ?? "" })),
+  }),
+);
+
 export function convertSystem(request: GenerateContentRequest, notes: IgnoredFields): HubMessage[] {
   const system = request.systemInstruction;
   if (!system) return [];
-  const content = system.parts.map((part, j) => {
+  // Checked (and its notes taken) on every request, as the notes belong to each one.
+  system.parts.forEach((part, j) => {
     const param = `systemInstruction.parts[${j}]`;
     if (kindOf(part, param, notes) !== "text")
       throw invalidField(param, "only text parts are allowed in systemInstruction");
-    return { type: "text" as const, text: part.text ?? "" };
   });
-  return [{ role: "system", content }];
+  return [toHubSystem(system)];
 }

@@ -1,5 +1,7 @@
 import { describe, expect, test } from "bun:test";
+import { estimateTokens } from "../../context/estimate.ts";
 import type { HubRequest } from "../../hub/schema.ts";
+import { stringifyReusingMembers } from "../../lib/frozen-json.ts";
 import {
   createRepeatedMembers,
   isRepeatedMember,
@@ -8,6 +10,7 @@ import {
   type RepeatedMembers,
 } from "../../lib/parse-json-body.ts";
 import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
+import { buildChatRequest } from "../../upstream/build-chat-request.ts";
 import type { DeliveredArguments } from "./convert-contents.ts";
 import { removeWaitForPrevious } from "./convert-tools.ts";
 import { toHub } from "./to-hub.ts";
@@ -452,13 +455,21 @@ describe("a system instruction and tool list resent unchanged (Gemini CLI's, eve
 
   test("each later turn translates exactly as a fresh request, its notes included", () => {
     const repeated = createRepeatedMembers(["systemInstruction", "tools"]);
-    translate(request, repeated);
+    const first = translate(request, repeated);
     const later = { ...request, contents: [...request.contents, { role: "model", parts: [{ text: "ok" }] }] };
     const parsed = parseJsonBody(JSON.stringify(later), repeated);
     expect(parsed.parsed && isRepeatedMember((parsed.value as { tools: unknown }).tools)).toBe(true);
     const hub = translate(later, repeated);
-    expect(hub).toEqual(translate(later));
+    const fresh = translate(later);
+    expect(hub).toEqual(fresh);
     expect(hub.ignored.some((note) => note.includes("wait_for_previous"))).toBe(true);
+    // The system instruction is one frozen hub message, the same object every turn, measured
+    // and serialised as the fresh one.
+    expect(hub.messages[0]).toBe(first.messages[0] as (typeof hub.messages)[0]);
+    expect(estimateTokens(hub)).toBe(estimateTokens(fresh));
+    const target = { model: "ura-qwen", imageInput: true, parallelToolCalls: true };
+    const chat = buildChatRequest(hub, target);
+    expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(buildChatRequest(fresh, target)));
   });
 
   test("a bad field beside the repeated members is named as in a fresh request", () => {

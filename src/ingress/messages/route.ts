@@ -35,8 +35,8 @@ function requestPath(c: Context): string {
   return `${url.pathname}${url.search}`;
 }
 
-/** Claude Code resends its tool list (63 KB of its 86 KB request) unchanged every turn; per episode. */
-const repeatedOf = repeatedMembersPer<Episode>(["tools"]);
+/** Claude Code resends its tool list (63 KB of its 77 KB request) and system prompt (6 KB) unchanged every turn; per episode. */
+const repeatedOf = repeatedMembersPer<Episode>(["tools", "system"]);
 
 export function createRoutes(deps: RouteDeps): Hono {
   const app = new Hono();

@@ -280,7 +280,7 @@ describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
   const translate = (text: string, repeated?: RepeatedMembers) => toHub(parseJsonBody(text, repeated)).hub;
 
   test("each later turn translates, measures and serialises exactly as a fresh request", () => {
-    const repeated = createRepeatedMembers(["tools"]);
+    const repeated = createRepeatedMembers(["tools", "system"]);
     const first = translate(JSON.stringify(request), repeated);
     const laterText = JSON.stringify({
       ...request,
@@ -290,6 +290,9 @@ describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
     const fresh = translate(laterText);
     expect(later).toEqual(fresh);
     expect(later.tools).toBe(first.tools);
+    // The resent system prompt is one frozen hub message, the same object every turn.
+    expect(later.messages[0]).toBe(first.messages[0] as (typeof later.messages)[0]);
+    expect(Object.isFrozen(later.messages[0])).toBe(true);
     expect(estimateTokens(later)).toBe(estimateTokens(fresh));
     const chat = buildChatRequest(later, target);
     expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(buildChatRequest(fresh, target)));

@@ -89,6 +89,11 @@ const toHubTools = deriveOncePerFrozen((tools: readonly MessagesTool[]) =>
   })),
 );
 
+/** A repeated system prompt (frozen) becomes one frozen hub message: measured and serialised once too. */
+const toHubSystem = deriveOncePerFrozen(
+  (blocks: readonly TextBlock[]): HubMessage => ({ role: "system", content: blocks.map(toTextPart) }),
+);
+
 /** `cache_control` hints are many (one per block): one note lists where they were. */
 function noteCacheControl(ignored: IgnoredFields, path: string, block: { cache_control?: unknown }): void {
   if (block.cache_control !== undefined) ignored.addAt("cache_control", path);
@@ -115,7 +120,7 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
   systemBlocks.forEach((block, i) => {
     noteCacheControl(ignored, `system[${i}]`, block);
   });
-  if (systemBlocks.length > 0) messages.push({ role: "system", content: systemBlocks.map(toTextPart) });
+  if (systemBlocks.length > 0) messages.push(toHubSystem(systemBlocks));
 
   request.messages.forEach((message, i) => {
     const at = (j: number) => `messages[${i}].content[${j}]`;
