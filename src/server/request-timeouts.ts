@@ -21,7 +21,7 @@ import { handOverBody, splitFromBytes } from "../ingress/received-body.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 import { readSplitJson } from "../lib/split-json-bytes.ts";
-import type { SplitText } from "../lib/split-text.ts";
+import { type SplitText, unsplit } from "../lib/split-text.ts";
 
 export type ServerLimits = {
   body_timeout_seconds: number;
@@ -181,14 +181,23 @@ type ReadBody = (request: Request, signal: AbortSignal) => Promise<Received & { 
 
 const wholeBody: ReadBody = async (request) => ({ kind: "complete", text: await request.text() });
 
-/** Read from the body stream chunk by chunk: the runtime never buffers the whole body (readSplitJson). */
-const splitBody: ReadBody = async (request, signal) => ({
-  kind: "complete",
-  split: await readSplitJson(request.body as ReadableStream<Uint8Array>, {
-    keepWholeUnder: splitFromBytes,
-    signal,
-  }),
-});
+/**
+ * Read from the body stream chunk by chunk: the runtime never buffers the whole body
+ * (readSplitJson). A body declared smaller than what is split comes back whole anyway,
+ * so it is read by the runtime at once: scanning it in JavaScript first cost ~0.5 ms of
+ * CPU on Claude Code's 77 KB request.
+ */
+const splitBody: ReadBody = async (request, signal) => {
+  if (Number(request.headers.get("content-length") ?? Number.NaN) < splitFromBytes)
+    return { kind: "complete", split: unsplit(await request.text()) };
+  return {
+    kind: "complete",
+    split: await readSplitJson(request.body as ReadableStream<Uint8Array>, {
+      keepWholeUnder: splitFromBytes,
+      signal,
+    }),
+  };
+};
 
 async function receiveWithin(request: Request, read: ReadBody, ms: number): Promise<Received> {
   let timer: ReturnType<typeof setTimeout> | undefined;
