@@ -120,7 +120,8 @@ export function createApp(deps: AppDeps): Hono {
     // the raw request; every other route reads it with c.req.text().
     const splitsBody = (path: string) => ingressProtocolOf(path) !== undefined;
     const readsRawBody = (path: string) => !splitsBody(path);
-    app.use("*", receiveBodies(requestLimits, { pausingAnswer, readsRawBody, splitsBody }));
+    const bodyArriving = (bytes: number) => deps.memory?.bodyArriving(bytes);
+    app.use("*", receiveBodies(requestLimits, { pausingAnswer, readsRawBody, splitsBody, bodyArriving }));
   }
   if (deps.admission) {
     const admission = deps.admission;

@@ -48,6 +48,40 @@ test("the collection after a large request is full only when no other request is
   reclaimer.stop();
 });
 
+test("a large body arriving before the collection after the last one ran, alone: that collection runs in full first", async () => {
+  const { collections, reclaimer } = recorded();
+  reclaimer.requestEnded(5000);
+  const finishNext = handling(reclaimer);
+  reclaimer.bodyArriving(999);
+  expect(collections).toEqual([]);
+  reclaimer.bodyArriving(5000);
+  expect(collections).toEqual([true]);
+  await Bun.sleep(20);
+  // Once: the timer's collection is the one that ran, and nothing is owed any more.
+  reclaimer.bodyArriving(5000);
+  expect(collections).toEqual([true]);
+  await finishNext();
+  reclaimer.stop();
+});
+
+test("a large body arriving while another request is in flight, or with nothing owed, collects nothing", async () => {
+  const { collections, reclaimer } = recorded();
+  reclaimer.requestEnded(5000);
+  const finishOther = handling(reclaimer);
+  const finishNext = handling(reclaimer);
+  reclaimer.bodyArriving(5000);
+  expect(collections).toEqual([]);
+  await Bun.sleep(20);
+  expect(collections).toEqual([false]); // concurrent: others in flight
+  await finishOther();
+  reclaimer.bodyArriving(5000); // still owed, now alone
+  expect(collections).toEqual([false, true]);
+  reclaimer.bodyArriving(5000);
+  expect(collections).toEqual([false, true]);
+  await finishNext();
+  reclaimer.stop();
+});
+
 test("memory let go outside a request (an ended episode's frames) is collected too", async () => {
   const { collections, reclaimer } = recorded();
   reclaimer.released();

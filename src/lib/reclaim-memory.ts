@@ -27,6 +27,15 @@ export type MemoryReclaimer = {
   track<T>(handle: () => T | Promise<T>): Promise<T>;
   /** Called when a request has been answered, with its body's size in bytes. */
   requestEnded(bodyBytes: number): void;
+  /**
+   * Called when a request (tracked already) is about to receive a body of `bodyBytes`.
+   * A client of a long episode sends its next history the moment it has the answer,
+   * often before the collection after the last one ran, which then could only be
+   * concurrent: the new body arrived on top of the old one's memory (+70-100 MB at turn
+   * 100). So a large body that arrives while that collection is still owed, with no
+   * other request in flight, has it run in full first.
+   */
+  bodyArriving(bodyBytes: number): void;
   /** Large memory was let go outside any request (an ended episode's cached frames). */
   released(): void;
   /** No collection runs after this (the server stopped). */
@@ -50,12 +59,19 @@ export function createMemoryReclaimer(options: MemoryReclaimerOptions): MemoryRe
   let stopped = false;
   let afterLarge: ReturnType<typeof setTimeout> | undefined;
   let whenIdle: ReturnType<typeof setTimeout> | undefined;
+  // Large memory was let go and no full collection has run since.
+  let owed = false;
 
+  function collectNow(full: boolean): void {
+    if (full) owed = false;
+    collect(full);
+  }
   function collectSoon(): void {
+    owed = true;
     if (afterLarge !== undefined || stopped) return;
     afterLarge = setTimeout(() => {
       afterLarge = undefined;
-      collect(inFlight === 0);
+      collectNow(inFlight === 0);
     }, delayMs);
     afterLarge.unref?.();
   }
@@ -64,7 +80,7 @@ export function createMemoryReclaimer(options: MemoryReclaimerOptions): MemoryRe
     if (stopped) return;
     whenIdle = setTimeout(() => {
       whenIdle = undefined;
-      if (inFlight === 0) collect(true);
+      if (inFlight === 0) collectNow(true);
     }, idleMs);
     whenIdle.unref?.();
   }
@@ -82,6 +98,12 @@ export function createMemoryReclaimer(options: MemoryReclaimerOptions): MemoryRe
     },
     requestEnded(bodyBytes) {
       if (bodyBytes >= thresholdBytes) collectSoon();
+    },
+    bodyArriving(bodyBytes) {
+      if (stopped || !owed || bodyBytes < thresholdBytes || inFlight > 1) return;
+      clearTimeout(afterLarge);
+      afterLarge = undefined;
+      collectNow(true);
     },
     released: collectSoon,
     stop() {

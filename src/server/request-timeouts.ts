@@ -111,6 +111,8 @@ export function receiveBodies(
      * route, whose camera history is then never one buffer or one string.
      */
     splitsBody: (path: string) => boolean;
+    /** Told the declared size of each body about to be read (the memory reclaimer's bodyArriving). */
+    bodyArriving?: (bodyBytes: number) => void;
   },
 ): MiddlewareHandler {
   const { limits } = deps;
@@ -119,6 +121,7 @@ export function receiveBodies(
     if (!server) return next();
     const original = c.req.raw;
     if (original.body) {
+      options.bodyArriving?.(Number(original.headers.get("content-length") ?? 0));
       const started = deps.clock();
       const splits = options.splitsBody(c.req.path);
       const received = await receiveWithin(
