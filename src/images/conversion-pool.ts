@@ -2,8 +2,9 @@
  * A pool of conversion workers (config `images.workers`; default: the core count
  * minus one, at least one). A large frame converting in a worker no longer stalls
  * every other episode's exchanges and MCP callbacks. Jobs queue in order and each
- * idle worker takes the next. The codecs' WASM is compiled once here and given to
- * every worker, so the one warm-up conversion before the sidecar reports ready (the
+ * idle worker takes the next. The codecs' WASM is compiled once, by the first worker,
+ * and given to every other worker, so the one warm-up conversion before the sidecar
+ * reports ready (the
  * first encode after loading costs ~8× a later one) warms them all, and a worker
  * started later (one that died, or replaced after sitting idle) starts warm. A worker
  * that dies fails its job and is replaced.
@@ -13,7 +14,7 @@
  */
 import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
-import { type ConversionModules, compileConversionModules } from "./codecs.ts";
+import type { ConversionModules } from "./codecs.ts";
 import type { WorkerReply, WorkerRequest } from "./conversion-messages.ts";
 import { PngDecodeError, type PngToWebp } from "./png-to-webp.ts";
 import type { WebpSettings } from "./settings.ts";
@@ -87,7 +88,7 @@ export type ConversionPool = PngToWebp & {
 export type ConversionPoolOptions = {
   /** See defaultIdleReplaceMs; 0 = never replace an idle worker. */
   idleReplaceMs?: number;
-  /** The compiled codecs to hand the workers (default: compiled here, from the embedded .wasm files). */
+  /** The compiled codecs to hand the workers (default: the first worker compiles them from its embedded files). */
   modules?: Promise<ConversionModules>;
 };
 
@@ -95,7 +96,17 @@ export function createConversionPool(
   size: number = defaultWorkerCount(),
   options: ConversionPoolOptions = {},
 ): ConversionPool {
-  const { idleReplaceMs = defaultIdleReplaceMs, modules = compileConversionModules() } = options;
+  const { idleReplaceMs = defaultIdleReplaceMs } = options;
+  // Compiled by the first worker, so that compiling and warming up overlap this thread's
+  // own start-up (waiting for this thread to compile and post them left the worker idle
+  // until start-up let go of the event loop); every other worker is given its modules.
+  let compiled: { resolve(modules: ConversionModules): void; reject(error: Error): void } | undefined;
+  const modules =
+    options.modules ??
+    new Promise<ConversionModules>((resolve, reject) => {
+      compiled = { resolve, reject };
+    });
+  let compiling = false;
   const queue: Queued[] = [];
   let nextId = 1;
   let closed = false;
@@ -105,13 +116,26 @@ export function createConversionPool(
 
   function spawn(): Slot {
     const worker = new Worker(workerUrl);
+    const compiles = compiled !== undefined && !compiling;
     const init: Job = { id: nextId++, resolve: () => {}, reject: () => {} };
     const ready = new Promise<number>((resolve, reject) => {
-      init.resolve = (reply) =>
-        reply.kind === "ready"
-          ? resolve(reply.ms)
-          : reject(new Error(reply.kind === "failed" ? reply.message : "the worker did not load its codecs"));
-      init.reject = reject;
+      init.resolve = (reply) => {
+        if (reply.kind === "ready") {
+          if (compiles && reply.compiled) compiled?.resolve(reply.compiled);
+          resolve(reply.ms);
+          return;
+        }
+        const error = new Error(
+          reply.kind === "failed" ? reply.message : "the worker did not load its codecs",
+        );
+        if (compiles) compiled?.reject(error);
+        reject(error);
+      };
+      init.reject = (error) => {
+        // The compiling worker died: its replacement compiles instead.
+        if (compiles) compiling = false;
+        reject(error);
+      };
     });
     // Rejections are for warmUp to report; a later slot's are not awaited by anyone.
     ready.catch(() => {});
@@ -135,13 +159,17 @@ export function createConversionPool(
         dispatch();
       }
     };
-    modules.then(
-      (compiled) => {
-        if (!closed && slot.job === init)
-          worker.postMessage({ id: init.id, kind: "init", modules: compiled });
-      },
-      () => {},
-    );
+    if (compiles) {
+      compiling = true;
+      worker.postMessage({ id: init.id, kind: "init" } satisfies WorkerRequest);
+    } else
+      modules.then(
+        (given) => {
+          if (!closed && slot.job === init)
+            worker.postMessage({ id: init.id, kind: "init", modules: given } satisfies WorkerRequest);
+        },
+        () => {},
+      );
     return slot;
   }
   const slots: Slot[] = Array.from({ length: Math.max(1, size) }, spawn);

@@ -2,10 +2,12 @@
  * A conversion worker (a Bun Worker started by conversion-pool.ts): its own instances
  * of the WASM codecs, so PNG decode and WebP encode never run on the event loop that
  * serves exchanges and MCP callbacks. Same codecs and settings as in process, so the
- * output is byte-identical. Its first message brings the compiled modules (compiled
- * once for the whole pool); the pool sends nothing else before this worker answered it.
+ * output is byte-identical. Its first message brings the compiled modules, or asks it
+ * to compile them (the pool's first worker: it compiles and warms up while the main
+ * thread is still starting) and send them back for the other workers; the pool sends
+ * nothing else before this worker answered it.
  */
-import { type ConversionCodecs, loadConversionCodecs } from "./codecs.ts";
+import { type ConversionCodecs, compileConversionModules, loadConversionCodecs } from "./codecs.ts";
 import type { WorkerReply, WorkerRequest } from "./conversion-messages.ts";
 import { warmUpCodecs } from "./warm-up.ts";
 
@@ -21,10 +23,12 @@ self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
   const request = event.data;
   if (request.kind === "init") {
     const started = performance.now();
-    codecs = loadConversionCodecs(request.modules);
+    const modules = request.modules ?? compileConversionModules();
+    codecs = loadConversionCodecs(modules);
     try {
       await codecs;
-      reply({ id: request.id, kind: "ready", ms: performance.now() - started });
+      const compiled = request.modules ? undefined : await modules;
+      reply({ id: request.id, kind: "ready", ms: performance.now() - started, compiled });
     } catch (error) {
       reply({ id: request.id, kind: "failed", stage: "load", message: (error as Error).message });
     }
