@@ -5,8 +5,6 @@
  * readable reason for corrupt data before the WASM decoder sees it (its own error is
  * only "`unwrap_throw` failed").
  */
-import { base64DecodedLength } from "../lib/base64.ts";
-
 export type PngInspection =
   | {
       ok: true;
@@ -56,8 +54,9 @@ export function inspectPng(bytes: Uint8Array): PngInspection {
 export function inspectPngBase64(base64: string): PngInspection {
   // Whitespace moves characters off the 4-characters-per-3-bytes grid: decode it all (rare).
   if (/[\t\n\f\r ]/.test(base64)) return inspectPng(Buffer.from(base64, "base64"));
+  const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
   return inspect({
-    length: base64DecodedLength(base64),
+    length: Math.floor(((base64.length - padding) * 3) / 4),
     at(offset, n) {
       const first = Math.floor(offset / 3);
       const quads = base64.slice(first * 4, Math.ceil((offset + n) / 3) * 4);
