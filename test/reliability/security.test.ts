@@ -308,7 +308,7 @@ describe("limits and paths", () => {
 
   test("episode ids with path characters are 404 on every route and create nothing outside the data directory", async () => {
     const episode = await newEpisode();
-    const before = listTree(root);
+    const before = await settledTree(root);
     const ids = [
       "..",
       "../..",
@@ -354,7 +354,7 @@ describe("limits and paths", () => {
         checks += 1;
       }
     }
-    const after = listTree(root);
+    const after = await settledTree(root);
     expect(after.filter((p) => !before.includes(p) && !p.startsWith(`data/episodes/${episode.id}/`))).toEqual(
       [],
     );
@@ -366,6 +366,20 @@ describe("limits and paths", () => {
     });
   });
 });
+
+/**
+ * The tree once no episode.json rewrite is in flight: a rewrite's temporary file
+ * (episode.json.bg.tmp) exists for a moment after any episode change, in this test's
+ * other episodes too, and is not something a request created.
+ */
+async function settledTree(dir: string): Promise<string[]> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const tree = listTree(dir);
+    if (!tree.some((p) => p.endsWith(".bg.tmp")) || Date.now() > deadline) return tree;
+    await Bun.sleep(20);
+  }
+}
 
 /** Every file and directory under `dir`, relative, sorted. */
 function listTree(dir: string, prefix = ""): string[] {

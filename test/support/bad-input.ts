@@ -97,7 +97,9 @@ export function applyEdits(seed: Json, edits: Edit[]): { value: Json; described:
         described.push(`drop ${where}`);
         break;
       case "replace":
-        setAt(value, path, edit.value);
+        // A copy: fast-check hands out the same constant objects ({} and []) to many edits
+        // and runs, so inserting one and editing it later would build a cycle.
+        setAt(value, path, structuredClone(edit.value));
         described.push(`replace ${where} with ${JSON.stringify(edit.value).slice(0, 60)}`);
         break;
       case "wrong_type":
@@ -113,7 +115,7 @@ export function applyEdits(seed: Json, edits: Edit[]): { value: Json; described:
         const node = getAt(value, target) as Record<string, Json>;
         // defineProperty: a key like "__proto__" must become an own, serialised field.
         Object.defineProperty(node, edit.key, {
-          value: edit.value,
+          value: structuredClone(edit.value),
           enumerable: true,
           writable: true,
           configurable: true,
