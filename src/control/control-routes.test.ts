@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { cancelledEpisodeSchema, episodeListSchema } from "../episodes/episode-status.ts";
 import { createInertExecutor } from "../executor/inert-executor.ts";
+import { launchInfoSchema } from "../kits/launch-info.ts";
 import {
   connectMcp,
   deliverBatch,
@@ -77,6 +78,18 @@ describe("control API", () => {
     });
     expect(got).not.toHaveProperty("mcp_token");
     expect(got).not.toHaveProperty("ingress_key");
+  });
+
+  test("the launch info says how long a client must wait for one tool call, from the executor's config", async () => {
+    const { create, control } = await setup({
+      config: { executor: { kind: "http", url: "http://127.0.0.1:9", receipt_timeout_ms: 1_200_000 } },
+    });
+    const created = await create();
+    const info = launchInfoSchema.parse(await (await control(`/episodes/${created.id}/launch`)).json());
+    expect(info.tool_call_timeout_ms).toBe(created.tool_call_timeout_ms as number);
+    // 15 s delivery + 60 s batch order + 3 × 10 s submissions and 750 ms back-off + 1200 s receipt
+    // + one 10 s poll past it + 30 s for the answer.
+    expect(info.tool_call_timeout_ms).toBe(1_345_750);
   });
 
   test("bad creation bodies are 400 and name the problem", async () => {

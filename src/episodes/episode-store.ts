@@ -10,6 +10,7 @@ import { createExecutorFactory, type ExecutorFactory } from "../executor/create-
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
+import { longestToolCallMs } from "../mcp/tool-call-wait.ts";
 import { observeRecords } from "../observe/observe-records.ts";
 import { noObserver, type Observer } from "../observe/observer.ts";
 import type { BlobStore } from "../records/blob-store.ts";
@@ -129,6 +130,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       urls: episodeUrls(deps.baseUrl(), episode.id),
       ingress_key: episode.ingressKey,
       mcp_token: episode.mcpToken,
+      tool_call_timeout_ms: longestToolCallMs(deps.config),
     };
   }
 

@@ -7,6 +7,7 @@
  */
 import { join } from "node:path";
 import type { ClientManifest, ClientName } from "../clients/client-manifests.ts";
+import { defaultLongestToolCallMs } from "../mcp/tool-call-wait.ts";
 import type { LaunchInfo } from "./launch-info.ts";
 
 /** Where the prompt goes in argv: as one argument, or split on spaces (OpenCode's `run [message..]`). */
@@ -76,6 +77,15 @@ export function launchCommand(plan: KitPlan, prompt: string, path = process.env.
     cwd: plan.cwd,
     env: { PATH: path, ...plan.env, ...plan.credentials },
   };
+}
+
+/**
+ * How long the client must wait for one MCP tool call: as long as the sidecar may
+ * hold it, so a robot action still running is never reported to the model as timed
+ * out (and then called again).
+ */
+export function toolCallTimeoutMs(episode: LaunchInfo): number {
+  return episode.tool_call_timeout_ms ?? defaultLongestToolCallMs;
 }
 
 /** The MCP token as a reference that Claude Code (mcp.json) and Gemini CLI (settings.json) expand from the environment. */

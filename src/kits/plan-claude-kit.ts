@@ -12,6 +12,7 @@ import {
   type KitInput,
   type KitPlan,
   mcpTokenReference,
+  toolCallTimeoutMs,
 } from "./kit-plan.ts";
 
 export function planClaudeKit(input: KitInput): KitPlan {
@@ -19,6 +20,7 @@ export function planClaudeKit(input: KitInput): KitPlan {
   const common = commonKitParts(dir);
   const model = input.model ?? clientModelName;
   const mcpConfig = join(dir, "mcp.json");
+  const toolTimeoutMs = toolCallTimeoutMs(episode);
   return {
     client: "claude",
     dirs: common.dirs,
@@ -29,6 +31,7 @@ export function planClaudeKit(input: KitInput): KitPlan {
             type: "http",
             url: episode.urls.mcp,
             headers: { Authorization: `Bearer ${mcpTokenReference}` },
+            timeout: toolTimeoutMs,
           },
         },
       }),
@@ -40,6 +43,8 @@ export function planClaudeKit(input: KitInput): KitPlan {
       DISABLE_TELEMETRY: "1",
       DISABLE_AUTOUPDATER: "1",
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
+      // Over HTTP it also gives up on a call silent for 5 min; the sidecar sends no progress while a robot acts.
+      CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT: String(toolTimeoutMs),
       // --dangerously-skip-permissions is refused as root unless the CLI is told it runs in a sandbox.
       IS_SANDBOX: "1",
     },

@@ -7,7 +7,13 @@
  * out of its `tool_search`.
  */
 import { join } from "node:path";
-import { clientModelName, commonKitParts, type KitInput, type KitPlan } from "./kit-plan.ts";
+import {
+  clientModelName,
+  commonKitParts,
+  type KitInput,
+  type KitPlan,
+  toolCallTimeoutMs,
+} from "./kit-plan.ts";
 
 const tomlString = (s: string) => JSON.stringify(s);
 
@@ -33,6 +39,8 @@ export function planCodexKit(input: KitInput): KitPlan {
     "[mcp_servers.ura]",
     `url = ${tomlString(episode.urls.mcp)}`,
     `bearer_token_env_var = "URA_MCP_TOKEN"`,
+    // Codex's own limit is 60 s: a longer robot action would come back to the model as a timeout.
+    `tool_timeout_sec = ${Math.ceil(toolCallTimeoutMs(episode) / 1000)}`,
     "",
   ].join("\n");
   return {

@@ -14,6 +14,7 @@ import {
   type KitInput,
   type KitPlan,
   mcpTokenReference,
+  toolCallTimeoutMs,
 } from "./kit-plan.ts";
 
 /**
@@ -57,6 +58,8 @@ export function planGeminiKit(input: KitInput): KitPlan {
             httpUrl: episode.urls.mcp,
             headers: { Authorization: `Bearer ${mcpTokenReference}` },
             trust: true,
+            // Its own default (10 min) is no longer than the sidecar's receipt wait alone.
+            timeout: toolCallTimeoutMs(episode),
           },
         },
       }),

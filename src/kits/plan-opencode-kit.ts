@@ -8,7 +8,14 @@
 import { join } from "node:path";
 import { modelToolName } from "../clients/tool-names.ts";
 import { callIdPluginSource } from "./call-id-plugin-source.ts";
-import { clientModelName, commonKitParts, jsonFile, type KitInput, type KitPlan } from "./kit-plan.ts";
+import {
+  clientModelName,
+  commonKitParts,
+  jsonFile,
+  type KitInput,
+  type KitPlan,
+  toolCallTimeoutMs,
+} from "./kit-plan.ts";
 
 export function planOpencodeKit(input: KitInput): KitPlan {
   const { dir, episode, manifest } = input;
@@ -62,6 +69,8 @@ export function planOpencodeKit(input: KitInput): KitPlan {
           url: episode.urls.mcp,
           headers: { Authorization: "Bearer {env:URA_MCP_TOKEN}" },
           oauth: false,
+          // Also the limit of each tool call, else the MCP SDK's 60 s.
+          timeout: toolCallTimeoutMs(episode),
         },
       },
       // Only the robot tools: OpenCode's permission patterns match model-visible names.
