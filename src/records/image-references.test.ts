@@ -42,6 +42,17 @@ describe("image literals become blob references and back, byte for byte", () => 
     expect(existsSync(blobs.dir)).toBe(false);
   });
 
+  test("left inline: base64 after an escaped quote at the end of a longer string, so the line stays JSON", () => {
+    const blobs = store();
+    for (const value of [`say "${pngBase64}`, `say \\"data:image/png;base64,${pngBase64}`]) {
+      const text = JSON.stringify({ x: value, y: pngBase64 });
+      const out = externalizeImages(text, blobs);
+      expect(JSON.parse(out).x).toBe(value);
+      expect(out).toContain('"y":{"$blob"');
+      expect(inlineImages(out, blobs.read)).toBe(text);
+    }
+  });
+
   test("an image already in the store is hashed from its base64, never decoded again", () => {
     const blobs = store();
     const decoded: string[] = [];

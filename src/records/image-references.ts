@@ -11,10 +11,11 @@
  *
  * The replacement is a pure text substitution that `inlineImages` reverses byte for
  * byte, which is what lets `records show` rebuild a client's request exactly:
- * - In valid JSON, `"` + S + `"` where S has no `"` or `\` can only be a whole string
- *   token whose value is S (a quote inside a string is always escaped, and no JSON
- *   token after a closing quote starts with a base64 character), so the scan needs no
- *   parser and never touches escaped JSON nested inside a string.
+ * - In valid JSON, `"` + S + `"` where S has no `"` or `\` and the first quote is not
+ *   escaped (after an even run of backslashes) can only be a whole string token whose
+ *   value is S (a quote inside a string is always escaped, and no JSON token after a
+ *   closing quote starts with a base64 character), so the scan needs no parser and never
+ *   touches escaped JSON nested inside a string.
  * - Only canonical base64 is replaced (padded, zero trailing bits: the one encoding
  *   `toBase64` gives back); anything else stays inline.
  * - A text that already contains `{"$blob":` is left entirely as it is (the records
@@ -97,8 +98,19 @@ export function externalizeImages(text: string, blobs: Pick<BlobStore, "put">): 
       dataUrlType: string | undefined,
       dataUrlBase64: string | undefined,
       plain: string | undefined,
-    ) => referenceTo(dataUrlType, dataUrlBase64 ?? plain ?? "", blobs) ?? literal,
+      at: number,
+    ) =>
+      // A quote after an odd run of backslashes is inside a longer string, not a token of its own.
+      escapedAt(text, at)
+        ? literal
+        : (referenceTo(dataUrlType, dataUrlBase64 ?? plain ?? "", blobs) ?? literal),
   );
+}
+
+function escapedAt(text: string, at: number): boolean {
+  let backslashes = 0;
+  while (text.charCodeAt(at - 1 - backslashes) === 92 /* \ */) backslashes++;
+  return backslashes % 2 === 1;
 }
 
 const imageValue = new RegExp(`^${imageLiteral.source.slice(1, -1)}$`);
