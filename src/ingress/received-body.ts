@@ -18,12 +18,24 @@ export function handOverBody(request: Request, body: SplitText): void {
   handedOver.set(request, body);
 }
 
+/**
+ * Reads a model request's body from its stream chunk by chunk: the runtime never
+ * buffers the whole body (readSplitJson). A body declared smaller than what is split
+ * comes back whole anyway, so the runtime reads it at once: scanning it in JavaScript
+ * first cost ~0.5 ms of CPU on Claude Code's 77 KB request.
+ */
+export async function readModelBody(request: Request, signal?: AbortSignal): Promise<SplitText> {
+  if (!request.body) return unsplit("");
+  if (Number(request.headers.get("content-length") ?? Number.NaN) < splitFromBytes)
+    return unsplit(await request.text());
+  return readSplitJson(request.body, { keepWholeUnder: splitFromBytes, signal });
+}
+
 /** The request's body, split; each request's body is read once. */
 export async function receivedBody(request: Request): Promise<SplitText> {
   const body = handedOver.get(request);
   if (body !== undefined) return body;
-  if (!request.body) return unsplit("");
-  const read = await readSplitJson(request.body, { keepWholeUnder: splitFromBytes });
+  const read = await readModelBody(request);
   handedOver.set(request, read);
   return read;
 }

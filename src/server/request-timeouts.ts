@@ -17,11 +17,10 @@
  * a retryable 503 in its route's envelope before its body is read.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import { handOverBody, splitFromBytes } from "../ingress/received-body.ts";
+import { handOverBody, readModelBody } from "../ingress/received-body.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
-import { readSplitJson } from "../lib/split-json-bytes.ts";
-import { type SplitText, unsplit } from "../lib/split-text.ts";
+import type { SplitText } from "../lib/split-text.ts";
 
 export type ServerLimits = {
   body_timeout_seconds: number;
@@ -184,23 +183,11 @@ type ReadBody = (request: Request, signal: AbortSignal) => Promise<Received & { 
 
 const wholeBody: ReadBody = async (request) => ({ kind: "complete", text: await request.text() });
 
-/**
- * Read from the body stream chunk by chunk: the runtime never buffers the whole body
- * (readSplitJson). A body declared smaller than what is split comes back whole anyway,
- * so it is read by the runtime at once: scanning it in JavaScript first cost ~0.5 ms of
- * CPU on Claude Code's 77 KB request.
- */
-const splitBody: ReadBody = async (request, signal) => {
-  if (Number(request.headers.get("content-length") ?? Number.NaN) < splitFromBytes)
-    return { kind: "complete", split: unsplit(await request.text()) };
-  return {
-    kind: "complete",
-    split: await readSplitJson(request.body as ReadableStream<Uint8Array>, {
-      keepWholeUnder: splitFromBytes,
-      signal,
-    }),
-  };
-};
+/** A model route's body, split while it arrives (src/ingress/received-body.ts). */
+const splitBody: ReadBody = async (request, signal) => ({
+  kind: "complete",
+  split: await readModelBody(request, signal),
+});
 
 async function receiveWithin(request: Request, read: ReadBody, ms: number): Promise<Received> {
   let timer: ReturnType<typeof setTimeout> | undefined;
