@@ -309,3 +309,40 @@ describe("durable claims", () => {
     expect(journal.at(-1)).toMatchObject({ type: "failed", callId: "c1" });
   });
 });
+
+describe("a failing journal write", () => {
+  test("leaves the state as it was: a batch whose registration failed is not in it", async () => {
+    let fail = false;
+    const ledger = createEpisodeLedger({
+      journal: {
+        append: () => {
+          if (fail) throw new Error("disk full");
+        },
+      },
+      deliveryWaitMs: 50,
+      previousAckWaitMs: 50,
+    });
+    ledger.register({ batchId: "b1", calls: [record("c1")] });
+    ledger.delivered("b1");
+    const admission = await ledger.admit(recordCallback());
+    fail = true;
+    expect(() => ledger.register({ batchId: "b2", calls: [record("c2")] })).toThrow("disk full");
+    const state = ledger.state();
+    expect(state.batches.has("b2")).toBe(false);
+    expect(state.calls.has("c2")).toBe(false);
+    expect(state.calls.get("c1")?.status).toBe("claimed");
+    expect(ledger.summary()).toMatchObject({
+      admission: "closed",
+      calls: 1,
+      claimed: ["c1"],
+      unfinished: ["c1"],
+    });
+    // The call admitted before the failure cannot record its progress either: it stays unfinished.
+    expect(() => admission.submitted()).toThrow("no further tool calls are admitted");
+    expect(ledger.state().calls.get("c1")?.status).toBe("claimed");
+    fail = false;
+    expect((await rejection(ledger.admit(recordCallback("n1", "c2")))).message).toContain(
+      "the ledger journal failed",
+    );
+  });
+});

@@ -223,3 +223,26 @@ describe("replayJournal", () => {
     );
   });
 });
+
+describe("a transition that is never committed", () => {
+  // The episode ledger keeps the state from before an event whose journal write failed.
+  test("leaves the state it came from whole, and the next transition from it is correct", () => {
+    const l = run();
+    l.register({ batchId: "b1", calls: [record("c1"), record("c2")] });
+    l.deliver("b1");
+    const before = l.state;
+    const discarded = matchCallback(before, byArgs("record", { nonce: "n1" }));
+    expect(admittedId(discarded.outcome)).toBe("c1");
+    registerBatch(discarded.state, { batchId: "b2", calls: [record("c3")] });
+
+    expect(before.calls.get("c1")?.status).toBe("delivered");
+    expect(before.calls.has("c3")).toBe(false);
+    expect(before.batches.has("b2")).toBe(false);
+    expect(before.claims).toBe(0);
+    expect(summarizeLedger(before)).toMatchObject({ calls: 2, claimed: [], counts: { delivered: 2 } });
+    const next = matchCallback(before, byArgs("record", { nonce: "n1" }));
+    expect(admittedId(next.outcome)).toBe("c1");
+    expect(next.state.calls.get("c1")).toMatchObject({ status: "claimed", claimOrder: 1 });
+    expect(admittedId(matchCallback(next.state, byArgs("record", { nonce: "n1" })).outcome)).toBe("c2");
+  });
+});

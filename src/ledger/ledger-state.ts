@@ -9,11 +9,18 @@
  * is the live state by construction, then marks it interrupted: admission closed
  * for good, claimed calls without an outcome reported as uncertain. Matching a
  * callback to a delivered call is its own module (`match-callback.ts`).
+ *
+ * Each state is a value built from persistent maps (`persistent-map.ts`): an event
+ * shares all but a few paths with the state before it, so it costs the same in a
+ * call's first turn and after 20,000 calls, and the state before an event whose journal
+ * write failed is still whole. Matching needs no scan either: `matchGroups` indexes the
+ * calls by tool and canonical arguments, newest first, and counts those still open.
  * See docs/design.md §5.
  */
 import { SidecarError } from "../lib/errors.ts";
 import { canonicalArguments } from "./canonical-arguments.ts";
 import type { LedgerBatchInput, LedgerEventBody } from "./events.ts";
+import { PersistentMap } from "./persistent-map.ts";
 
 /**
  * pending → delivered | revoked; delivered → claimed | skipped;
@@ -88,12 +95,30 @@ export interface LedgerState {
   readonly closedReason?: string;
   /** Rebuilt from a journal after a restart: nothing from before may run. */
   readonly interrupted: boolean;
-  /** Batch ids in registration (= delivery) order. */
-  readonly batchOrder: readonly string[];
-  readonly batches: ReadonlyMap<string, LedgerBatch>;
-  readonly calls: ReadonlyMap<string, LedgerCall>;
+  /** Batch ids by registration (= delivery) position, 0 to `batches.size - 1`. */
+  readonly batchOrder: PersistentMap<number, string>;
+  readonly batches: PersistentMap<string, LedgerBatch>;
+  readonly calls: PersistentMap<string, LedgerCall>;
+  /** The calls of each tool and canonical arguments (`matchKey`), for a callback without a call id. */
+  readonly matchGroups: PersistentMap<string, MatchGroup>;
   readonly claims: number;
   readonly refusedCallbacks: number;
+}
+
+/** The calls sharing one tool and canonical arguments. */
+export interface MatchGroup {
+  /** Every such call, the newest registration first (a batch's calls last position first). */
+  readonly newest: CallIdList | undefined;
+  /** How many are pending or delivered: could still be claimed. */
+  readonly open: number;
+  /** How many were revoked or skipped. */
+  readonly unavailable: number;
+  readonly total: number;
+}
+
+export interface CallIdList {
+  readonly id: string;
+  readonly older: CallIdList | undefined;
 }
 
 /** Whether a claimed call may go to the executor now (batch order). */
@@ -138,9 +163,10 @@ export function createLedgerState(options: { finishTool?: string } = {}): Ledger
     ...(options.finishTool === undefined ? {} : { finishTool: options.finishTool }),
     admission: "open",
     interrupted: false,
-    batchOrder: [],
-    batches: new Map(),
-    calls: new Map(),
+    batchOrder: PersistentMap.empty(),
+    batches: PersistentMap.empty(),
+    calls: PersistentMap.empty(),
+    matchGroups: PersistentMap.empty(),
     claims: 0,
     refusedCallbacks: 0,
   };
@@ -315,42 +341,49 @@ export function unfinishedCalls(state: LedgerState): string[] {
 
 /** Every call in delivery order: batch order, then position in the batch. */
 export function callsInDeliveryOrder(state: LedgerState): LedgerCall[] {
-  return state.batchOrder.flatMap((batchId) =>
-    requireBatch(state, batchId).callIds.map((callId) => requireCall(state, callId)),
-  );
+  const calls: LedgerCall[] = [];
+  for (let position = 0; position < state.batches.size; position++) {
+    const batchId = state.batchOrder.get(position) ?? "";
+    for (const callId of requireBatch(state, batchId).callIds) calls.push(requireCall(state, callId));
+  }
+  return calls;
+}
+
+/** The `matchGroups` key of a tool and its canonical arguments. */
+export function matchKey(tool: string, canonicalArgs: string): string {
+  return `${tool}\u0000${canonicalArgs}`;
 }
 
 /** The single place state changes; used live and for replay. */
 export function applyLedgerEvent(state: LedgerState, event: LedgerEventBody): LedgerState {
   switch (event.type) {
     case "registered": {
-      const calls = new Map(state.calls);
-      event.calls.forEach((call, index) => {
-        calls.set(call.id, {
-          ...call,
-          batchId: event.batchId,
-          index,
-          canonicalArgs: canonicalArguments(call.args),
-          status: "pending",
-        });
-      });
       const batch: LedgerBatch = {
         batchId: event.batchId,
         status: "pending",
         callIds: event.calls.map((call) => call.id),
       };
-      return {
+      const next = {
         ...state,
-        batchOrder: [...state.batchOrder, event.batchId],
-        batches: new Map(state.batches).set(event.batchId, batch),
-        calls,
+        batchOrder: state.batchOrder.set(state.batches.size, event.batchId),
+        batches: state.batches.set(event.batchId, batch),
       };
+      return updateCalls(
+        next,
+        event.calls.map((call, index) => ({
+          ...call,
+          batchId: event.batchId,
+          index,
+          canonicalArgs: canonicalArguments(call.args),
+          status: "pending",
+        })),
+      );
     }
     case "delivered":
     case "revoked": {
       const status = event.type;
       const batch = requireBatch(state, event.batchId);
-      const next = { ...state, batches: new Map(state.batches).set(batch.batchId, { ...batch, status }) };
+      const next = { ...state, batches: state.batches.set(batch.batchId, { ...batch, status }) };
       return updateCalls(
         next,
         batch.callIds.map((id) => ({ ...requireCall(state, id), status })),
@@ -399,16 +432,42 @@ export function transition(state: LedgerState, events: LedgerEventBody[]): Trans
   return { state: events.reduce(applyLedgerEvent, state), events };
 }
 
-function updateCalls(state: LedgerState, updated: LedgerCall[]): LedgerState {
-  const calls = new Map(state.calls);
-  for (const call of updated) calls.set(call.id, call);
-  return { ...state, calls };
+/** New or changed calls, with their match groups kept in step. */
+function updateCalls(state: LedgerState, updated: readonly LedgerCall[]): LedgerState {
+  let { calls, matchGroups } = state;
+  for (const call of updated) {
+    const before = calls.get(call.id);
+    calls = calls.set(call.id, call);
+    const opens = Number(isOpen(call)) - Number(before !== undefined && isOpen(before));
+    const unavailable = Number(isUnavailable(call)) - Number(before !== undefined && isUnavailable(before));
+    if (before !== undefined && opens === 0 && unavailable === 0) continue;
+    const key = matchKey(call.tool, call.canonicalArgs);
+    const group = matchGroups.get(key) ?? { newest: undefined, open: 0, unavailable: 0, total: 0 };
+    matchGroups = matchGroups.set(key, {
+      newest: before === undefined ? { id: call.id, older: group.newest } : group.newest,
+      open: group.open + opens,
+      unavailable: group.unavailable + unavailable,
+      total: group.total + (before === undefined ? 1 : 0),
+    });
+  }
+  return { ...state, calls, matchGroups };
 }
 
+function isOpen(call: LedgerCall): boolean {
+  return call.status === "pending" || call.status === "delivered";
+}
+
+function isUnavailable(call: LedgerCall): boolean {
+  return call.status === "revoked" || call.status === "skipped";
+}
+
+/** Every claimed call in claim order; `claimOrder` runs 1 to `claims`, so no sort is needed. */
 function claimedCalls(state: LedgerState): LedgerCall[] {
-  return [...state.calls.values()]
-    .filter((call) => call.claimOrder !== undefined)
-    .sort((a, b) => (a.claimOrder ?? 0) - (b.claimOrder ?? 0));
+  const claimed: LedgerCall[] = new Array(state.claims);
+  for (const call of state.calls.values()) {
+    if (call.claimOrder !== undefined) claimed[call.claimOrder - 1] = call;
+  }
+  return claimed;
 }
 
 function requireBatch(state: LedgerState, batchId: string): LedgerBatch {

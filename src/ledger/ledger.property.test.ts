@@ -10,12 +10,14 @@ import { SidecarError } from "../lib/errors.ts";
 import { canonicalArguments } from "./canonical-arguments.ts";
 import type { LedgerEventBody } from "./events.ts";
 import {
+  callsInDeliveryOrder,
   checkBatchOrder,
   closeAdmission,
   createLedgerState,
   type ExecutionStep,
   foldJournal,
   interruptLedger,
+  type LedgerCall,
   type LedgerState,
   markDelivered,
   recordExecution,
@@ -26,7 +28,7 @@ import {
   summarizeLedger,
   type Transition,
 } from "./ledger-state.ts";
-import { type LedgerCallback, matchCallback } from "./match-callback.ts";
+import { type LedgerCallback, type MatchOutcome, matchCallback } from "./match-callback.ts";
 
 const tools = ["record", "observe"] as const;
 const argPool = [
@@ -86,6 +88,41 @@ const opArbitrary = fc.oneof(
 type Op = typeof opArbitrary extends fc.Arbitrary<infer T> ? T : never;
 
 /** Drives the pure machine, tracking on the side what the invariants need. */
+/**
+ * Matching without a call id by its definition: every batch, newest first, each one's
+ * calls of the tool and arguments in delivery order. The ledger answers from its
+ * match groups instead; both must give the same outcome, refusal counts included.
+ */
+function scanMatch(state: LedgerState, tool: string, args: string): MatchOutcome {
+  const byBatch = new Map<string, LedgerCall[]>();
+  for (const call of callsInDeliveryOrder(state)) {
+    if (call.tool === tool && call.canonicalArgs === args)
+      byBatch.set(call.batchId, [...(byBatch.get(call.batchId) ?? []), call]);
+  }
+  let claimed = 0;
+  let unavailable = 0;
+  for (const [batchId, matches] of [...byBatch].reverse()) {
+    const open = matches.find((call) => call.status === "delivered");
+    if (open !== undefined) return { kind: "admitted", call: open };
+    if (matches.some((call) => call.status === "pending")) return { kind: "wait", batchId };
+    const taken = matches.filter((call) => call.status !== "revoked" && call.status !== "skipped").length;
+    claimed += taken;
+    unavailable += matches.length - taken;
+  }
+  const also =
+    claimed + unavailable === 0
+      ? ""
+      : ` (${claimed} matching call(s) already claimed, ${unavailable} revoked or skipped)`;
+  return {
+    kind: "refused",
+    code: claimed > 0 ? "already_claimed" : "no_match",
+    reason: `no delivered call matches tool ${tool} with these arguments${also}`,
+  };
+}
+
+const outcomeShape = (outcome: MatchOutcome) =>
+  outcome.kind === "admitted" ? { kind: "admitted", id: outcome.call.id } : outcome;
+
 function simulate(ops: Op[]) {
   let state: LedgerState = createLedgerState();
   const journal: LedgerEventBody[] = [];
@@ -177,6 +214,10 @@ function simulate(ops: Op[]) {
         const result = matchCallback(state, callback);
         apply(result);
         const outcome = result.outcome;
+        if (identity === undefined && previous.admission === "open") {
+          const expected = scanMatch(previous, callback.tool, canonicalArguments(callback.args));
+          expect(outcomeShape(outcome)).toEqual(outcomeShape(expected));
+        }
         if (outcome.kind === "admitted") {
           const call = outcome.call;
           // Never twice, never undelivered, never from before a restart, never another call than named.

@@ -15,8 +15,8 @@ import {
   closedText,
   type LedgerCall,
   type LedgerState,
+  matchKey,
   requireCall,
-  runningStatuses,
   type Transition,
   transition,
 } from "./ledger-state.ts";
@@ -98,25 +98,22 @@ function decideMatch(state: LedgerState, callback: LedgerCallback): MatchOutcome
   // Newest batch first: a matching call of an older batch the client never ran (an orphan)
   // must not be claimed ahead of the newest answer's call, whose batch order it would skip.
   // Within a batch, delivery order; an older batch's call is taken only when no newer batch
-  // has an open or pending match.
-  let claimed = 0;
-  let unavailable = 0;
-  for (const batchId of [...state.batchOrder].reverse()) {
-    const batch = state.batches.get(batchId);
-    const matches = (batch?.callIds ?? [])
-      .map((id) => requireCall(state, id))
-      .filter((call) => call.tool === callback.tool && call.canonicalArgs === args);
-    if (matches.length === 0) continue;
-    const open = matches.find((call) => call.status === "delivered");
-    if (open !== undefined) return { kind: "admitted", call: open };
-    if (matches.some((call) => call.status === "pending")) return { kind: "wait", batchId };
-    const taken = matches.filter(
-      (call) =>
-        runningStatuses.includes(call.status) || call.status === "completed" || call.status === "failed",
-    ).length;
-    claimed += taken;
-    unavailable += matches.length - taken;
+  // has an open or pending match. The group lists its calls newest first, a batch's together.
+  const group = state.matchGroups.get(matchKey(callback.tool, args));
+  if (group !== undefined && group.open > 0) {
+    let batchId: string | undefined;
+    let delivered: LedgerCall | undefined;
+    for (let node = group.newest; node !== undefined; node = node.older) {
+      const call = requireCall(state, node.id);
+      if (batchId !== undefined && call.batchId !== batchId) break;
+      if (call.status === "delivered") delivered = call;
+      if (call.status === "delivered" || call.status === "pending") batchId = call.batchId;
+    }
+    if (delivered !== undefined) return { kind: "admitted", call: delivered };
+    if (batchId !== undefined) return { kind: "wait", batchId };
   }
+  const unavailable = group?.unavailable ?? 0;
+  const claimed = (group?.total ?? 0) - (group?.open ?? 0) - unavailable;
   const also =
     claimed + unavailable === 0
       ? ""
