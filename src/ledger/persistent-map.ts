@@ -9,9 +9,12 @@
  * not insertion order (an integer key's hash is itself, so `get(0..size-1)` is cheap).
  */
 
-type Bucket<K, V> = { readonly hash: number; readonly entries: readonly (readonly [K, V])[] };
+/** One entry, the common case: a single small object per key. */
+type Leaf<K, V> = { readonly hash: number; readonly key: K; readonly value: V };
+/** Keys whose hashes are equal. */
+type Collision<K, V> = { readonly hash: number; readonly leaves: readonly Leaf<K, V>[] };
 type Branch<K, V> = { readonly bitmap: number; readonly children: readonly TrieNode<K, V>[] };
-type TrieNode<K, V> = Bucket<K, V> | Branch<K, V>;
+type TrieNode<K, V> = Leaf<K, V> | Collision<K, V> | Branch<K, V>;
 
 const bitsPerLevel = 5;
 const levelMask = 0b11111;
@@ -27,7 +30,7 @@ export class PersistentMap<K extends string | number, V> implements ReadonlyMap<
   }
 
   get(key: K): V | undefined {
-    return this.find(key)?.[1];
+    return this.find(key)?.value;
   }
 
   has(key: K): boolean {
@@ -39,7 +42,9 @@ export class PersistentMap<K extends string | number, V> implements ReadonlyMap<
     const hash = hashKey(key);
     const added = { value: false };
     const root =
-      this.root === undefined ? leaf(hash, key, value, added) : insert(this.root, 0, hash, key, value, added);
+      this.root === undefined
+        ? newLeaf(hash, key, value, added)
+        : insert(this.root, 0, hash, key, value, added);
     return new PersistentMap(root, this.size + (added.value ? 1 : 0));
   }
 
@@ -59,11 +64,18 @@ export class PersistentMap<K extends string | number, V> implements ReadonlyMap<
     return this.entries();
   }
 
-  private find(key: K): readonly [K, V] | undefined {
+  private find(key: K): Leaf<K, V> | undefined {
     const hash = hashKey(key);
     let node = this.root;
     for (let shift = 0; node !== undefined; shift += bitsPerLevel) {
-      if (!("bitmap" in node)) return node.hash === hash ? node.entries.find(([k]) => k === key) : undefined;
+      if (!("bitmap" in node)) {
+        if (node.hash !== hash) return undefined;
+        return "leaves" in node
+          ? node.leaves.find((leaf) => leaf.key === key)
+          : node.key === key
+            ? node
+            : undefined;
+      }
       const bit = 1 << ((hash >>> shift) & levelMask);
       if ((node.bitmap & bit) === 0) return undefined;
       node = node.children[slot(node.bitmap, bit)];
@@ -86,12 +98,11 @@ function insert<K, V>(
 ): TrieNode<K, V> {
   if (!("bitmap" in node)) {
     if (node.hash === hash) {
-      const at = node.entries.findIndex(([k]) => k === key);
-      if (at < 0) {
-        added.value = true;
-        return { hash, entries: [...node.entries, [key, value]] };
-      }
-      return { hash, entries: node.entries.map((entry, i) => (i === at ? [key, value] : entry)) };
+      const leaves = "leaves" in node ? node.leaves : [node];
+      const at = leaves.findIndex((leaf) => leaf.key === key);
+      if (at < 0) return { hash, leaves: [...leaves, newLeaf(hash, key, value, added)] };
+      if (leaves.length === 1) return { hash, key, value };
+      return { hash, leaves: leaves.map((leaf, i) => (i === at ? { hash, key, value } : leaf)) };
     }
     // Two hashes share this position: push the bucket one level down and insert beside it.
     const bit = 1 << ((node.hash >>> shift) & levelMask);
@@ -105,21 +116,19 @@ function insert<K, V>(
     children[at] = insert(child, shift + bitsPerLevel, hash, key, value, added);
     return { bitmap: node.bitmap, children };
   }
-  children.splice(at, 0, leaf(hash, key, value, added));
+  children.splice(at, 0, newLeaf(hash, key, value, added));
   return { bitmap: node.bitmap | bit, children };
 }
 
-function leaf<K, V>(hash: number, key: K, value: V, added: { value: boolean }): Bucket<K, V> {
+function newLeaf<K, V>(hash: number, key: K, value: V, added: { value: boolean }): Leaf<K, V> {
   added.value = true;
-  return { hash, entries: [[key, value]] };
+  return { hash, key, value };
 }
 
 function* walk<K, V>(node: TrieNode<K, V>): Generator<[K, V]> {
-  if (!("bitmap" in node)) {
-    for (const [key, value] of node.entries) yield [key, value];
-    return;
-  }
-  for (const child of node.children) yield* walk(child);
+  if ("bitmap" in node) for (const child of node.children) yield* walk(child);
+  else if ("leaves" in node) for (const leaf of node.leaves) yield [leaf.key, leaf.value];
+  else yield [node.key, node.value];
 }
 
 /** Index of `bit`'s child among the children present. */
