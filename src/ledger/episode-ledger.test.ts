@@ -30,6 +30,21 @@ const recordCallback = (nonce = "n1", callId?: string): LedgerCallback => ({
 });
 const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
 
+/** A ledger whose journal throws "disk full" while `journal.fail` is set. */
+function failingJournalLedger() {
+  const journal = { fail: false };
+  const ledger = createEpisodeLedger({
+    journal: {
+      append: () => {
+        if (journal.fail) throw new Error("disk full");
+      },
+    },
+    deliveryWaitMs: 50,
+    previousAckWaitMs: 50,
+  });
+  return { ledger, journal };
+}
+
 async function rejection(promise: Promise<unknown>): Promise<SidecarError> {
   try {
     await promise;
@@ -204,23 +219,14 @@ describe("createEpisodeLedger", () => {
   });
 
   test("a failing journal stops the call from reaching the executor and stops admission", async () => {
-    let fail = false;
-    const ledger = createEpisodeLedger({
-      journal: {
-        append: () => {
-          if (fail) throw new Error("disk full");
-        },
-      },
-      deliveryWaitMs: 50,
-      previousAckWaitMs: 50,
-    });
+    const { ledger, journal } = failingJournalLedger();
     ledger.register({ batchId: "b1", calls: [record("c1"), record("c2")] });
     ledger.delivered("b1");
-    fail = true;
+    journal.fail = true;
     const error = await rejection(ledger.admit(recordCallback()));
     expect(error.message).toBe("the ledger journal failed (disk full); no further tool calls are admitted");
     expect(ledger.state().calls.get("c1")?.status).toBe("delivered");
-    fail = false;
+    journal.fail = false;
     expect(await rejection(ledger.admit(recordCallback()))).toBe(error);
     expect(ledger.summary().admission).toBe("closed");
   });
@@ -312,20 +318,11 @@ describe("durable claims", () => {
 
 describe("a failing journal write", () => {
   test("leaves the state as it was: a batch whose registration failed is not in it", async () => {
-    let fail = false;
-    const ledger = createEpisodeLedger({
-      journal: {
-        append: () => {
-          if (fail) throw new Error("disk full");
-        },
-      },
-      deliveryWaitMs: 50,
-      previousAckWaitMs: 50,
-    });
+    const { ledger, journal } = failingJournalLedger();
     ledger.register({ batchId: "b1", calls: [record("c1")] });
     ledger.delivered("b1");
     const admission = await ledger.admit(recordCallback());
-    fail = true;
+    journal.fail = true;
     expect(() => ledger.register({ batchId: "b2", calls: [record("c2")] })).toThrow("disk full");
     const state = ledger.state();
     expect(state.batches.has("b2")).toBe(false);
@@ -340,7 +337,7 @@ describe("a failing journal write", () => {
     // The call admitted before the failure cannot record its progress either: it stays unfinished.
     expect(() => admission.submitted()).toThrow("no further tool calls are admitted");
     expect(ledger.state().calls.get("c1")?.status).toBe("claimed");
-    fail = false;
+    journal.fail = false;
     expect((await rejection(ledger.admit(recordCallback("n1", "c2")))).message).toContain(
       "the ledger journal failed",
     );

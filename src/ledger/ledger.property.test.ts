@@ -28,7 +28,12 @@ import {
   summarizeLedger,
   type Transition,
 } from "./ledger-state.ts";
-import { type LedgerCallback, type MatchOutcome, matchCallback } from "./match-callback.ts";
+import {
+  type LedgerCallback,
+  type MatchOutcome,
+  matchCallback,
+  refusedByNameAndArgs,
+} from "./match-callback.ts";
 
 const tools = ["record", "observe"] as const;
 const argPool = [
@@ -109,15 +114,7 @@ function scanMatch(state: LedgerState, tool: string, args: string): MatchOutcome
     claimed += taken;
     unavailable += matches.length - taken;
   }
-  const also =
-    claimed + unavailable === 0
-      ? ""
-      : ` (${claimed} matching call(s) already claimed, ${unavailable} revoked or skipped)`;
-  return {
-    kind: "refused",
-    code: claimed > 0 ? "already_claimed" : "no_match",
-    reason: `no delivered call matches tool ${tool} with these arguments${also}`,
-  };
+  return refusedByNameAndArgs(tool, claimed, unavailable);
 }
 
 const outcomeShape = (outcome: MatchOutcome) =>

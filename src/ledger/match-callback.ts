@@ -114,6 +114,11 @@ function decideMatch(state: LedgerState, callback: LedgerCallback): MatchOutcome
   }
   const unavailable = group?.unavailable ?? 0;
   const claimed = (group?.total ?? 0) - (group?.open ?? 0) - unavailable;
+  return refusedByNameAndArgs(callback.tool, claimed, unavailable);
+}
+
+/** No open call of the tool and arguments: how many matching calls were claimed, how many revoked or skipped. */
+export function refusedByNameAndArgs(tool: string, claimed: number, unavailable: number): MatchOutcome {
   const also =
     claimed + unavailable === 0
       ? ""
@@ -121,7 +126,7 @@ function decideMatch(state: LedgerState, callback: LedgerCallback): MatchOutcome
   return {
     kind: "refused",
     code: claimed > 0 ? "already_claimed" : "no_match",
-    reason: `no delivered call matches tool ${callback.tool} with these arguments${also}`,
+    reason: `no delivered call matches tool ${tool} with these arguments${also}`,
   };
 }
 
