@@ -9,10 +9,9 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { Client } from "@modelcontextprotocol/sdk/client/index.js";
-import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { cancelledEpisodeSchema } from "../../src/episodes/episode-status.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
+import { connectMcp, smokeMessagesTools } from "../support/smoke-mcp.ts";
 
 const ackDelayMs = 60;
 let sidecar: SidecarProcess;
@@ -34,14 +33,7 @@ afterAll(async () => {
   await sidecar.stopCleanly();
 });
 
-const tools = ["observe", "record", "finish"].map((name) => ({
-  name: `mcp__ura__${name}`,
-  description: name,
-  input_schema: {
-    type: "object",
-    properties: name === "observe" ? {} : { [name === "record" ? "nonce" : "answer"]: { type: "string" } },
-  },
-}));
+const tools = smokeMessagesTools;
 
 type Block = Record<string, unknown> & { type: string };
 type ToolUse = { type: "tool_use"; id: string; name: string; input: Record<string, unknown> };
@@ -66,12 +58,7 @@ async function exchange(episode: LaunchInfo, messages: unknown[]): Promise<Block
   return ((await res.json()) as { content: Block[] }).content;
 }
 
-async function connect(url: string, token: string | undefined): Promise<Client> {
-  const client = new Client({ name: "ura-binary-test", version: "0.0.0" });
-  const headers: Record<string, string> = token === undefined ? {} : { authorization: `Bearer ${token}` };
-  await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit: { headers } }));
-  return client;
-}
+const connect = (url: string, token: string | undefined) => connectMcp(url, token);
 
 const text = (result: unknown) =>
   ((result as { content: { type: string; text?: string }[] }).content ?? [])
