@@ -10,6 +10,7 @@ import { contextPolicySchema } from "../context/policy-schema.ts";
 import { defaultExecutorConfig, executorConfigSchema } from "../executor/executor-config.ts";
 import { webpSettingsSchema } from "../images/settings.ts";
 import { sizeLimitsSchema } from "../images/size-guard.ts";
+import { defaultProgressIntervalMs } from "../mcp/tool-call-progress.ts";
 import { shippingSchema } from "../shipping/shipping-config.ts";
 
 /** Thinking-only Qwen models reject `enable_thinking: false`, which we always send. */
@@ -195,6 +196,12 @@ export const configSchema = z
      * from the episode's second model request on (src/episodes/client-identity.ts).
      */
     mcp_required: z.enum(["warn", "refuse"]).default("warn"),
+    /**
+     * Between two MCP progress notifications of a held tool call whose client sent a
+     * progress token (src/mcp/tool-call-progress.ts); 0 = only when the call changes state.
+     * Well under every client's idle limit that progress resets (docs/clients.md).
+     */
+    mcp_progress_interval_ms: z.number().int().min(0).max(60_000).default(defaultProgressIntervalMs),
     /**
      * Ship every ended episode's records and image blobs to an S3-compatible bucket
      * (src/shipping/shipping-config.ts); absent = off. Credentials: AWS_* environment variables.

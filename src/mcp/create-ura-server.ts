@@ -5,7 +5,9 @@
  * `Server`, because `McpServer` wants zod input shapes and strips unknown
  * arguments before a handler could read the OpenCode plugin's `_callID`.
  * `notifications/cancelled` is ignored: OpenCode sends one after every completed
- * call, and robot work already admitted is never abandoned half-way.
+ * call, and robot work already admitted is never abandoned half-way. A call that
+ * carries `_meta.progressToken` gets progress notifications while it is held
+ * (tool-call-progress.ts), on its own response stream, never after its result.
  */
 import { Server } from "@modelcontextprotocol/sdk/server/index.js";
 import {
@@ -16,6 +18,7 @@ import {
 import type { Episode } from "../episodes/episode.ts";
 import type { Logger } from "../lib/logger.ts";
 import { handleToolCall } from "./handle-tool-call.ts";
+import { createToolCallProgress } from "./tool-call-progress.ts";
 import type { ArgumentsCheck } from "./tool-validators.ts";
 
 export type UraServerDeps = {
@@ -25,6 +28,9 @@ export type UraServerDeps = {
   version: string;
   /** Tool calls of this server's session still running (a session with one is never evicted). */
   calls?: { running: number };
+  /** mcp_progress_interval_ms: between two progress notifications of a held call (0 = on state changes only). */
+  progressIntervalMs: number;
+  clock: () => number;
 };
 
 export function createUraServer(deps: UraServerDeps): Server {
@@ -44,11 +50,28 @@ export function createUraServer(deps: UraServerDeps): Server {
       })),
     };
   });
-  server.setRequestHandler(CallToolRequestSchema, async (request) => {
+  server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     if (deps.calls) deps.calls.running += 1;
+    const progress = createToolCallProgress({
+      token: request.params._meta?.progressToken,
+      intervalMs: deps.progressIntervalMs,
+      clock: deps.clock,
+      send: (params) => {
+        extra
+          .sendNotification({ method: "notifications/progress", params })
+          .catch((error: unknown) =>
+            deps.logger.debug("progress notification not sent", { message: (error as Error).message }),
+          );
+      },
+    });
     try {
       return await handleToolCall(
-        { episode, checks: deps.checks, logger: deps.logger },
+        {
+          episode,
+          checks: deps.checks,
+          logger: deps.logger,
+          onState: (state, jobId) => progress.enter(state, jobId),
+        },
         {
           name: request.params.name,
           ...(request.params.arguments ? { arguments: request.params.arguments } : {}),
@@ -56,6 +79,7 @@ export function createUraServer(deps: UraServerDeps): Server {
         },
       );
     } finally {
+      progress.stop();
       if (deps.calls) deps.calls.running -= 1;
     }
   });

@@ -19,6 +19,7 @@ import type { Admission } from "../ledger/episode-ledger.ts";
 import { toSidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 import { failedResult, type ToolCallResult } from "./failed-result-form.ts";
+import type { ToolCallState } from "./tool-call-progress.ts";
 import type { ArgumentsCheck } from "./tool-validators.ts";
 
 /** `tools/call` params as the client sent them. */
@@ -33,6 +34,8 @@ export type ToolCallContext = {
   episode: Episode;
   checks: ReadonlyMap<string, ArgumentsCheck>;
   logger: Logger;
+  /** Told each state the call enters while it is held (progress notifications). */
+  onState?: (state: ToolCallState, jobId?: string) => void;
 };
 
 const errorResult = (text: string, images: ToolContent[] = []): ToolCallResult => ({
@@ -60,6 +63,7 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
   const args = withoutPrivateArguments(rawArgs);
 
   let admission: Admission;
+  ctx.onState?.("admitting");
   try {
     admission = await episode.ledger.admit({ tool: params.name, args, ...(identity ? { identity } : {}) });
   } catch (error) {
@@ -84,6 +88,7 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
   let jobId: string;
   try {
     admission.submitted();
+    ctx.onState?.("submitting");
     ({ jobId } = await episode.executor.submit({
       callId,
       episodeId: episode.id,
@@ -93,6 +98,7 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
       arguments: args,
     }));
     admission.acknowledged(jobId);
+    ctx.onState?.("acknowledged", jobId);
   } catch (error) {
     const reason = `the executor did not accept the job: ${toSidecarError(error).message}`;
     safely(() => admission.failed(reason), log);

@@ -16,6 +16,7 @@ import { credentialMatches } from "../episodes/ids.ts";
 import type { RouteDeps } from "../server/route-deps.ts";
 import { checkHostAndOrigin } from "./check-host.ts";
 import { createUraServer } from "./create-ura-server.ts";
+import { defaultProgressIntervalMs } from "./tool-call-progress.ts";
 
 /**
  * Sessions kept per episode; when a client opens one more, the oldest session
@@ -79,6 +80,8 @@ export function createMcpRoutes(deps: RouteDeps): Hono {
       logger: deps.logger,
       version: packageJson.version,
       calls,
+      progressIntervalMs: deps.mcpProgressIntervalMs ?? defaultProgressIntervalMs,
+      clock: deps.clock,
     });
     const transport: WebStandardStreamableHTTPServerTransport = new WebStandardStreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

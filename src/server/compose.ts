@@ -211,6 +211,7 @@ export async function composeApp(options: ComposeOptions) {
     toolChecks: createToolChecks(),
     responses: createResponseStores(openRecords(dataDir, blobs)),
     bodyLimitBytes: config.body_limit_bytes,
+    mcpProgressIntervalMs: config.mcp_progress_interval_ms,
     exchange: {
       recordsBudget: budget,
       upstream,

@@ -21,4 +21,6 @@ export type RouteDeps = {
    * delivered with large arguments can always be called back (the MCP SDK's own default is 4 MiB).
    */
   bodyLimitBytes?: number;
+  /** mcp_progress_interval_ms: between two progress notifications of a held MCP tool call. */
+  mcpProgressIntervalMs?: number;
 };
