@@ -40,13 +40,23 @@ describe("raw client traffic", () => {
     return (body: unknown) => fetch(url, { method: "POST", headers: session, body: JSON.stringify(body) });
   }
 
-  /** The JSON-RPC message in an SSE (or JSON) answer. */
-  async function answerOf(
-    res: Response,
-  ): Promise<{ id?: unknown; result?: { isError?: boolean; content: unknown[] } }> {
+  type Message = {
+    id?: unknown;
+    method?: string;
+    params?: Record<string, unknown>;
+    result?: { isError?: boolean; content: unknown[] };
+  };
+  /** The JSON-RPC messages of an SSE (or JSON) answer, in order. */
+  async function messagesOf(res: Response): Promise<Message[]> {
     const body = await res.text();
-    const data = body.startsWith("{") ? body : (/^data: (.+)$/m.exec(body)?.[1] ?? "null");
-    return JSON.parse(data);
+    if (body.startsWith("{")) return [JSON.parse(body)];
+    return [...body.matchAll(/^data: (.+)$/gm)].map((m) => JSON.parse(m[1] ?? "null"));
+  }
+  /** The answer among them: the one message with an id (the others are notifications). */
+  async function answerOf(res: Response): Promise<Message> {
+    const answers = (await messagesOf(res)).filter((m) => m.id !== undefined);
+    expect(answers).toHaveLength(1);
+    return answers[0] ?? {};
   }
 
   const cameraManifest = manifestSchema.parse({
@@ -84,7 +94,12 @@ describe("raw client traffic", () => {
     await Bun.sleep(20);
     const opencode = await answerOf(await callB(await fixture("opencode-tools-call")));
     expect(opencode.result?.isError).toBeUndefined();
-    expect((await answerOf(await claude)).result?.content).toEqual([{ type: "text", text: "seen" }]);
+    // Claude Code's captured call carries progressToken 2: progress (its wait for the batch's first call) comes before the answer.
+    const claudeMessages = await messagesOf(await claude);
+    const progress = claudeMessages.filter((m) => m.method === "notifications/progress");
+    expect(progress.length).toBeGreaterThan(0);
+    expect(progress.map((m) => m.params?.progressToken)).toEqual(progress.map(() => 2));
+    expect(claudeMessages.at(-1)?.result?.content).toEqual([{ type: "text", text: "seen" }]);
     const claims = readJournal(a).filter((e) => e.type === "claimed");
     expect(claims.map((e) => [e.callId, e.by])).toEqual([
       ["toolu_0006", "call_id"],
