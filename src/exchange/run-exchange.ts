@@ -304,22 +304,27 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     return fail(exchangeError(error));
   }
 
-  return deliver(spec, exchangeId, rendered, batchId, log, translation.settled);
+  return deliver(spec.episode, spec.clientSignal, exchangeId, rendered, batchId, log, translation.settled);
 }
 
 /**
  * Streams the rendered frames. Delivery is confirmed only once the last frame was
  * taken by the server for writing; a cancelled stream revokes the batch.
+ *
+ * Takes the episode and the client's signal, not the exchange spec: the server keeps
+ * the answer stream's source (these closures) alive for a while after the last byte,
+ * and through the spec they kept the whole received request (a camera history's ~80
+ * MB at turn 100) from the collection that runs after the answer (docs/long-sessions.md).
  */
 function deliver(
-  spec: ExchangeSpec,
+  episode: Episode,
+  clientSignal: AbortSignal,
   exchangeId: string,
   rendered: Rendered,
   batchId: string | undefined,
   log: Logger,
   onSettled?: Translation["settled"],
 ): Response {
-  const { episode } = spec;
   let next = 0;
   let settled = false;
   // Shutdown waits for this delivery to settle, and revokes it if it never does (drain-episodes.ts).
@@ -331,6 +336,7 @@ function deliver(
     if (settled) return;
     settled = true;
     episode.deliveries.delete(revokeOnShutdown);
+    clientSignal.removeEventListener("abort", onClientAbort);
     resolveSettled();
     let recorded = true;
     try {
@@ -341,7 +347,9 @@ function deliver(
       log.error("cannot record the delivery outcome", { outcome, message: (error as Error).message });
     }
     // A delivery whose record failed is not built upon (e.g. not continued as a stored response).
-    onSettled?.(recorded ? outcome : "revoked");
+    const settledHook = onSettled;
+    onSettled = undefined;
+    settledHook?.(recorded ? outcome : "revoked");
   };
   const settleRecords = (outcome: "delivered" | "revoked", reason?: string) => {
     if (outcome === "delivered") {
@@ -367,8 +375,10 @@ function deliver(
     }
   };
   const closedByClient = "client closed the connection";
+  // Removed once settled: the request's signal can outlive the exchange.
+  const onClientAbort = () => settle("revoked", closedByClient);
   // A client that left while the answer was being prepared (upstream done, records synced) gets nothing.
-  if (spec.clientSignal.aborted) settle("revoked", closedByClient);
+  if (clientSignal.aborted) settle("revoked", closedByClient);
   const stream = new ReadableStream<Uint8Array>({
     pull(controller) {
       const chunk = rendered.chunks[next];
@@ -376,7 +386,7 @@ function deliver(
         controller.close();
         // "Delivered" = the last byte was handed to the server for the socket (docs/design.md);
         // a peer close noticed by then is a failed delivery.
-        settle(spec.clientSignal.aborted ? "revoked" : "delivered", closedByClient);
+        settle(clientSignal.aborted ? "revoked" : "delivered", closedByClient);
         return;
       }
       next += 1;
@@ -386,7 +396,7 @@ function deliver(
       settle("revoked", reason instanceof Error ? reason.message : String(reason ?? "client went away"));
     },
   });
-  spec.clientSignal.addEventListener("abort", () => settle("revoked", closedByClient), { once: true });
+  clientSignal.addEventListener("abort", onClientAbort, { once: true });
   return new Response(stream, {
     status: 200,
     headers: { "content-type": rendered.contentType, "cache-control": "no-cache" },

@@ -34,8 +34,7 @@ export async function readModelBody(request: Request, signal?: AbortSignal): Pro
 /** The request's body, split; each request's body is read once. */
 export async function receivedBody(request: Request): Promise<SplitText> {
   const body = handedOver.get(request);
-  if (body !== undefined) return body;
-  const read = await readModelBody(request);
-  handedOver.set(request, read);
-  return read;
+  if (body === undefined) return readModelBody(request);
+  handedOver.delete(request);
+  return body;
 }
