@@ -19,6 +19,7 @@ import {
   textOf,
   turnTools,
 } from "../support/hardening-kit.ts";
+import { connectRaw, type RawConnection } from "../support/raw-http.ts";
 import type { LaunchInfo, SidecarProcess } from "../support/sidecar-process.ts";
 
 setDefaultTimeout(60_000);
@@ -49,45 +50,6 @@ afterAll(async () => {
   upstream.stop();
 });
 
-type RawConnection = {
-  write: (text: string) => void;
-  /** Everything received so far. */
-  received: () => string;
-  /** Resolves with the milliseconds from opening to the sidecar closing the connection. */
-  closed: Promise<number>;
-  isOpen: () => boolean;
-  end: () => void;
-};
-
-async function connectRaw(): Promise<RawConnection> {
-  const { hostname, port } = new URL(sidecar.url);
-  const opened = Date.now();
-  let text = "";
-  let open = true;
-  const { promise: closed, resolve } = Promise.withResolvers<number>();
-  const socket = await Bun.connect({
-    hostname,
-    port: Number(port),
-    socket: {
-      data(_socket, data) {
-        text += data.toString("latin1");
-      },
-      close() {
-        open = false;
-        resolve(Date.now() - opened);
-      },
-      error() {},
-    },
-  });
-  return {
-    write: (chunk) => void socket.write(chunk),
-    received: () => text,
-    closed,
-    isOpen: () => open,
-    end: () => socket.end(),
-  };
-}
-
 function responsesHead(episode: LaunchInfo, contentLength: number): string {
   const url = new URL(`${episode.urls.responses}/responses`);
   return (
@@ -100,7 +62,7 @@ const turnBody = JSON.stringify({ model: "m", input: [{ role: "user", content: "
 
 /** A request whose head is complete and whose body stops after its first bytes. */
 async function stalledBody(episode: LaunchInfo): Promise<RawConnection> {
-  const connection = await connectRaw();
+  const connection = await connectRaw(sidecar.url);
   connection.write(responsesHead(episode, turnBody.length) + turnBody.slice(0, 10));
   return connection;
 }
@@ -109,7 +71,7 @@ const auxiliaryOf = (episode: LaunchInfo) =>
   readJsonLines<Record<string, unknown>>(join(episode.records_dir, "auxiliary.jsonl")).entries;
 
 test("a request head trickled in byte by byte is cut by the runtime's header timeout", async () => {
-  const connection = await connectRaw();
+  const connection = await connectRaw(sidecar.url);
   const head = `GET /health/live HTTP/1.1\r\nhost: 127.0.0.1\r\nx-slow: ${"a".repeat(200)}`;
   let sent = 0;
   const drip = setInterval(() => {
@@ -152,7 +114,7 @@ test("a body that never finishes: a final 400 naming the body timeout, the conne
 test("an idle kept-alive connection is closed after idle_timeout_seconds", async () => {
   const episode = await sidecar.createEpisode();
   upstream.reset();
-  const connection = await connectRaw();
+  const connection = await connectRaw(sidecar.url);
   connection.write(responsesHead(episode, turnBody.length) + turnBody);
   const started = Date.now();
   const closedAfter = await connection.closed;

@@ -2,7 +2,8 @@
  * HTTP/1.1 over a raw TCP socket (tests only), for what fetch cannot do: send a
  * request target exactly as written (no `../` normalisation), and behave like a
  * client that goes away mid-response (close the socket as soon as the status
- * line arrived, or stop reading after the first bytes).
+ * line arrived, or stop reading after the first bytes), and a connection the test
+ * writes to piece by piece (a slow client, a body sent with chunked encoding).
  */
 
 export type RawRequest = {
@@ -86,4 +87,49 @@ export async function sendRaw(
   clearTimeout(timer);
   const status = Number(/^HTTP\/1\.[01] (\d{3})/.exec(raw)?.[1] ?? 0);
   return { status, raw, closedEarly };
+}
+
+/** A connection written to piece by piece; what the sidecar answers is collected as it arrives. */
+export type RawConnection = {
+  write: (text: string) => void;
+  /** Everything received so far. */
+  received: () => string;
+  /** Resolves with the milliseconds from opening to the sidecar closing the connection. */
+  closed: Promise<number>;
+  isOpen: () => boolean;
+  end: () => void;
+};
+
+export async function connectRaw(origin: string): Promise<RawConnection> {
+  const { hostname, port } = new URL(origin);
+  const opened = Date.now();
+  let text = "";
+  let open = true;
+  const { promise: closed, resolve } = Promise.withResolvers<number>();
+  const socket = await Bun.connect({
+    hostname,
+    port: Number(port),
+    socket: {
+      data(_socket, data) {
+        text += data.toString("latin1");
+      },
+      close() {
+        open = false;
+        resolve(Date.now() - opened);
+      },
+      error() {},
+    },
+  });
+  return {
+    write: (chunk) => void socket.write(chunk),
+    received: () => text,
+    closed,
+    isOpen: () => open,
+    end: () => socket.end(),
+  };
+}
+
+/** One chunk of a body sent with `transfer-encoding: chunked` (RFC 9112 §7.1); "" is the last chunk. */
+export function chunkOf(text: string): string {
+  return `${Buffer.byteLength(text).toString(16)}\r\n${text}\r\n`;
 }
