@@ -11,7 +11,6 @@
  *   /e/{episode}/mcp                    the episode's `ura` MCP server
  */
 import { Hono, type MiddlewareHandler } from "hono";
-import { bodyLimit } from "hono/body-limit";
 import { type ControlDeps, createControlRoutes } from "./control/control-routes.ts";
 import { createHealthRoutes } from "./health/health-routes.ts";
 import { notDrainingCheck, type ReadinessCheck } from "./health/readiness.ts";
@@ -23,12 +22,7 @@ import type { MemoryReclaimer } from "./lib/reclaim-memory.ts";
 import { jsonRpcError } from "./mcp/mcp-routes.ts";
 import type { Metrics } from "./observe/metrics.ts";
 import { createMetricsRoute } from "./observe/metrics-route.ts";
-import {
-  admitRequests,
-  type RequestLimitsDeps,
-  receiveBodies,
-  type ServerLimits,
-} from "./server/request-timeouts.ts";
+import { admitRequests, receiveBodies, type ServerLimits } from "./server/request-timeouts.ts";
 import type { RouteDeps } from "./server/route-deps.ts";
 import { createUiRoutes, type UiDeps } from "./ui/ui-routes.tsx";
 
@@ -36,6 +30,7 @@ export type AppDeps = RouteDeps & {
   control: ControlDeps;
   version: string;
   demoUpstream: boolean;
+  /** body_limit_bytes, on every route: counted while a body arrives, also with app.request() (src/server/receive-body.ts). */
   bodyLimitBytes: number;
   /** Connection timeouts and the in-flight limit (config `server`); they act only when Bun.serve serves the app. */
   serverLimits?: ServerLimits;
@@ -81,48 +76,55 @@ export function createApp(deps: AppDeps): Hono {
       ms: deps.clock() - started,
     });
   });
-  const requestLimits: RequestLimitsDeps | undefined = deps.serverLimits && {
-    limits: deps.serverLimits,
-    logger: deps.logger,
-    clock: deps.clock,
-    refuse: (request, error, entry) => refuseBeforeRoute(deps, request, error, entry),
-  };
-  if (requestLimits) app.use("*", admitRequests(requestLimits));
+  const refuse = (
+    request: Request,
+    error: SidecarError,
+    entry: { operation: string } & Record<string, unknown>,
+  ) => refuseBeforeRoute(deps, request, error, entry);
+  if (deps.serverLimits)
+    app.use(
+      "*",
+      admitRequests({ limits: deps.serverLimits, logger: deps.logger, clock: deps.clock, refuse }),
+    );
   if (deps.tracing) {
     app.use("/e/*", deps.tracing.middleware);
     app.use("/control/*", deps.tracing.middleware);
   }
+  // A model answer is replayed in one go once the upstream exchange is buffered; any other
+  // event stream (MCP) pauses while the robot works: it keeps no timer and ends its connection.
+  const pausingAnswer = (path: string, answer: Response) =>
+    !ingressProtocolOf(path) && (answer.headers.get("content-type") ?? "").startsWith("text/event-stream");
+  // Model routes take their body split (src/ingress/received-body.ts); MCP's transport reads
+  // the raw request; every other route reads it with c.req.text().
+  const splitsBody = (path: string) => ingressProtocolOf(path) !== undefined;
+  const readsRawBody = (path: string) => !splitsBody(path);
+  const bodyArriving = (bytes: number) => deps.memory?.bodyArriving(bytes);
   app.use(
     "*",
-    bodyLimit({
-      maxSize: deps.bodyLimitBytes,
-      // A model request is refused in its own protocol's envelope (and recorded);
-      // control and MCP keep the generic 413.
-      onError: (c) =>
-        refuseOversizedBody(deps, c.req.raw, deps.bodyLimitBytes) ??
-        c.json(
-          {
-            error: {
-              type: "request_too_large",
-              message: `request body over the limit of ${deps.bodyLimitBytes} bytes (body_limit_bytes)`,
+    receiveBodies(
+      {
+        bodyLimitBytes: deps.bodyLimitBytes,
+        ...(deps.serverLimits ? { limits: deps.serverLimits } : {}),
+        logger: deps.logger,
+        clock: deps.clock,
+        refuse,
+        // A model request is refused in its own protocol's envelope (and recorded);
+        // control and MCP keep the generic 413.
+        refuseOversized: (request) =>
+          refuseOversizedBody(deps, request, deps.bodyLimitBytes) ??
+          Response.json(
+            {
+              error: {
+                type: "request_too_large",
+                message: `request body over the limit of ${deps.bodyLimitBytes} bytes (body_limit_bytes)`,
+              },
             },
-          },
-          413,
-        ),
-    }),
+            { status: 413 },
+          ),
+      },
+      { pausingAnswer, readsRawBody, splitsBody, bodyArriving },
+    ),
   );
-  if (requestLimits) {
-    // A model answer is replayed in one go once the upstream exchange is buffered; any other
-    // event stream (MCP) pauses while the robot works: it keeps no timer and ends its connection.
-    const pausingAnswer = (path: string, answer: Response) =>
-      !ingressProtocolOf(path) && (answer.headers.get("content-type") ?? "").startsWith("text/event-stream");
-    // Model routes take their body split (src/ingress/received-body.ts); MCP's transport reads
-    // the raw request; every other route reads it with c.req.text().
-    const splitsBody = (path: string) => ingressProtocolOf(path) !== undefined;
-    const readsRawBody = (path: string) => !splitsBody(path);
-    const bodyArriving = (bytes: number) => deps.memory?.bodyArriving(bytes);
-    app.use("*", receiveBodies(requestLimits, { pausingAnswer, readsRawBody, splitsBody, bodyArriving }));
-  }
   if (deps.admission) {
     const admission = deps.admission;
     app.use("/e/*", async (c, next) => {

@@ -1,11 +1,12 @@
 /**
  * How a model route gets its request body: split while it arrived (split-json-bytes.ts),
- * so that a camera history is never one buffer or one string. The server's body
- * receiver (src/server/request-timeouts.ts) reads it within its deadline and hands it
- * over here; a body it did not read (a test driving the app with app.request()) is
- * read and split when the route asks.
+ * so that a camera history is never one buffer or one string. The app's body
+ * receiver (src/server/receive-body.ts) reads it under body_limit_bytes and the body
+ * deadline and hands it over here; a body it did not read (a route mounted without
+ * the app) is read and split when the route asks.
  */
 import { sharingFromChars } from "../lib/parse-sharing-base64.ts";
+import { type BodyReadBounds, declaredBodyLength } from "../lib/read-body-chunks.ts";
 import { readSplitJson } from "../lib/split-json-bytes.ts";
 import { type SplitText, unsplit } from "../lib/split-text.ts";
 
@@ -20,15 +21,16 @@ export function handOverBody(request: Request, body: SplitText): void {
 
 /**
  * Reads a model request's body from its stream chunk by chunk: the runtime never
- * buffers the whole body (readSplitJson). A body declared smaller than what is split
- * comes back whole anyway, so the runtime reads it at once: scanning it in JavaScript
- * first cost ~0.5 ms of CPU on Claude Code's 77 KB request.
+ * buffers the whole body (readSplitJson), and a body without a declared length is
+ * held to `bounds.limitBytes` while it arrives. A body declared smaller than what is
+ * split comes back whole anyway, so the runtime reads it at once: scanning it in
+ * JavaScript first cost ~0.5 ms of CPU on Claude Code's 77 KB request.
  */
-export async function readModelBody(request: Request, signal?: AbortSignal): Promise<SplitText> {
+export async function readModelBody(request: Request, bounds: BodyReadBounds = {}): Promise<SplitText> {
   if (!request.body) return unsplit("");
-  if (Number(request.headers.get("content-length") ?? Number.NaN) < splitFromBytes)
+  if ((declaredBodyLength(request) ?? Number.POSITIVE_INFINITY) < splitFromBytes)
     return unsplit(await request.text());
-  return readSplitJson(request.body, { keepWholeUnder: splitFromBytes, signal });
+  return readSplitJson(request.body, { keepWholeUnder: splitFromBytes, ...bounds });
 }
 
 /** The request's body, split; each request's body is read once. */

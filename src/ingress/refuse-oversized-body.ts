@@ -1,12 +1,14 @@
 /**
- * The answer to a model request whose body is over `body_limit_bytes` (the app's
- * body limit calls this before any route runs): a final 400 `request_too_large`
- * in the client's own protocol envelope — 400 because it is final for all four
- * clients (OpenCode and Codex ship compiled binaries, so their handling of 413
- * could not be read from source), recorded in the episode's auxiliary records
- * when the request carries its key (refuse-ingress-request.ts); the body itself
- * is never read, let alone recorded. Other paths (control, MCP) get `undefined`
- * and keep the app's generic 413.
+ * The answer to a model request whose body is over `body_limit_bytes` (the body
+ * receiver, src/server/receive-body.ts, calls this before any route runs: from a
+ * declared length, or as soon as a chunked body passes the limit): a final 400
+ * `request_too_large` in the client's own protocol envelope — 400 because it is
+ * final for all four clients (OpenCode and Codex ship compiled binaries, so their
+ * handling of 413 could not be read from source), recorded in the episode's
+ * auxiliary records when the request carries its key (refuse-ingress-request.ts).
+ * The body itself is never recorded (a chunked one is read up to the limit, a
+ * sized one not at all). Other paths (control, MCP) get `undefined` and keep the
+ * app's generic 413.
  */
 import { SidecarError } from "../lib/errors.ts";
 import type { RouteDeps } from "../server/route-deps.ts";

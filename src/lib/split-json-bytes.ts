@@ -13,6 +13,7 @@
  * for invalid JSON the text still joins back byte for byte, and its parse fails the
  * same way.
  */
+import { type BodyReadBounds, readBodyChunks } from "./read-body-chunks.ts";
 import {
   longBase64Value,
   newNonce,
@@ -151,25 +152,16 @@ export function createJsonSplitter(options: { keepWholeUnder?: number } = {}): J
   };
 }
 
-/** Reads a body stream to its end through a splitter; `signal` stops reading (the promise then rejects). */
+/**
+ * Reads a body stream to its end through a splitter, under `limitBytes` and `signal`
+ * (read-body-chunks.ts: over the limit it rejects with BodyOverLimitError, on abort
+ * with the signal's reason, and reads no further).
+ */
 export async function readSplitJson(
   stream: ReadableStream<Uint8Array>,
-  options: { keepWholeUnder?: number; signal?: AbortSignal } = {},
+  options: { keepWholeUnder?: number } & BodyReadBounds = {},
 ): Promise<SplitText> {
   const splitter = createJsonSplitter(options);
-  const reader = stream.getReader();
-  const stop = () => void reader.cancel(options.signal?.reason).catch(() => {});
-  options.signal?.addEventListener("abort", stop, { once: true });
-  try {
-    for (;;) {
-      const { done, value } = await reader.read();
-      // A cancelled reader ends as if the body were complete.
-      options.signal?.throwIfAborted();
-      if (done) break;
-      splitter.push(value);
-    }
-  } finally {
-    options.signal?.removeEventListener("abort", stop);
-  }
+  await readBodyChunks(stream, options, (chunk) => splitter.push(chunk));
   return splitter.finish();
 }

@@ -2,8 +2,9 @@
  * The request limits over a real Bun.serve (they act only when Bun serves the app):
  * routes still read the body (hono's reader and the raw Request, as the MCP
  * transport does), the in-flight limit refuses through `refuse` before a body is
- * read, a pausing stream is sent with `connection: close`, and an app driven with
- * app.request() has no limits at all.
+ * read, a pausing stream is sent with `connection: close`, a body over the limit
+ * is refused while it arrives (chunked) or from its length (sized), and an app
+ * driven with app.request() has the body limit but no timer.
  */
 import { afterEach, expect, test } from "bun:test";
 import { Hono } from "hono";
@@ -13,6 +14,7 @@ import { wholeText } from "../lib/split-text.ts";
 import { admitRequests, type RequestLimitsDeps, receiveBodies } from "./request-timeouts.ts";
 
 const refusals: { path: string; kind: string; operation: unknown }[] = [];
+const bodyLimitBytes = 4 * 1024 * 1024;
 const deps: RequestLimitsDeps = {
   limits: { body_timeout_seconds: 5, idle_timeout_seconds: 8, max_requests_in_flight: 2 },
   logger: createLogger({ level: "error", redact: (line) => line, write: () => {} }),
@@ -28,11 +30,21 @@ function limitedApp() {
   app.use("*", admitRequests(deps));
   app.use(
     "*",
-    receiveBodies(deps, {
-      pausingAnswer: (path) => path === "/events",
-      readsRawBody: (path) => path === "/raw",
-      splitsBody: (path) => path === "/split",
-    }),
+    receiveBodies(
+      {
+        ...deps,
+        bodyLimitBytes,
+        refuseOversized: (request) => {
+          refusals.push({ path: new URL(request.url).pathname, kind: "too_large", operation: "body_limit" });
+          return new Response("too large", { status: 413 });
+        },
+      },
+      {
+        pausingAnswer: (path) => path === "/events",
+        readsRawBody: (path) => path === "/raw",
+        splitsBody: (path) => path === "/split",
+      },
+    ),
   );
   const { promise: release, resolve } = Promise.withResolvers<void>();
   const holding = { count: 0 };
@@ -105,7 +117,43 @@ test("a pausing event stream ends its connection; other answers keep it", async 
   );
 });
 
-test("driven with app.request() (no Bun server) nothing is limited", async () => {
+/** A body sent in 64 KiB chunks with no content-length (fetch sends it chunked); `sent` counts what was pulled. */
+function chunkedBody(bytes: number) {
+  const progress = { sent: 0 };
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      if (progress.sent >= bytes) return controller.close();
+      await Bun.sleep(1);
+      controller.enqueue(new Uint8Array(64 * 1024).fill(0x61));
+      progress.sent += 64 * 1024;
+    },
+  });
+  return { body, progress };
+}
+
+test("a chunked body over the limit is refused as it passes it, on every kind of route; one under it is read", async () => {
+  const url = serve(limitedApp().app);
+  for (const path of ["/text", "/raw", "/split"]) {
+    const { body, progress } = chunkedBody(100 * bodyLimitBytes);
+    const res = await fetch(`${url}${path}`, { method: "POST", body, duplex: "half" } as RequestInit);
+    expect(res.status).toBe(413);
+    expect(res.headers.get("connection")).toBe("close");
+    expect(progress.sent).toBeLessThan(10 * bodyLimitBytes);
+  }
+  expect(refusals.map((r) => r.path)).toEqual(["/text", "/raw", "/split"]);
+  const { body } = chunkedBody(bodyLimitBytes);
+  const fits = await fetch(`${url}/text`, { method: "POST", body, duplex: "half" } as RequestInit);
+  expect(await fits.text()).toBe(`text:${"a".repeat(bodyLimitBytes)}`);
+});
+
+test("a sized body over the limit is refused from its length", async () => {
+  const url = serve(limitedApp().app);
+  const res = await fetch(`${url}/split`, { method: "POST", body: "a".repeat(bodyLimitBytes + 1) });
+  expect(res.status).toBe(413);
+  expect(refusals).toEqual([{ path: "/split", kind: "too_large", operation: "body_limit" }]);
+});
+
+test("driven with app.request() (no Bun server) only the body limit holds", async () => {
   const { app } = limitedApp();
   const answers = await Promise.all(
     Array.from({ length: 4 }, (_, i) => app.request("/text", { method: "POST", body: `n${i}` })),
@@ -117,4 +165,7 @@ test("driven with app.request() (no Bun server) nothing is limited", async () =>
     "text:n3",
   ]);
   expect(refusals).toEqual([]);
+  const { body } = chunkedBody(2 * bodyLimitBytes);
+  const res = await app.request("/split", { method: "POST", body, duplex: "half" } as RequestInit);
+  expect(res.status).toBe(413);
 });

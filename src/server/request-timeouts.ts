@@ -7,7 +7,9 @@
  *     within about 10 s (fixed by Bun, not configurable);
  *   - body: `server.body_timeout_seconds` from the end of the head to the last body
  *     byte, a deadline that bytes trickling in do not extend; over it the client
- *     gets a final error in its route's envelope and the connection is closed;
+ *     gets a final error in its route's envelope and the connection is closed. The
+ *     same reader holds the body to `body_limit_bytes` (receive-body.ts), chunked or
+ *     sized, and that limit holds in app.request() too, where no timer runs;
  *   - working: no timer. Waiting on the upstream (bounded by its own timeout and
  *     retries) or on the robot (an MCP tool call) is never cut;
  *   - answering and between requests: `server.idle_timeout_seconds` without a byte
@@ -17,10 +19,10 @@
  * a retryable 503 in its route's envelope before its body is read.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import { handOverBody, readModelBody } from "../ingress/received-body.ts";
+import { handOverBody } from "../ingress/received-body.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
-import type { SplitText } from "../lib/split-text.ts";
+import { receiveBody } from "./receive-body.ts";
 
 export type ServerLimits = {
   body_timeout_seconds: number;
@@ -90,17 +92,27 @@ export function admitRequests(deps: RequestLimitsDeps): MiddlewareHandler {
   };
 }
 
+export type BodyReceiverDeps = Omit<RequestLimitsDeps, "limits"> & {
+  /** body_limit_bytes: the largest body of any request, served or driven with app.request(). */
+  bodyLimitBytes: number;
+  /** The body deadline and idle timeout; they act only when Bun.serve serves the app. */
+  limits?: ServerLimits;
+  /** The answer to a body over body_limit_bytes, in the envelope of its route (the one for model routes is recorded). */
+  refuseOversized: (request: Request) => Response;
+};
+
 /**
- * After the body limit: receives the whole body within the deadline (routes then
- * read it from memory), lifts the timer while the route works, and sets the idle
- * timeout again once the answer is ready. An answer streamed with pauses (MCP: the
- * result of a robot call comes when the robot is done) keeps no timer and closes
- * its connection when it ends instead: the timer can only be set again before the
- * stream closes, and a pass-through stream to do so delayed the last bytes enough
- * that a shutdown closing the connections cut them.
+ * Receives the whole body before any route runs (routes then read it from memory),
+ * held to body_limit_bytes while it arrives (receive-body.ts); when Bun serves the
+ * app, also within the body deadline, the timer lifted while the route works and
+ * the idle timeout set again once the answer is ready. An answer streamed with
+ * pauses (MCP: the result of a robot call comes when the robot is done) keeps no
+ * timer and closes its connection when it ends instead: the timer can only be set
+ * again before the stream closes, and a pass-through stream to do so delayed the
+ * last bytes enough that a shutdown closing the connections cut them.
  */
 export function receiveBodies(
-  deps: RequestLimitsDeps,
+  deps: BodyReceiverDeps,
   options: {
     pausingAnswer: (path: string, answer: Response) => boolean;
     /** Whether the route reads the body from the raw Request rather than through hono. */
@@ -114,25 +126,33 @@ export function receiveBodies(
     bodyArriving?: (bodyBytes: number) => void;
   },
 ): MiddlewareHandler {
-  const { limits } = deps;
   return async (c, next) => {
     const server = servingServer(c);
-    if (!server) return next();
+    const limits = server && deps.limits;
     const original = c.req.raw;
     if (original.body) {
       options.bodyArriving?.(Number(original.headers.get("content-length") ?? 0));
       const started = deps.clock();
-      const splits = options.splitsBody(c.req.path);
-      const received = await receiveWithin(
-        original,
-        splits ? splitBody : wholeBody,
-        limits.body_timeout_seconds * 1000,
-      );
+      const received = await receiveBody(original, {
+        split: options.splitsBody(c.req.path),
+        limitBytes: deps.bodyLimitBytes,
+        ...(limits ? { deadlineMs: limits.body_timeout_seconds * 1000 } : {}),
+      });
+      if (received.kind === "over_limit") {
+        deps.logger.warn("request body over the limit", {
+          method: original.method,
+          path: c.req.path,
+          limit_bytes: deps.bodyLimitBytes,
+          content_length: original.headers.get("content-length"),
+        });
+        // The rest of the body is not read: the connection cannot carry another request.
+        return closingConnection(deps.refuseOversized(original));
+      }
       if (received.kind !== "complete") {
         const waited = deps.clock() - started;
         const reason =
           received.kind === "timeout"
-            ? `the request body did not arrive in full within ${limits.body_timeout_seconds} s (server.body_timeout_seconds)`
+            ? `the request body did not arrive in full within ${limits?.body_timeout_seconds} s (server.body_timeout_seconds)`
             : "the client closed the connection before sending its whole request body";
         deps.logger.warn("request body not received", {
           method: original.method,
@@ -149,8 +169,7 @@ export function receiveBodies(
             waited_ms: waited,
           },
         );
-        refusal.headers.set("connection", "close");
-        return refusal;
+        return closingConnection(refusal);
       }
       if (received.split) {
         handOverBody(original, received.split);
@@ -162,6 +181,7 @@ export function receiveBodies(
         if (options.readsRawBody(c.req.path)) c.req.raw = new Request(original, { body: received.text });
       }
     }
+    if (!server || !limits) return next();
     server.timeout(original, 0);
     await next();
     const body = c.res.body;
@@ -173,39 +193,7 @@ export function receiveBodies(
   };
 }
 
-type Received =
-  | { kind: "complete"; text: string; split?: undefined }
-  | { kind: "complete"; split: SplitText }
-  | { kind: "timeout" }
-  | { kind: "closed" };
-
-type ReadBody = (request: Request, signal: AbortSignal) => Promise<Received & { kind: "complete" }>;
-
-const wholeBody: ReadBody = async (request) => ({ kind: "complete", text: await request.text() });
-
-/** A model route's body, split while it arrives (src/ingress/received-body.ts). */
-const splitBody: ReadBody = async (request, signal) => ({
-  kind: "complete",
-  split: await readModelBody(request, signal),
-});
-
-async function receiveWithin(request: Request, read: ReadBody, ms: number): Promise<Received> {
-  let timer: ReturnType<typeof setTimeout> | undefined;
-  const stop = new AbortController();
-  const deadline = new Promise<Received>((resolve) => {
-    timer = setTimeout(() => {
-      // A body that keeps trickling in is no longer read, nor held.
-      stop.abort(new Error("body deadline passed"));
-      resolve({ kind: "timeout" });
-    }, ms);
-  });
-  const body = read(request, stop.signal).then(
-    (complete): Received => complete,
-    (): Received => ({ kind: "closed" }),
-  );
-  try {
-    return await Promise.race([body, deadline]);
-  } finally {
-    clearTimeout(timer);
-  }
+function closingConnection(refusal: Response): Response {
+  refusal.headers.set("connection", "close");
+  return refusal;
 }

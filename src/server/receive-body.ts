@@ -1,0 +1,68 @@
+/**
+ * Receives a request's whole body before its route runs, in one reader held to
+ * both bounds at once: `body_limit_bytes`, counted while the body arrives, and the
+ * body deadline (`server.body_timeout_seconds`, when Bun serves the app). So a body
+ * sent with `transfer-encoding: chunked` meets the same limit and the same deadline
+ * as one with a content-length: a declared length over the limit is refused before
+ * any of the body is read, an undeclared one as soon as it passes the limit, and
+ * either way reading stops. A model route's body is split while it arrives
+ * (src/ingress/received-body.ts), never one buffer; any other is read as text.
+ */
+import { readModelBody } from "../ingress/received-body.ts";
+import {
+  BodyOverLimitError,
+  type BodyReadBounds,
+  declaredBodyLength,
+  readBodyText,
+} from "../lib/read-body-chunks.ts";
+import type { SplitText } from "../lib/split-text.ts";
+
+export type ReceivedBody =
+  | { kind: "complete"; text: string; split?: undefined }
+  | { kind: "complete"; split: SplitText }
+  | { kind: "timeout" }
+  | { kind: "closed" }
+  | { kind: "over_limit" };
+
+export async function receiveBody(
+  request: Request,
+  options: {
+    /** Whether the body is a model request's, taken split. */
+    split: boolean;
+    limitBytes: number;
+    /** From now until the last body byte; none when no server serves the app (app.request()). */
+    deadlineMs?: number;
+  },
+): Promise<ReceivedBody> {
+  const declared = declaredBodyLength(request);
+  if (declared !== undefined && declared > options.limitBytes) return { kind: "over_limit" };
+  const stop = new AbortController();
+  const bounds: BodyReadBounds = { limitBytes: options.limitBytes, signal: stop.signal };
+  const reading: Promise<ReceivedBody> = options.split
+    ? readModelBody(request, bounds).then((split) => ({ kind: "complete", split }))
+    : readText(request, bounds).then((text) => ({ kind: "complete", text }));
+  const body = reading.catch(
+    (error): ReceivedBody =>
+      error instanceof BodyOverLimitError ? { kind: "over_limit" } : { kind: "closed" },
+  );
+  if (options.deadlineMs === undefined) return body;
+  let timer: ReturnType<typeof setTimeout> | undefined;
+  const deadline = new Promise<ReceivedBody>((resolve) => {
+    timer = setTimeout(() => {
+      // A body that keeps trickling in is no longer read, nor held.
+      stop.abort(new Error("body deadline passed"));
+      resolve({ kind: "timeout" });
+    }, options.deadlineMs);
+  });
+  try {
+    return await Promise.race([body, deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
+/** A body of declared length (within the limit already) is read by the runtime at once. */
+function readText(request: Request, bounds: BodyReadBounds): Promise<string> {
+  if (!request.body || declaredBodyLength(request) !== undefined) return request.text();
+  return readBodyText(request.body, bounds);
+}
