@@ -40,13 +40,19 @@ export interface ChatBodySizer {
   measure(messages: readonly HubMessage[]): ChatBodySize;
 }
 
-/** Bytes of one message, its images' data excluded (a tool result's images go to the next user message). */
+/**
+ * Bytes of one message, its images' data excluded (a tool result's images go to the
+ * next user message). Numbers only: a cached value names its images by position, not
+ * by reference, so a stray pointer to it (a stale stack slot the collector treats as a
+ * root) cannot keep a camera history's base64 alive after the exchange.
+ */
 type Pieces = {
   /** The message's own chat message (for a tool result, the tool message). */
   messageBytes: number;
   /** A tool result's image parts, as the inside of a content array (commas included), 0 if none. */
   imagePartsBytes: number;
-  images: HubImagePart[];
+  /** Where the message's image parts are in its content. */
+  imageIndexes: number[];
 };
 
 /** `{"role":"user","content":[]}`: the user message carrying a run of tool results' images. */
@@ -63,19 +69,19 @@ export function createChatBodySizer(
   // A tool list the client repeated is serialised and measured once per episode (frozen-json.ts).
   const envelopeBytes = jsonBytesReusingMembers(envelope);
   const pieces = new WeakMap<HubMessage, Pieces>();
-  const dataBytes = new Map<HubImagePart, number>();
+  const dataBytes = new WeakMap<HubImagePart, number>();
 
   const piecesOf = (message: HubMessage): Pieces => {
     const known = pieces.get(message);
     if (known) return known;
-    const images: HubImagePart[] = [];
+    const imageIndexes: number[] = [];
     const stripped =
       message.role === "user" || message.role === "tool"
         ? {
             ...message,
-            content: message.content.map((part) => {
+            content: message.content.map((part, index) => {
               if (part.type !== "image") return part;
-              images.push(part);
+              imageIndexes.push(index);
               return { ...part, mediaType: formOf(part).mediaType, data: "" };
             }),
           }
@@ -87,7 +93,7 @@ export function createChatBodySizer(
         message.role === "tool" && carrier && Array.isArray(carrier.content)
           ? jsonBytes(carrier.content) - 2
           : 0,
-      images,
+      imageIndexes,
     };
     pieces.set(message, measured);
     return measured;
@@ -117,7 +123,7 @@ export function createChatBodySizer(
           runBytes += piece.imagePartsBytes;
           runResults++;
         }
-        for (const image of piece.images) {
+        for (const image of imagesAt(message, piece.imageIndexes)) {
           // Known lengths are kept (a base64 check is a scan of the data); unknown ones are asked again.
           const data = dataBytes.get(image) ?? formOf(image).dataBytes;
           if (data === undefined) unknown.push(image);
@@ -131,4 +137,9 @@ export function createChatBodySizer(
       return { bytes: bytes + Math.max(0, chatMessages - 1), unknown };
     },
   };
+}
+
+function imagesAt(message: HubMessage, indexes: readonly number[]): HubImagePart[] {
+  if (indexes.length === 0 || (message.role !== "user" && message.role !== "tool")) return [];
+  return indexes.map((index) => message.content[index] as HubImagePart);
 }
