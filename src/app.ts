@@ -22,6 +22,7 @@ import type { MemoryReclaimer } from "./lib/reclaim-memory.ts";
 import { jsonRpcError } from "./mcp/mcp-routes.ts";
 import type { Metrics } from "./observe/metrics.ts";
 import { createMetricsRoute } from "./observe/metrics-route.ts";
+import { receivedBodyBytes } from "./server/receive-body.ts";
 import { admitRequests, receiveBodies, type ServerLimits } from "./server/request-timeouts.ts";
 import type { RouteDeps } from "./server/route-deps.ts";
 import { createUiRoutes, type UiDeps } from "./ui/ui-routes.tsx";
@@ -62,10 +63,12 @@ export function createApp(deps: AppDeps): Hono {
     requestSeq += 1;
     const requestId = c.req.header("x-request-id") ?? `req_${requestSeq}`;
     const started = deps.clock();
+    // The request as it arrived: the one whose body size the receiver kept (an MCP route gets a copy).
+    const request = c.req.raw;
     try {
       await next();
     } finally {
-      deps.memory?.requestEnded(Number(c.req.header("content-length") ?? 0));
+      deps.memory?.requestEnded(receivedBodyBytes(request));
     }
     c.header("x-request-id", requestId);
     deps.logger.debug("request", {
@@ -128,7 +131,8 @@ export function createApp(deps: AppDeps): Hono {
   if (deps.admission) {
     const admission = deps.admission;
     app.use("/e/*", async (c, next) => {
-      const bytes = Number(c.req.header("content-length") ?? 0);
+      // As received: a chunked camera history declares no length.
+      const bytes = receivedBodyBytes(c.req.raw);
       // Tool callbacks (MCP) and small model requests never queue behind camera histories. After
       // the body is received (its deadline would otherwise run while it waits): a waiting
       // request holds its text, not the copies processing makes.

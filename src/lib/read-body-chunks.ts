@@ -19,6 +19,8 @@ export type BodyReadBounds = {
   limitBytes?: number;
   /** Stops reading (the promise then rejects with the signal's reason). */
   signal?: AbortSignal;
+  /** Told the size of each chunk taken: how a body that declared no length is sized. */
+  onBytes?: (bytes: number) => void;
 };
 
 /**
@@ -38,7 +40,7 @@ export async function readBodyChunks(
   bounds: BodyReadBounds,
   take: (chunk: Uint8Array) => void,
 ): Promise<void> {
-  const { limitBytes, signal } = bounds;
+  const { limitBytes, signal, onBytes } = bounds;
   const reader = stream.getReader();
   const stop = () => void reader.cancel(signal?.reason).catch(() => {});
   signal?.addEventListener("abort", stop, { once: true });
@@ -55,6 +57,7 @@ export async function readBodyChunks(
         void reader.cancel(error).catch(() => {});
         throw error;
       }
+      onBytes?.(value.length);
       take(value);
     }
   } finally {

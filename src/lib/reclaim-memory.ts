@@ -33,7 +33,8 @@ export type MemoryReclaimer = {
    * often before the collection after the last one ran, which then could only be
    * concurrent: the new body arrived on top of the old one's memory (+70-100 MB at turn
    * 100). So a large body that arrives while that collection is still owed, with no
-   * other request in flight, has it run in full first.
+   * other request in flight, has it run in full first. A chunked body's size is known
+   * only once it has arrived: it is told then, before the route works on it.
    */
   bodyArriving(bodyBytes: number): void;
   /** Large memory was let go outside any request (an ended episode's cached frames). */

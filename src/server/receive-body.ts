@@ -7,6 +7,9 @@
  * any of the body is read, an undeclared one as soon as it passes the limit, and
  * either way reading stops. A model route's body is split while it arrives
  * (src/ingress/received-body.ts), never one buffer; any other is read as text.
+ * The size of each body received in full is kept with its request
+ * (receivedBodyBytes): what body_bytes_in_flight and the memory reclaimer count,
+ * since a chunked camera history declares no length.
  */
 import { readModelBody } from "../ingress/received-body.ts";
 import {
@@ -24,6 +27,16 @@ export type ReceivedBody =
   | { kind: "closed" }
   | { kind: "over_limit" };
 
+const receivedSizes = new WeakMap<Request, number>();
+
+/**
+ * The bytes of the request's body as received by receiveBody; for a body it did not
+ * receive (none, refused, or a route mounted without the receiver), its content-length.
+ */
+export function receivedBodyBytes(request: Request): number {
+  return receivedSizes.get(request) ?? Number(request.headers.get("content-length") ?? 0);
+}
+
 export async function receiveBody(
   request: Request,
   options: {
@@ -37,11 +50,24 @@ export async function receiveBody(
   const declared = declaredBodyLength(request);
   if (declared !== undefined && declared > options.limitBytes) return { kind: "over_limit" };
   const stop = new AbortController();
-  const bounds: BodyReadBounds = { limitBytes: options.limitBytes, signal: stop.signal };
+  // A body without a declared length is counted as it arrives; a declared length is the body's
+  // size (the runtime holds the body to it, and reads it at once where it can).
+  let counted = 0;
+  const bounds: BodyReadBounds = {
+    limitBytes: options.limitBytes,
+    signal: stop.signal,
+    onBytes: (bytes) => {
+      counted += bytes;
+    },
+  };
   const reading: Promise<ReceivedBody> = options.split
     ? readModelBody(request, bounds).then((split) => ({ kind: "complete", split }))
     : readText(request, bounds).then((text) => ({ kind: "complete", text }));
-  const body = reading.catch(
+  const whole = reading.then((received) => {
+    receivedSizes.set(request, declared ?? counted);
+    return received;
+  });
+  const body = whole.catch(
     (error): ReceivedBody =>
       error instanceof BodyOverLimitError ? { kind: "over_limit" } : { kind: "closed" },
   );

@@ -25,7 +25,7 @@ const deps: RequestLimitsDeps = {
   },
 };
 
-function limitedApp() {
+function limitedApp(bodyArriving?: (bodyBytes: number) => void) {
   const app = new Hono();
   app.use("*", admitRequests(deps));
   app.use(
@@ -43,6 +43,7 @@ function limitedApp() {
         pausingAnswer: (path) => path === "/events",
         readsRawBody: (path) => path === "/raw",
         splitsBody: (path) => path === "/split",
+        ...(bodyArriving ? { bodyArriving } : {}),
       },
     ),
   );
@@ -168,4 +169,22 @@ test("driven with app.request() (no Bun server) only the body limit holds", asyn
   const { body } = chunkedBody(2 * bodyLimitBytes);
   const res = await app.request("/split", { method: "POST", body, duplex: "half" } as RequestInit);
   expect(res.status).toBe(413);
+});
+
+test("bodyArriving is told a sized body's length before it is read, a chunked one's once it has arrived", async () => {
+  const { body, progress } = chunkedBody(1024 * 1024);
+  const told: { bytes: number; sentBefore: number }[] = [];
+  const { app } = limitedApp((bytes) => told.push({ bytes, sentBefore: progress.sent }));
+  const sized = await app.request("/split", {
+    method: "POST",
+    headers: { "content-length": "310" },
+    body: JSON.stringify({ a: "b".repeat(300) }),
+  });
+  expect(sized.status).toBe(200);
+  const chunked = await app.request("/text", { method: "POST", body, duplex: "half" } as RequestInit);
+  expect(chunked.status).toBe(200);
+  expect(told).toEqual([
+    { bytes: 310, sentBefore: 0 },
+    { bytes: 1024 * 1024, sentBefore: 1024 * 1024 },
+  ]);
 });

@@ -22,7 +22,8 @@ import type { Context, MiddlewareHandler } from "hono";
 import { handOverBody } from "../ingress/received-body.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
-import { receiveBody } from "./receive-body.ts";
+import { declaredBodyLength } from "../lib/read-body-chunks.ts";
+import { receiveBody, receivedBodyBytes } from "./receive-body.ts";
 
 export type ServerLimits = {
   body_timeout_seconds: number;
@@ -122,7 +123,10 @@ export function receiveBodies(
      * route, whose camera history is then never one buffer or one string.
      */
     splitsBody: (path: string) => boolean;
-    /** Told the declared size of each body about to be read (the memory reclaimer's bodyArriving). */
+    /**
+     * Told the size of each body before the route works on it (the memory reclaimer's
+     * bodyArriving): a declared one before it is read, a chunked one once it has arrived.
+     */
     bodyArriving?: (bodyBytes: number) => void;
   },
 ): MiddlewareHandler {
@@ -131,7 +135,12 @@ export function receiveBodies(
     const limits = server && deps.limits;
     const original = c.req.raw;
     if (original.body) {
-      options.bodyArriving?.(Number(original.headers.get("content-length") ?? 0));
+      // A collection owed from the last large request best runs before the next body arrives on
+      // top of its memory, so a declared size is told first. A chunked body's size is known only
+      // once it has arrived; told then, the collection still runs before the route makes its
+      // copies of the body, and a chunked body is never taken for a small one.
+      const declared = declaredBodyLength(original);
+      if (declared !== undefined) options.bodyArriving?.(declared);
       const started = deps.clock();
       const received = await receiveBody(original, {
         split: options.splitsBody(c.req.path),
@@ -171,6 +180,7 @@ export function receiveBodies(
         );
         return closingConnection(refusal);
       }
+      if (declared === undefined) options.bodyArriving?.(receivedBodyBytes(original));
       if (received.split) {
         handOverBody(original, received.split);
       } else {

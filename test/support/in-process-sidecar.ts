@@ -72,6 +72,8 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     logLines,
     secrets: composed.secrets,
     imageCache: composed.imageCache,
+    /** The memory reclaimer the app tells of each request (a test may wrap its methods). */
+    memory: composed.memory,
     createEpisode: (episodeOptions: EpisodeOptions = { max_turns: 0 }): Episode =>
       episodes.create(episodeOptions),
     /** Serves the app on a loopback port (once); returns its origin. */
