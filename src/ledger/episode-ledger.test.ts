@@ -2,19 +2,32 @@ import { describe, expect, test } from "bun:test";
 import { SidecarError } from "../lib/errors.ts";
 import { createEpisodeLedger, type EpisodeLedgerOptions, restoreEpisodeLedger } from "./episode-ledger.ts";
 import { type LedgerEvent, ledgerEventSchema } from "./events.ts";
+import { callsInDeliveryOrder, closeAdmission, foldJournal, summarizeLedger } from "./ledger-state.ts";
 import type { LedgerCallback } from "./match-callback.ts";
 
+/**
+ * A ledger over an in-memory journal that keeps each event as a restart reads it
+ * back. `disk.room`: how many more events the journal takes; past that, every
+ * append throws "disk full" (0 = full now, Infinity = space again).
+ */
 function setup(overrides: Partial<EpisodeLedgerOptions> = {}) {
   const journal: LedgerEvent[] = [];
+  const disk = { room: Number.POSITIVE_INFINITY };
   let now = 1_000;
   const ledger = createEpisodeLedger({
-    journal: { append: (event) => journal.push(ledgerEventSchema.parse(JSON.parse(JSON.stringify(event)))) },
+    journal: {
+      append: (event) => {
+        if (disk.room <= 0) throw new Error("disk full");
+        disk.room--;
+        journal.push(ledgerEventSchema.parse(JSON.parse(JSON.stringify(event))));
+      },
+    },
     clock: () => now++,
     deliveryWaitMs: 200,
     previousAckWaitMs: 200,
     ...overrides,
   });
-  return { ledger, journal };
+  return { ledger, journal, disk };
 }
 
 const record = (id: string, nonce = "n1") => ({
@@ -29,21 +42,6 @@ const recordCallback = (nonce = "n1", callId?: string): LedgerCallback => ({
   ...(callId === undefined ? {} : { identity: { kind: "call_id" as const, value: callId } }),
 });
 const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
-
-/** A ledger whose journal throws "disk full" while `journal.fail` is set. */
-function failingJournalLedger() {
-  const journal = { fail: false };
-  const ledger = createEpisodeLedger({
-    journal: {
-      append: () => {
-        if (journal.fail) throw new Error("disk full");
-      },
-    },
-    deliveryWaitMs: 50,
-    previousAckWaitMs: 50,
-  });
-  return { ledger, journal };
-}
 
 async function rejection(promise: Promise<unknown>): Promise<SidecarError> {
   try {
@@ -219,14 +217,14 @@ describe("createEpisodeLedger", () => {
   });
 
   test("a failing journal stops the call from reaching the executor and stops admission", async () => {
-    const { ledger, journal } = failingJournalLedger();
+    const { ledger, disk } = setup();
     ledger.register({ batchId: "b1", calls: [record("c1"), record("c2")] });
     ledger.delivered("b1");
-    journal.fail = true;
+    disk.room = 0;
     const error = await rejection(ledger.admit(recordCallback()));
     expect(error.message).toBe("the ledger journal failed (disk full); no further tool calls are admitted");
     expect(ledger.state().calls.get("c1")?.status).toBe("delivered");
-    journal.fail = false;
+    disk.room = Number.POSITIVE_INFINITY;
     expect(await rejection(ledger.admit(recordCallback()))).toBe(error);
     expect(ledger.summary().admission).toBe("closed");
   });
@@ -318,11 +316,11 @@ describe("durable claims", () => {
 
 describe("a failing journal write", () => {
   test("leaves the state as it was: a batch whose registration failed is not in it", async () => {
-    const { ledger, journal } = failingJournalLedger();
+    const { ledger, disk } = setup();
     ledger.register({ batchId: "b1", calls: [record("c1")] });
     ledger.delivered("b1");
     const admission = await ledger.admit(recordCallback());
-    journal.fail = true;
+    disk.room = 0;
     expect(() => ledger.register({ batchId: "b2", calls: [record("c2")] })).toThrow("disk full");
     const state = ledger.state();
     expect(state.batches.has("b2")).toBe(false);
@@ -337,9 +335,48 @@ describe("a failing journal write", () => {
     // The call admitted before the failure cannot record its progress either: it stays unfinished.
     expect(() => admission.submitted()).toThrow("no further tool calls are admitted");
     expect(ledger.state().calls.get("c1")?.status).toBe("claimed");
-    journal.fail = false;
+    disk.room = Number.POSITIVE_INFINITY;
     expect((await rejection(ledger.admit(recordCallback("n1", "c2")))).message).toContain(
       "the ledger journal failed",
     );
   });
+});
+
+describe("a journal that fails partway through a transition", () => {
+  // c5's wait for the earlier calls of its batch runs out while c2, claimed, waits for c1:
+  // skipping c1, c3 and c4 is one transition of three events, of which the disk takes `room`.
+  for (const room of [0, 1, 2]) {
+    test(`the live state is what the journal holds (${room} of 3 events taken); nothing more is admitted`, async () => {
+      const { ledger, journal, disk } = setup({ previousAckWaitMs: 30 });
+      const calls = ["c1", "c2", "c3", "c4", "c5"].map((id) => record(id, id));
+      ledger.register({ batchId: "b1", calls });
+      ledger.delivered("b1");
+      const last = ledger.admit(recordCallback("c5", "c5"));
+      await tick(10); // c2's wait ends after c5's
+      const second = ledger.admit(recordCallback("c2", "c2"));
+      disk.room = room;
+
+      const error = await rejection(last);
+      expect(error.message).toBe("the ledger journal failed (disk full); no further tool calls are admitted");
+      // c1 skipped in the journal releases c2's batch order, but the broken ledger admits nothing.
+      expect(await rejection(second)).toBe(error);
+      expect(journal.filter((e) => e.type === "skipped")).toHaveLength(room);
+
+      const journaled = closeAdmission(foldJournal(journal), "the ledger journal failed").state;
+      expect(ledger.summary()).toEqual(summarizeLedger(journaled));
+      expect(callsInDeliveryOrder(ledger.state())).toEqual(callsInDeliveryOrder(journaled));
+      expect(ledger.summary()).toMatchObject({ admission: "closed", unfinished: ["c5", "c2"] });
+      // A restart rebuilds the state this process showed.
+      const restored = restoreEpisodeLedger(journal, {
+        journal: { append: () => {} },
+        deliveryWaitMs: 20,
+        previousAckWaitMs: 20,
+      });
+      expect(restored.summary()).toEqual({
+        ...ledger.summary(),
+        interrupted: true,
+        uncertain: ["c5", "c2"],
+      });
+    });
+  }
 });

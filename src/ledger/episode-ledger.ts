@@ -17,13 +17,17 @@
  * Journal: every event goes to `journal.append` (synchronous; the caller flushes)
  * before the state changes and before `admit` resolves or an `Admission` step
  * returns, and `admit` resolves only after `journal.sync` made the claim durable.
- * If the journal throws, the ledger stops admitting anything; if the sync fails,
- * that call fails without reaching the executor.
+ * If the journal throws, the ledger stops admitting anything, also a call already
+ * claimed and waiting; the live state becomes the events the journal took (a
+ * transition's first few, when it failed partway) folded onto the state before,
+ * so it is what a restart rebuilds. If the sync fails, that call fails without
+ * reaching the executor.
  * See docs/design.md §5.
  */
 import { SidecarError } from "../lib/errors.ts";
 import type { LedgerBatchInput, LedgerEvent, LedgerEventBody } from "./events.ts";
 import {
+  applyLedgerEvent,
   checkBatchOrder,
   closeAdmission,
   createLedgerState,
@@ -125,15 +129,21 @@ function openLedger(
 
   function commit(next: Transition): void {
     if (broken !== undefined) throw broken;
+    let appended = 0;
     try {
-      for (const event of next.events) options.journal.append({ ...event, at: clock() } as LedgerEvent);
+      for (const event of next.events) {
+        options.journal.append({ ...event, at: clock() } as LedgerEvent);
+        appended++;
+      }
     } catch (error) {
       broken = new SidecarError(
         "internal",
         `the ledger journal failed (${(error as Error)?.message ?? String(error)}); no further tool calls are admitted`,
         { cause: error },
       );
-      state = closeAdmission(state, "the ledger journal failed").state;
+      // The events the journal took before it failed are what a restart will fold: show them.
+      const journaled = next.events.slice(0, appended).reduce(applyLedgerEvent, state);
+      state = closeAdmission(journaled, "the ledger journal failed").state;
       notify();
       throw broken;
     }
@@ -162,6 +172,8 @@ function openLedger(
     let durable = false;
     try {
       for (let timedOut = false; ; ) {
+        // A broken journal admits nothing, also a call its last journaled events released.
+        if (broken !== undefined) throw broken;
         const current = state.calls.get(call.id);
         if (current?.status !== "claimed") {
           throw new SidecarError("episode_closed", current?.reason ?? `call ${call.id} can no longer run`);
