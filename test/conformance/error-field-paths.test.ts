@@ -9,9 +9,6 @@
  * failed exchange.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { rgbNoisePng, solidColourPng } from "../../src/images/generate-png.ts";
 import { records } from "../support/episode-evidence.ts";
 import { ingressKits, type ProtocolName } from "../support/ingress-kit.ts";
@@ -103,19 +100,12 @@ const turns: Record<ProtocolName, { body: Record<string, unknown>; field: string
 let sidecar: SidecarProcess;
 let textOnly: SidecarProcess;
 let smallImages: SidecarProcess;
-function configFile(config: unknown): string {
-  const path = join(mkdtempSync(join(tmpdir(), "ura-field-paths-")), "config.json");
-  writeFileSync(path, JSON.stringify(config));
-  return path;
-}
 beforeAll(async () => {
   [sidecar, textOnly, smallImages] = await Promise.all([
     startSidecarProcess(),
-    startSidecarProcess({ args: ["--config", configFile({ upstream: { image_input: false } })] }),
+    startSidecarProcess({ config: { upstream: { image_input: false } } }),
     // A 4×4 PNG converts to a WebP of a few dozen bytes: its data URL is over 40.
-    startSidecarProcess({
-      args: ["--config", configFile({ images: { limits: { max_data_url_bytes: 40 } } })],
-    }),
+    startSidecarProcess({ config: { images: { limits: { max_data_url_bytes: 40 } } } }),
   ]);
 }, 30_000);
 afterAll(async () => {

@@ -14,8 +14,7 @@
  * envelope, recorded as a failed exchange with the decision, with no upstream request.
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { deflateSync } from "node:zlib";
 import { type ContextDecision, contextDecisionSchema } from "../../src/context/decision-schema.ts";
@@ -582,7 +581,6 @@ describe("episode status reports the context policy in use", () => {
   });
 
   test("an episode that chooses no policy gets the config's context default", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "ura-context-config-"));
     const policy = {
       policy: "sliding_window",
       max_input_tokens: 9_000,
@@ -591,11 +589,7 @@ describe("episode status reports the context policy in use", () => {
       image_eviction_batch_size: 2,
       keep_recent_blocks: 2,
     };
-    writeFileSync(join(dir, "config.json"), JSON.stringify({ context: policy }));
-    const configured = await startSidecarProcess({
-      upstreamUrl: upstream.url,
-      args: ["--config", join(dir, "config.json")],
-    });
+    const configured = await startSidecarProcess({ upstreamUrl: upstream.url, config: { context: policy } });
     try {
       const launch = await configured.createEpisode({});
       const described = (await (await configured.control(`/episodes/${launch.id}`)).json()) as Json;

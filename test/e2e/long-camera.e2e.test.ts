@@ -19,8 +19,7 @@
  */
 import { expect, test } from "bun:test";
 import { createHash } from "node:crypto";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { loadCodecs, type RgbaImage } from "../../src/images/codecs.ts";
 import { directoryBytes } from "../../src/records/data-dir-budget.ts";
@@ -95,17 +94,9 @@ describeInLoopbackNamespace("long camera episode end to end", { file: import.met
       const codecs = await loadCodecs();
       const controller = serveCameraController();
       const upstream = await serveScriptedUpstream(0, { decide: longEpisodeReply(observations) });
-      const configPath = join(mkdtempSync(join(tmpdir(), "ura-long-camera-")), "config.json");
-      writeFileSync(
-        configPath,
-        JSON.stringify({
-          log_level: "warn",
-          executor: { kind: "http", url: controller.url, poll_wait_ms: 0 },
-        }),
-      );
       const sidecar = await startSidecarProcess({
         upstreamUrl: upstream.url,
-        args: ["--config", configPath],
+        config: { log_level: "warn", executor: { kind: "http", url: controller.url, poll_wait_ms: 0 } },
       });
       const proxy = serveCapturingProxy(sidecar.url, sidecar.dataDir);
       try {

@@ -1,12 +1,11 @@
 /**
- * Shared setting-up of the record shipping tests: a config file pointing the
- * compiled binary at the test S3 server, stored episodes (with image blobs in the
+ * Shared setting-up of the record shipping tests: the compiled binary configured
+ * to ship to the test S3 server, stored episodes (with image blobs in the
  * records contract's content-addressed store) written into a data directory the
  * way an earlier process left them, and waiting for an episode's shipping state.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { type S3TestServer, s3AccessKeyId, s3SecretAccessKey } from "../support/s3-server.ts";
 import type { SidecarProcess } from "../support/sidecar-process.ts";
@@ -20,22 +19,6 @@ export type ShippingStatus = {
   progress: Record<string, number> | null;
 };
 
-export function writeConfig(dir: string, shipping: Record<string, unknown>): string {
-  const path = join(dir, "config.json");
-  writeFileSync(
-    path,
-    JSON.stringify({
-      shipping: {
-        settle_ms: 100,
-        poll_ms: 50,
-        retry: { initial_backoff_ms: 100, max_backoff_ms: 400 },
-        ...shipping,
-      },
-    }),
-  );
-  return path;
-}
-
 export async function startShippingSidecar(options: {
   s3: S3TestServer;
   bucket: string;
@@ -43,16 +26,19 @@ export async function startShippingSidecar(options: {
   shipping?: Record<string, unknown>;
   env?: Record<string, string>;
 }): Promise<SidecarProcess> {
-  const configDir = mkdtempSync(join(tmpdir(), "ura-ship-config-"));
-  const config = writeConfig(configDir, {
-    endpoint: options.s3.endpoint,
-    bucket: options.bucket,
-    prefix: "lab/",
-    ...options.shipping,
-  });
   return startSidecarProcess({
     dataDir: options.dataDir,
-    args: ["--config", config],
+    config: {
+      shipping: {
+        settle_ms: 100,
+        poll_ms: 50,
+        retry: { initial_backoff_ms: 100, max_backoff_ms: 400 },
+        endpoint: options.s3.endpoint,
+        bucket: options.bucket,
+        prefix: "lab/",
+        ...options.shipping,
+      },
+    },
     env: { AWS_ACCESS_KEY_ID: s3AccessKeyId, AWS_SECRET_ACCESS_KEY: s3SecretAccessKey, ...options.env },
   });
 }

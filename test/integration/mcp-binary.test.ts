@@ -6,8 +6,7 @@
  * Needs `make build` (dist/ura-sidecar).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { cancelledEpisodeSchema } from "../../src/episodes/episode-status.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
@@ -17,17 +16,13 @@ const ackDelayMs = 60;
 let sidecar: SidecarProcess;
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ura-mcp-bin-"));
-  const config = join(dir, "config.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
+  sidecar = await startSidecarProcess({
+    config: {
       executor: { kind: "inert", ack_delay_ms: ackDelayMs },
       delivery: { wait_ms: 2_000, previous_ack_wait_ms: 5_000 },
       log_level: "warn",
-    }),
-  );
-  sidecar = await startSidecarProcess({ args: ["--config", config] });
+    },
+  });
 });
 afterAll(async () => {
   await sidecar.stopCleanly();

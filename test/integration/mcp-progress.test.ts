@@ -8,9 +8,6 @@
  * receipt. Needs `make build` (dist/ura-sidecar).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { type Progress, ProgressNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 import { connectMcp, smokeMessagesTools } from "../support/smoke-mcp.ts";
@@ -20,17 +17,13 @@ const receiptDelayMs = 2_000;
 let sidecar: SidecarProcess;
 
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ura-mcp-progress-"));
-  const config = join(dir, "config.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
+  sidecar = await startSidecarProcess({
+    config: {
       executor: { kind: "inert", ack_delay_ms: 100, receipt_delay_ms: receiptDelayMs },
       mcp_progress_interval_ms: intervalMs,
       log_level: "warn",
-    }),
-  );
-  sidecar = await startSidecarProcess({ args: ["--config", config] });
+    },
+  });
 });
 afterAll(async () => {
   await sidecar.stopCleanly();

@@ -6,8 +6,7 @@
  * Needs `make build` (dist/ura-sidecar).
  */
 import { afterAll, setDefaultTimeout } from "bun:test";
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -46,18 +45,15 @@ export async function resetUpstream(upstream: Upstream): Promise<void> {
   await fetch(`${upstream.origin}/__script/reset`, { method: "POST" });
 }
 
-/** Starts the binary against the scripted upstream with the given config (a JSON file is written for it). */
+/** Starts the binary against the scripted upstream with the given config (info-level logs unless it says otherwise). */
 export async function startSidecar(
   upstream: Upstream,
   config: Record<string, unknown>,
   dataDir?: string,
 ): Promise<SidecarProcess> {
-  const dir = mkdtempSync(join(tmpdir(), "ura-lifecycle-cfg-"));
-  const path = join(dir, "config.json");
-  writeFileSync(path, JSON.stringify({ log_level: "info", ...config }));
   return startSidecarProcess({
     upstreamUrl: upstream.url,
-    args: ["--config", path],
+    config: { log_level: "info", ...config },
     ...(dataDir ? { dataDir } : {}),
   });
 }

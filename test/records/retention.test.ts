@@ -5,9 +5,6 @@
  * and nothing already written is touched.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { rgbNoisePng } from "../../src/images/generate-png.ts";
 import { directoryBytes } from "../../src/records/data-dir-budget.ts";
 import { openRecords } from "../../src/records/read-records.ts";
@@ -17,9 +14,7 @@ import { type SidecarProcess, startSidecarProcess } from "../support/sidecar-pro
 const maxBytes = 300_000;
 let sidecar: SidecarProcess;
 beforeAll(async () => {
-  const dir = mkdtempSync(join(tmpdir(), "ura-retention-"));
-  writeFileSync(join(dir, "config.json"), JSON.stringify({ records: { max_bytes: maxBytes } }));
-  sidecar = await startSidecarProcess({ args: ["--config", join(dir, "config.json")] });
+  sidecar = await startSidecarProcess({ config: { records: { max_bytes: maxBytes } } });
 });
 afterAll(async () => {
   await sidecar.stopCleanly();

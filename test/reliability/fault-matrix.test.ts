@@ -12,8 +12,6 @@
  * Needs `make build` (dist/ura-sidecar).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { ErrorKind } from "../../src/lib/errors.ts";
 import type { Fault } from "../../src/scripted-upstream/faults.ts";
@@ -108,16 +106,13 @@ let casesRun = 0;
 
 beforeAll(async () => {
   upstream = await serveScriptedUpstream();
-  const dir = mkdtempSync(join(tmpdir(), "ura-fault-matrix-"));
-  const config = join(dir, "config.json");
-  writeFileSync(
-    config,
-    JSON.stringify({
+  sidecar = await startSidecarProcess({
+    upstreamUrl: upstream.url,
+    config: {
       upstream: { retry: { max_attempts: maxAttempts, initial_backoff_ms: 1 }, timeout_ms: timeoutMs },
       log_level: "warn",
-    }),
-  );
-  sidecar = await startSidecarProcess({ upstreamUrl: upstream.url, args: ["--config", config] });
+    },
+  });
 });
 afterAll(async () => {
   console.log(

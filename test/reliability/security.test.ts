@@ -9,7 +9,7 @@
  * directory. Needs `make build` (dist/ura-sidecar).
  */
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
@@ -31,7 +31,7 @@ const upstreamKey = "sk-test-upstream-secret-key";
 
 let upstream: Awaited<ReturnType<typeof serveScriptedUpstream>>;
 let sidecar: SidecarProcess;
-/** Holds only the data directory and the config file; nothing else may appear here. */
+/** Holds only the data directory; nothing else may appear here. */
 let root: string;
 let dataDir: string;
 let checks = 0;
@@ -41,14 +41,10 @@ beforeAll(async () => {
   root = mkdtempSync(join(tmpdir(), "ura-security-"));
   dataDir = join(root, "data");
   mkdirSync(dataDir);
-  writeFileSync(
-    join(root, "config.json"),
-    JSON.stringify({ body_limit_bytes: bodyLimit, log_level: "debug" }),
-  );
   sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
     dataDir,
-    args: ["--config", join(root, "config.json")],
+    config: { body_limit_bytes: bodyLimit, log_level: "debug" },
   });
 });
 afterAll(async () => {
@@ -358,7 +354,7 @@ describe("limits and paths", () => {
     expect(after.filter((p) => !before.includes(p) && !p.startsWith(`data/episodes/${episode.id}/`))).toEqual(
       [],
     );
-    expect(readdirSync(root).sort()).toEqual(["config.json", "data"]);
+    expect(readdirSync(root)).toEqual(["data"]);
     expect(readdirSync(join(dataDir, "episodes")).every((name) => /^ep_[a-z0-9]+$/.test(name))).toBe(true);
     expect((await sidecar.episode(episode.id)).counters).toMatchObject({
       delivered_exchanges: 0,

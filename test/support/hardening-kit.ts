@@ -5,8 +5,6 @@
  * real SDK client.
  */
 import { afterAll, beforeAll } from "bun:test";
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
@@ -19,13 +17,11 @@ export async function startHardenedSidecar(
   config: Record<string, unknown> = {},
   options: { dataDir?: string; env?: Record<string, string> } = {},
 ): Promise<SidecarProcess> {
-  const dir = mkdtempSync(join(tmpdir(), "ura-hardening-cfg-"));
-  const path = join(dir, "config.json");
-  writeFileSync(
-    path,
-    JSON.stringify({ log_level: "warn", upstream: { retry: { max_attempts: 1 } }, ...config }),
-  );
-  return startSidecarProcess({ upstreamUrl: upstream.url, args: ["--config", path], ...options });
+  return startSidecarProcess({
+    upstreamUrl: upstream.url,
+    config: { log_level: "warn", upstream: { retry: { max_attempts: 1 } }, ...config },
+    ...options,
+  });
 }
 
 /** A canned upstream for the whole test file: started at once, stopped after the file's last test. */

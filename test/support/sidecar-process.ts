@@ -1,10 +1,11 @@
 /**
  * Starts the compiled binary (dist/ura-sidecar) for end-to-end tests: on a free
- * loopback port, a temporary data directory, and a given upstream. Reads the
- * URL from its banner; stops it with SIGTERM and reports the exit code.
+ * loopback port, a temporary data directory, a given upstream and, if given, a
+ * config object (written to a file of its own for --config). Reads the URL from
+ * its banner; stops it with SIGTERM and reports the exit code.
  */
 
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type EpisodeStatus, episodeStatusSchema } from "../../src/episodes/episode-status.ts";
@@ -70,10 +71,19 @@ export type LaunchInfo = {
 };
 export type { EpisodeStatus };
 
+/** Writes a config object as the JSON file --config reads, in a temporary directory of its own. */
+function writeConfigFile(config: Record<string, unknown>): string {
+  const path = join(mkdtempSync(join(tmpdir(), "ura-e2e-config-")), "config.json");
+  writeFileSync(path, JSON.stringify(config));
+  return path;
+}
+
 export async function startSidecarProcess(
   options: {
     upstreamUrl?: string;
     dataDir?: string;
+    /** Settings for the binary's config file (written for it and passed as `--config`, before `args`). */
+    config?: Record<string, unknown>;
     args?: string[];
     env?: Record<string, string>;
     /** Another build of the binary (the bench compares builds); default binaryPath. */
@@ -98,6 +108,7 @@ export async function startSidecarProcess(
       "127.0.0.1:0",
       "--data-dir",
       dataDir,
+      ...(options.config ? ["--config", writeConfigFile(options.config)] : []),
       ...(options.args ?? []),
     ],
     {
