@@ -38,6 +38,26 @@ describe("loadConfig", () => {
     expect(config.upstream.timeout_ms).toBe(5);
   });
 
+  test("a context policy named by flag or environment replaces the file's other policy, with its own defaults", () => {
+    const file = configFile({
+      context: { policy: "sliding_window", max_input_tokens: 1000, target_input_tokens: 900 },
+    });
+    const bodyBudget = {
+      policy: "body_budget" as const,
+      min_recent_tool_images: 6,
+      image_eviction_batch_size: 8,
+      keep_recent_blocks: 2,
+    };
+    expect(loadConfig({ config: file, "context-policy": "body_budget" }, {}).context).toEqual(bodyBudget);
+    expect(loadConfig({ config: file }, { URA_CONTEXT_POLICY: "body_budget" }).context).toEqual(bodyBudget);
+    // The same name keeps the file's settings of that policy.
+    expect(loadConfig({ config: file, "context-policy": "sliding_window" }, {}).context).toMatchObject({
+      policy: "sliding_window",
+      max_input_tokens: 1000,
+      target_input_tokens: 900,
+    });
+  });
+
   test("each bad key is named", () => {
     const file = configFile({
       listen: "nowhere",

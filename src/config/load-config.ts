@@ -63,6 +63,24 @@ function setPath(target: Json, path: string[], value: unknown): void {
   node[path[path.length - 1] as string] = value;
 }
 
+/**
+ * Sets one value from the environment or a flag. A context policy given by name
+ * replaces a file's `context` of another policy whole: that policy's settings
+ * (e.g. sliding_window's max_input_tokens) are unknown keys of the named one, which
+ * takes its own defaults. The same name keeps the file's settings.
+ */
+function setOverride(target: Json, path: string[], value: unknown): void {
+  const context = target.context;
+  const otherPolicy =
+    path.join(".") === "context.policy" &&
+    typeof context === "object" &&
+    context !== null &&
+    !Array.isArray(context) &&
+    (context as Json).policy !== value;
+  if (otherPolicy) target.context = {};
+  setPath(target, path, value);
+}
+
 function readConfigFile(path: string): Json {
   let text: string;
   try {
@@ -96,11 +114,11 @@ export function loadConfig(flags: ConfigFlags, env: Record<string, string | unde
   const merged: Json = flags.config ? readConfigFile(flags.config) : {};
   for (const [name, path] of Object.entries(envKeys)) {
     const value = env[name];
-    if (value !== undefined && value !== "") setPath(merged, path, value);
+    if (value !== undefined && value !== "") setOverride(merged, path, value);
   }
   for (const [name, path] of Object.entries(flagKeys)) {
     const value = flags[name as keyof ConfigFlags];
-    if (value !== undefined) setPath(merged, path, value);
+    if (value !== undefined) setOverride(merged, path, value);
   }
   const result = configSchema.safeParse(merged);
   if (!result.success) throw new ConfigError(describeZodError(result.error));
