@@ -9,7 +9,7 @@
  * The data directory is --data-dir, else URA_DATA_DIR, else ./ura-data (as `serve`).
  */
 import { existsSync, writeFileSync } from "node:fs";
-import { openRecords, type RecordedExchange } from "../records/read-records.ts";
+import { type EpisodeRecordsView, openRecords, type RecordedExchange } from "../records/read-records.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
 
 export const usage = `usage: ura-sidecar records list [--data-dir DIR]
@@ -48,6 +48,18 @@ function summaryLine(exchange: RecordedExchange): string {
   ].join(" ");
 }
 
+/**
+ * A torn last line (a write cut short by kill -9) is skipped by the reader; it is said
+ * on stderr so that what is shown is never silently less than what the files hold.
+ */
+function reportTornTails(episode: EpisodeRecordsView, out: Output): void {
+  for (const [file, tail] of Object.entries(episode.tornTails)) {
+    out.error(
+      `ura-sidecar records: warning: ${episode.id}/${file} ends in a torn line (${tail.length} chars, a write cut short), skipped`,
+    );
+  }
+}
+
 export async function recordsCommand(
   args: string[],
   env: Record<string, string | undefined>,
@@ -77,6 +89,7 @@ export async function recordsCommand(
     if (verb === "list") {
       const lines = records.episodeIds().map((id) => {
         const episode = records.readEpisode(id);
+        reportTornTails(episode, out);
         return `${id} exchanges=${episode.exchanges.length} state=${String(episode.description?.state ?? "?")}`;
       });
       await out.write(lines.map((line) => `${line}\n`).join(""));
@@ -85,6 +98,7 @@ export async function recordsCommand(
     if (verb !== "show" && verb !== "export") return fail(`unknown verb ${JSON.stringify(verb ?? "")}`);
     if (!episodeId) return fail("EPISODE is required");
     const episode = records.readEpisode(episodeId);
+    reportTornTails(episode, out);
 
     if (verb === "export") {
       if (!values.inline) return fail("export writes self-contained lines: give --inline");

@@ -1,0 +1,56 @@
+import { expect, test } from "bun:test";
+import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { recordsCommand } from "./records-command.ts";
+
+/** A data directory with one episode of one whole exchange, its exchanges.jsonl ending in a torn line (kill -9). */
+function dataDirWithTornTail(): { dataDir: string; episode: string } {
+  const dataDir = mkdtempSync(join(tmpdir(), "ura-records-command-"));
+  const episode = "ep_torn";
+  const dir = join(dataDir, "episodes", episode);
+  mkdirSync(dir, { recursive: true });
+  const at = "2026-12-01T10:00:00.000Z";
+  const lines = [
+    { v: 3, at, exchange: "ex_0001", stage: "client_request", protocol: "responses", path: "/v1/responses" },
+    { v: 3, at, exchange: "ex_0001", stage: "status", status: "delivered", batch: null },
+  ];
+  writeFileSync(join(dir, "exchanges.jsonl"), lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+  appendFileSync(
+    join(dir, "exchanges.jsonl"),
+    '{"v":3,"at":"2026-12-01T10:00:01.000Z","exchange":"ex_0002","sta',
+  );
+  return { dataDir, episode };
+}
+
+async function run(args: string[]) {
+  let stdout = "";
+  const stderr: string[] = [];
+  const code = await recordsCommand(
+    args,
+    {},
+    {
+      write: async (text) => {
+        stdout += text;
+      },
+      error: (text) => stderr.push(text),
+    },
+  );
+  return { code, stdout, stderr: stderr.join("\n") };
+}
+
+test("a torn last line is reported on stderr, naming the file, and the whole lines before it are still shown", async () => {
+  const { dataDir, episode } = dataDirWithTornTail();
+  const cases: [string[], string][] = [
+    [["show", episode], "ex_0001 delivered"],
+    [["export", episode, "--inline"], '"exchange":"ex_0001"'],
+    [["list"], `${episode} exchanges=1`],
+  ];
+  for (const [args, shown] of cases) {
+    const { code, stdout, stderr } = await run([...args, "--data-dir", dataDir]);
+    expect(code).toBe(0);
+    expect(stdout).toContain(shown);
+    expect(stdout).not.toContain("ex_0002");
+    expect(stderr).toContain(`${episode}/exchanges.jsonl ends in a torn line`);
+  }
+});
