@@ -1,4 +1,4 @@
-import { afterAll, beforeAll, expect, test } from "bun:test";
+import { afterAll, beforeAll, expect, spyOn, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -50,13 +50,32 @@ test("from the JSON POST /control/episodes returned; usage errors exit 2", async
     headers: { authorization: `Bearer ${password}` },
     body: JSON.stringify({ client: "claude" }),
   });
-  const file = join(root, "episode.json");
+  const file = join(root, "launch.json");
   writeFileSync(file, await res.text());
   const out = join(root, "from-file");
   expect(await clientConfigCommand(["claude", "--episode", file, "--out", out], {})).toBe(0);
   expect(JSON.parse(readFileSync(join(out, "mcp.json"), "utf8")).mcpServers.ura.url).toContain("/mcp");
   expect(await clientConfigCommand(["cursor", "--episode", file, "--out", out], {})).toBe(2);
   expect(await clientConfigCommand(["claude", "--out", out], {})).toBe(2);
+});
+
+test("the records' episode.json is not launch info: exit 1 saying which file is meant, nothing written", async () => {
+  const episode = sidecar.episodes.create({ max_turns: 0 });
+  const out = join(root, "records-episode-json");
+  const errors: string[] = [];
+  const spy = spyOn(console, "error").mockImplementation((text: string) => {
+    errors.push(text);
+  });
+  try {
+    const file = join(episode.records.dir, "episode.json");
+    expect(await clientConfigCommand(["gemini", "--episode", file, "--out", out], {})).toBe(1);
+  } finally {
+    spy.mockRestore();
+  }
+  expect(existsSync(out)).toBe(false);
+  expect(errors.join("\n")).toContain(
+    "is not launch info (the JSON POST /control/episodes returns): urls, ingress_key, mcp_token missing or not valid",
+  );
 });
 
 test("--new-episode --context-policy body_budget creates a camera episode with that policy and writes its kit", async () => {

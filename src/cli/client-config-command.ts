@@ -1,5 +1,5 @@
 /**
- * `ura-sidecar client-config <client> --episode <id | episode.json> --out DIR`:
+ * `ura-sidecar client-config <client> --episode <id | launch.json> --out DIR`:
  * writes the client's kit for one episode. With an id, the launch info comes from
  * a running sidecar's control API (`--sidecar URL`, password in
  * URA_CONTROL_PASSWORD); with a path, from the JSON that `POST /control/episodes`
@@ -18,7 +18,7 @@ import { parseFlags, usageError } from "./command-flags.ts";
 const policyNames = contextPolicySchema.unwrap().options.map((option) => option.shape.policy.value);
 type PolicyName = (typeof policyNames)[number];
 
-export const usage = `usage: ura-sidecar client-config <${clientNames.join("|")}> (--episode <id | episode.json> | --new-episode)
+export const usage = `usage: ura-sidecar client-config <${clientNames.join("|")}> (--episode <id | launch.json> | --new-episode)
        --out DIR [--context-policy <${policyNames.join("|")}>] [--sidecar URL (default http://127.0.0.1:8787)]
        [--binary PATH]`;
 
@@ -60,12 +60,26 @@ function policyOf(episode: LaunchInfo): string | undefined {
   return typeof context?.policy === "string" ? context.policy : undefined;
 }
 
+/**
+ * Launch info from a file. The records' episode.json has the same name and the same
+ * episode but no credentials (digests only): say which file is meant, not a schema dump.
+ */
+function readLaunchInfoFile(path: string): LaunchInfo {
+  const parsed = launchInfoSchema.safeParse(JSON.parse(readFileSync(path, "utf8")));
+  if (parsed.success) return parsed.data;
+  const fields = [...new Set(parsed.error.issues.map((issue) => issue.path.map(String).join(".")))];
+  throw new Error(
+    `is not launch info (the JSON POST /control/episodes returns): ${fields.join(", ")} missing or not valid` +
+      " (the records' episode.json holds credential digests only; give the episode id instead)",
+  );
+}
+
 async function readEpisode(
   episode: string,
   sidecar: string,
   password: string | undefined,
 ): Promise<LaunchInfo> {
-  if (existsSync(episode)) return launchInfoSchema.parse(JSON.parse(readFileSync(episode, "utf8")));
+  if (existsSync(episode)) return readLaunchInfoFile(episode);
   if (!password)
     throw new Error("reading an episode by id needs the control password in URA_CONTROL_PASSWORD");
   const url = controlUrl(sidecar, `/episodes/${encodeURIComponent(episode)}/launch`);

@@ -4,10 +4,11 @@ export function helpText(version: string): string {
 
 Usage:
   ura-sidecar [serve] [flags]       start the sidecar
-  ura-sidecar client-config <opencode|gemini|claude|codex> --episode <id | episode.json> --out DIR
+  ura-sidecar client-config <opencode|gemini|claude|codex> --episode <id | launch.json> --out DIR
                                     write a ready kit (config files, credentials.env, launch script)
                                     for one episode; by id it asks --sidecar URL (default
-                                    http://127.0.0.1:8787) with URA_CONTROL_PASSWORD
+                                    http://127.0.0.1:8787) with URA_CONTROL_PASSWORD; a file is the
+                                    JSON POST /control/episodes returned (not the records' episode.json)
     --new-episode [--context-policy identity|sliding_window|body_budget]
                                     create the episode first, with that context policy
                                     (body_budget for a camera episode, docs/long-sessions.md)
