@@ -148,14 +148,14 @@ export const configSchema = z
       .object({
         webp: webpSettingsSchema.default(webpSettingsSchema.parse({})),
         /**
-         * Bytes of converted WebP kept in memory for all episodes together (least recently
-         * used first out; 0 = no cache): a resent history is then not converted again.
-         */
-        /**
          * Image conversion workers (Bun Workers); absent = the core count minus one, at least
          * one; 0 = convert on the event loop (a large frame then stalls every episode).
          */
         workers: z.number().int().min(0).max(64).optional(),
+        /**
+         * Bytes of converted WebP kept in memory for all episodes together (least recently
+         * used first out; 0 = no cache): a resent history is then not converted again.
+         */
         cache_bytes: z
           .number()
           .int()
