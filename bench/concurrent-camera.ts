@@ -14,9 +14,6 @@
  * frames: generating 1500 distinct noisy scenes takes longer than the run.
  *   bun bench/concurrent-camera.ts [episodes] [frames]
  */
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
 import { cameraLikePng } from "../src/images/synthetic-frames.ts";
 import { crc32 } from "../src/images/write-png.ts";
 import { openRecords } from "../src/records/read-records.ts";
@@ -60,11 +57,10 @@ export async function runConcurrentCameraBench(
 ): Promise<Record<string, number>> {
   const scenes = Array.from({ length: framesPerEpisode }, (_, i) => cameraLikePng(640, 480, 3000 + i));
   const upstream = await spawnInstantUpstream();
-  const configPath = join(mkdtempSync(join(tmpdir(), "ura-bench-concurrent-")), "config.json");
-  writeFileSync(configPath, JSON.stringify({ context: { policy: "body_budget" } }));
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
-    args: ["--log-level", "warn", "--config", configPath],
+    config: { context: { policy: "body_budget" } },
+    args: ["--log-level", "warn"],
   });
   try {
     const pid = sidecar.proc.pid;

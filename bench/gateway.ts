@@ -22,7 +22,7 @@
  * All servers listen on 127.0.0.1 only; every loop is bounded.
  * `bun bench/gateway.ts text20_json_c16 …` runs only the named cases (no memory, no cold start).
  */
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join, resolve } from "node:path";
 import { rgbNoisePng } from "../src/images/generate-png.ts";
@@ -172,11 +172,10 @@ export async function runGatewayBench(
     dataDir,
     args: ["--log-level", "warn"],
   });
-  const noFsyncConfig = join(mkdtempSync(join(tmpdir(), "ura-bench-cfg-")), "config.json");
-  writeFileSync(noFsyncConfig, JSON.stringify({ records: { fsync: false } }));
   const sidecarNoFsync = await startSidecarProcess({
     upstreamUrl: upstream.url,
-    args: ["--log-level", "warn", "--config", noFsyncConfig],
+    config: { records: { fsync: false } },
+    args: ["--log-level", "warn"],
   });
   try {
     const episode = await sidecar.createEpisode({});

@@ -21,7 +21,7 @@
  * the body it gets): an upper bound on the time the sidecar adds.
  *   bun bench/long-camera.ts [turns]
  */
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cameraLikePng } from "../src/images/synthetic-frames.ts";
@@ -76,13 +76,12 @@ async function runEpisode(
 ): Promise<Record<string, number>> {
   const turns = frames.length;
   const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-camera-"));
-  const configPath = join(dataDir, "..", `${dataDir.split("/").at(-1)}.json`);
   // The default client body limit (body_limit_bytes) holds the whole 100-frame history (~80 MB).
-  writeFileSync(configPath, JSON.stringify({ context: { policy: "body_budget" } }));
   const sidecar = await startSidecarProcess({
     upstreamUrl,
     dataDir,
-    args: ["--log-level", "warn", "--config", configPath],
+    config: { context: { policy: "body_budget" } },
+    args: ["--log-level", "warn"],
   });
   const figures: Record<string, number> = {};
   try {
@@ -199,11 +198,10 @@ async function runStall(
   workers?: number,
 ): Promise<Record<string, number>> {
   const big = [1, 2].map((seed) => cameraLikePng(4000, 3000, 500 + seed).toBase64());
-  const configPath = join(mkdtempSync(join(tmpdir(), "ura-bench-stall-")), "config.json");
-  writeFileSync(configPath, JSON.stringify(workers === undefined ? {} : { images: { workers } }));
   const sidecar = await startSidecarProcess({
     upstreamUrl,
-    args: ["--log-level", "error", "--config", configPath],
+    config: workers === undefined ? {} : { images: { workers } },
+    args: ["--log-level", "error"],
   });
   try {
     const text = await sidecar.createEpisode({ max_turns: 0 });
