@@ -54,3 +54,48 @@ test("a torn last line is reported on stderr, naming the file, and the whole lin
     expect(stderr).toContain(`${episode}/exchanges.jsonl ends in a torn line`);
   }
 });
+
+/** An episode directory holding an episode.json with `state` and the given restart files' lines. */
+function writeEpisode(
+  dataDir: string,
+  id: string,
+  state: string,
+  restarts: Record<string, unknown>[][],
+): void {
+  const dir = join(dataDir, "episodes", id);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "episode.json"), JSON.stringify({ id, state }));
+  for (const [i, lines] of restarts.entries()) {
+    const file = `restart-${String(i + 1).padStart(3, "0")}.jsonl`;
+    writeFileSync(join(dir, file), lines.map((line) => `${JSON.stringify({ v: 3, ...line })}\n`).join(""));
+  }
+}
+
+test("list gives the state the restart files record, not the one episode.json was last written with", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "ura-records-command-"));
+  writeEpisode(dataDir, "ep_a", "running", []);
+  // A restart report written before reports said the state: running → interrupted all the same.
+  writeEpisode(dataDir, "ep_b", "running", [[{ type: "restarted", previous_state: "running" }]]);
+  writeEpisode(dataDir, "ep_c", "finished", [
+    [{ type: "restarted", previous_state: "finished", state: "finished" }],
+  ]);
+  // Restored twice, stopped cleanly in between; the newest restart file's first line torn (kill -9).
+  writeEpisode(dataDir, "ep_d", "running", [
+    [
+      { type: "restarted", previous_state: "running", state: "interrupted" },
+      { type: "stopped", state: "interrupted" },
+    ],
+  ]);
+  appendFileSync(join(dataDir, "episodes", "ep_d", "restart-002.jsonl"), '{"v":3,"type":"resta');
+  const { code, stdout } = await run(["list", "--data-dir", dataDir]);
+  expect(code).toBe(0);
+  expect(stdout).toBe(
+    [
+      "ep_a exchanges=0 state=running",
+      "ep_b exchanges=0 state=interrupted",
+      "ep_c exchanges=0 state=finished",
+      "ep_d exchanges=0 state=interrupted",
+      "",
+    ].join("\n"),
+  );
+});

@@ -90,7 +90,7 @@ export async function recordsCommand(
       const lines = records.episodeIds().map((id) => {
         const episode = records.readEpisode(id);
         reportTornTails(episode, out);
-        return `${id} exchanges=${episode.exchanges.length} state=${String(episode.description?.state ?? "?")}`;
+        return `${id} exchanges=${episode.exchanges.length} state=${episode.state ?? "?"}`;
       });
       await out.write(lines.map((line) => `${line}\n`).join(""));
       return 0;

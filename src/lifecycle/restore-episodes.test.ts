@@ -94,6 +94,7 @@ describe("restoreEpisodes", () => {
     expect(episode.describe()).toMatchObject({
       restart: {
         previous_state: "running",
+        state: "interrupted",
         uncertain: ["call_a"],
         records_frozen: false,
         credentials: "sha256",

@@ -40,7 +40,7 @@ import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import type { BlobStore } from "../records/blob-store.ts";
 import { readJsonLines } from "../records/jsonl-file.ts";
-import { listRestartFiles, openRestartRecords } from "../records/restart-records.ts";
+import { listRestartFiles, openRestartRecords, stateAfterRestore } from "../records/restart-records.ts";
 import { type StoredEpisode, storedContextPolicy, storedEpisodeSchema } from "./stored-episode.ts";
 
 export type RestoreDeps = {
@@ -63,6 +63,8 @@ export type RestartReport = {
   restarted_at: string;
   restart_file: string;
   previous_state: StoredEpisode["state"];
+  /** The state the episode is restored in (episode.json keeps `previous_state`). */
+  state: StoredEpisode["state"];
   /** Whether the earlier process froze the records at a clean shutdown, and its marker. */
   records_frozen: boolean;
   frozen_marker: unknown;
@@ -142,13 +144,14 @@ export function restoreEpisode(dir: string, deps: RestoreDeps): Episode {
 
   const frozenMarker = readFrozenMarker(dir);
   const previousState = stored.state;
-  const state = previousState === "running" ? "interrupted" : previousState;
+  const state = stateAfterRestore(previousState);
   const restartedAt = new Date(deps.clock()).toISOString();
   const records = openRestartRecords({ dir, clock: deps.clock, redact: deps.redact, blobs: deps.blobs });
   const report: RestartReport = {
     restarted_at: restartedAt,
     restart_file: records.file,
     previous_state: previousState,
+    state,
     records_frozen: frozenMarker !== undefined,
     frozen_marker: frozenMarker ?? null,
     uncertain,

@@ -24,7 +24,7 @@ import { basename, join } from "node:path";
 import { episodeIdPattern } from "../episodes/ids.ts";
 import { type BlobStore, createBlobStore } from "./blob-store.ts";
 import { inlineImages, resolveBlobReferences } from "./image-references.ts";
-import { listRestartFiles } from "./restart-records.ts";
+import { listRestartFiles, stateAfterRestore } from "./restart-records.ts";
 import { inlineTexts, resolveTextReferences, textReferenceMarker } from "./text-references.ts";
 
 /** One record line: its parsed value and its exact text (needed to rebuild spliced bodies). */
@@ -42,6 +42,11 @@ export type EpisodeRecordsView = {
   dir: string;
   /** episode.json, frozen.json (undefined when absent). */
   description: Record<string, unknown> | undefined;
+  /**
+   * The episode's last known state: episode.json's, unless a later process restored the
+   * episode (restart files), which never rewrites episode.json (see `lastKnownState`).
+   */
+  state: string | undefined;
   frozen: Record<string, unknown> | undefined;
   exchanges: RecordedExchange[];
   ledger: RecordLine[];
@@ -144,6 +149,27 @@ export function memberText(objectText: string, key: string): string | undefined 
   return undefined;
 }
 
+/**
+ * The newest `state` a restart file's `restarted` or `stopped` line records; with restart
+ * files but no such line (a report written before reports said the state, or a first line
+ * torn by kill -9), episode.json's state as restoring it makes it (running → interrupted).
+ */
+function lastKnownState(
+  description: Record<string, unknown> | undefined,
+  restarts: { lines: RecordLine[] }[],
+): string | undefined {
+  const recorded = restarts
+    .flatMap((restart) => restart.lines)
+    .findLast(
+      (line) =>
+        (line.value.type === "restarted" || line.value.type === "stopped") &&
+        typeof line.value.state === "string",
+    )?.value.state as string | undefined;
+  if (recorded !== undefined) return recorded;
+  const described = typeof description?.state === "string" ? description.state : undefined;
+  return restarts.length > 0 && described !== undefined ? stateAfterRestore(described) : described;
+}
+
 function groupExchanges(lines: RecordLine[]): RecordedExchange[] {
   const byId = new Map<string, RecordLine[]>();
   for (const line of lines) {
@@ -220,10 +246,12 @@ export function openRecords(dataDir: string, blobs: BlobStore = createBlobStore(
     const restarts = listRestartFiles(dir).map((name) => ({ file: name, lines: file(name) }));
     const restartLines = (type: string) =>
       restarts.flatMap((restart) => restart.lines.filter((line) => line.value.type === type));
+    const description = readJsonFile(join(dir, "episode.json"));
     return {
       id: basename(dir),
       dir,
-      description: readJsonFile(join(dir, "episode.json")),
+      description,
+      state: lastKnownState(description, restarts),
       frozen: readJsonFile(join(dir, "frozen.json")),
       exchanges: groupExchanges([...exchangeLines, ...restartLines("exchange")]),
       ledger: file("ledger.jsonl"),

@@ -12,6 +12,8 @@
  *   {type:"auxiliary", …}
  *   {type:"stopped", …marker}     the final marker of a later shutdown (instead of frozen.json)
  * Same shape as `createEpisodeRecords`, so the episode does not know the difference.
+ * The `restarted` and `stopped` lines say the restored episode's `state`: episode.json
+ * keeps the state the earlier process last wrote (`running` for one it never saw end).
  * A line that cannot be written (full disk) is kept out of the file and noted in
  * `failure`, never thrown: the restored episode stays visible read-only whatever
  * the disk does, and nothing it would record can run anything.
@@ -33,6 +35,14 @@ export function listRestartFiles(dir: string): string[] {
   return readdirSync(dir)
     .filter((name) => restartFilePattern.test(name))
     .sort((a, b) => Number(restartFilePattern.exec(a)?.[1]) - Number(restartFilePattern.exec(b)?.[1]));
+}
+
+/**
+ * The state an episode is restored in: one that was running can never run again
+ * (its process is gone), so it is interrupted; any other state is final and stays.
+ */
+export function stateAfterRestore<State extends string>(previous: State): State | "interrupted" {
+  return previous === "running" ? "interrupted" : previous;
 }
 
 export type RestartRecordsOptions = Pick<RecordsOptions, "dir" | "clock" | "redact" | "blobs">;
