@@ -13,6 +13,7 @@ import { answerAuxiliary } from "./answer-auxiliary.ts";
 import { presentedKey } from "./authenticate-ingress.ts";
 import * as gemini from "./gemini/errors.ts";
 import * as messages from "./messages/errors.ts";
+import { recordedPath } from "./recorded-path.ts";
 import * as responses from "./responses/errors.ts";
 
 export type IngressProtocol = "responses" | "gemini" | "messages";
@@ -51,7 +52,7 @@ export function refuseIngressRequest(
   return answerAuxiliary(
     deps.logger,
     episode,
-    { ...entry, protocol: ingress.protocol, path: url.pathname },
+    { ...entry, protocol: ingress.protocol, path: recordedPath(url) },
     error,
     render,
   );

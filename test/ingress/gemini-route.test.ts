@@ -212,7 +212,7 @@ describe("countTokens", () => {
     expect(aux).toHaveLength(1);
     expect(aux[0]).toMatchObject({
       operation: "countTokens",
-      path: "/gemini/v1beta/models/ura-qwen:countTokens",
+      path: `/e/${episode.id}/gemini/v1beta/models/ura-qwen:countTokens`,
       status: 400,
     });
     expect(episode.counters).toMatchObject({

@@ -111,7 +111,7 @@ describe("traces of the compiled binary", () => {
     expect(local[0]?.attributes).toMatchObject({
       "http.response.status_code": 400,
       "gen_ai.conversation.id": gemini.id,
-      "url.path": `/gemini/v1beta/models/${gemini.model}:countTokens`,
+      "url.path": `/e/{episode}/gemini/v1beta/models/${gemini.model}:countTokens`,
       "ura.operation": "countTokens",
     });
 

@@ -17,17 +17,10 @@ import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
 import { receivedBody } from "../received-body.ts";
+import { recordedPath } from "../recorded-path.ts";
 import { classifyGeminiOperation } from "./classify-operation.ts";
 import { renderError } from "./errors.ts";
 import { toHub } from "./to-hub.ts";
-
-/** The request path as recorded: below the episode, without an API key in the query. */
-function recordedPath(url: URL, base: string): string {
-  const query = new URLSearchParams(url.searchParams);
-  query.delete("key");
-  const search = query.size > 0 ? `?${query}` : "";
-  return `${url.pathname.slice(base.length)}${search}`;
-}
 
 /** Gemini CLI resends its system instruction (~30 KB) and tool list (~7 KB) unchanged every turn; per episode. */
 const repeatedOf = repeatedMembersPer<Episode>(["systemInstruction", "tools"]);
@@ -39,15 +32,14 @@ export function createRoutes(deps: RouteDeps): Hono {
   app.all("/gemini/*", async (c) => {
     const episode = authenticateRequest(deps.episodes, c, { keyInQuery: true });
     const url = new URL(c.req.url);
-    const base = `/e/${episode.id}`;
     const operation = classifyGeminiOperation({
       method: c.req.method,
-      path: url.pathname.slice(`${base}/gemini`.length),
+      path: url.pathname.slice(`/e/${episode.id}/gemini`.length),
       query: url.searchParams,
       episodeModel: episode.model,
     });
     const body = parseJsonBody(await receivedBody(c.req.raw), repeatedOf(episode));
-    const path = recordedPath(url, base);
+    const path = recordedPath(url);
     if (operation.kind === "count_tokens") {
       const error = new SidecarError(
         "invalid_request",

@@ -7,7 +7,6 @@
  * (ANTHROPIC_AUTH_TOKEN). Everything else is the shared exchange pipeline; any
  * error is answered in the Anthropic envelope.
  */
-import type { Context } from "hono";
 import { Hono } from "hono";
 import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
@@ -17,6 +16,7 @@ import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
 import { receivedBody } from "../received-body.ts";
+import { recordedPath } from "../recorded-path.ts";
 import { renderError } from "./errors.ts";
 import { toHub } from "./to-hub.ts";
 
@@ -30,11 +30,6 @@ function betaFlags(header: string | undefined): string[] {
     .filter((flag) => flag !== "");
 }
 
-function requestPath(c: Context): string {
-  const url = new URL(c.req.url);
-  return `${url.pathname}${url.search}`;
-}
-
 /** Claude Code resends its tool list (63 KB of its 77 KB request) and system prompt (6 KB) unchanged every turn; per episode. */
 const repeatedOf = repeatedMembersPer<Episode>(["tools", "system"]);
 
@@ -46,7 +41,11 @@ export function createRoutes(deps: RouteDeps): Hono {
     const episode = authenticateRequest(deps.episodes, c);
     await receivedBody(c.req.raw);
     const error = new SidecarError("invalid_request", countTokensMessage);
-    const entry = { protocol: "messages" as const, operation: "count_tokens", path: requestPath(c) };
+    const entry = {
+      protocol: "messages" as const,
+      operation: "count_tokens",
+      path: recordedPath(new URL(c.req.url)),
+    };
     return answerAuxiliary(deps.logger, episode, { ...entry, message: error.message }, error, renderError);
   });
 
@@ -58,7 +57,7 @@ export function createRoutes(deps: RouteDeps): Hono {
       runExchange(deps.exchange, {
         protocol: "messages",
         episode,
-        path: requestPath(c),
+        path: recordedPath(new URL(c.req.url)),
         clientRequest: body,
         translate: () => toHub(body, ctx),
         renderError,

@@ -18,6 +18,7 @@ import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
 import { receivedBody } from "../received-body.ts";
+import { recordedPath } from "../recorded-path.ts";
 import { renderError } from "./errors.ts";
 import { deliveredResponse } from "./stored-responses.ts";
 import { toHub } from "./to-hub.ts";
@@ -42,7 +43,11 @@ export function createRoutes(deps: RouteDeps): Hono {
     const episode = authenticateRequest(deps.episodes, c);
     await receivedBody(c.req.raw);
     const error = new SidecarError("invalid_request", compactMessage, { code: "unsupported_endpoint" });
-    const entry = { protocol: "responses" as const, operation: "compact", path: new URL(c.req.url).pathname };
+    const entry = {
+      protocol: "responses" as const,
+      operation: "compact",
+      path: recordedPath(new URL(c.req.url)),
+    };
     return answerAuxiliary(deps.logger, episode, { ...entry, message: compactMessage }, error, renderError);
   });
 
@@ -65,7 +70,7 @@ export function createRoutes(deps: RouteDeps): Hono {
       runExchange(deps.exchange, {
         protocol: "responses",
         episode,
-        path: new URL(c.req.url).pathname,
+        path: recordedPath(new URL(c.req.url)),
         clientRequest: body,
         translate: () => toHub(body, ctx),
         renderError,
