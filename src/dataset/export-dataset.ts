@@ -87,12 +87,12 @@ export class ExportRefused extends Error {}
 
 function successfulFinish(episode: EpisodeRecordsRead): boolean {
   const result = episode.stored.result as { submitted?: unknown } | undefined;
-  return episode.stored.state === "finished" && result?.submitted === true && !episode.stored.failure;
+  return episode.state === "finished" && result?.submitted === true && !episode.stored.failure;
 }
 
 /** Running when last described, or restored after a restart: the process did not see it to its end. */
 function interrupted(episode: EpisodeRecordsRead): boolean {
-  return episode.stored.state === "running" || episode.stored.state === "interrupted";
+  return episode.state === "running" || episode.state === "interrupted";
 }
 
 function selectionSkip(episode: EpisodeRecordsRead, selection: ExportSelection): Skipped | undefined {
@@ -113,12 +113,12 @@ function selectionSkip(episode: EpisodeRecordsRead, selection: ExportSelection):
   if (interrupted(episode) && !selection.includeInterrupted)
     return skip(
       "interrupted",
-      `the sidecar stopped while the episode was ${stored.state === "running" ? "running" : "running (restored as interrupted)"}; --include-interrupted exports its delivered exchanges`,
+      `the sidecar stopped while the episode was ${episode.state === "running" ? "running" : "running (restored as interrupted)"}; --include-interrupted exports its delivered exchanges`,
     );
   if (!interrupted(episode) && !successfulFinish(episode) && !selection.includeFailed)
     return skip(
       "not_successful",
-      `state ${stored.state}${stored.failure ? ` (${stored.failure.reason})` : ""}, no submitted finish receipt; --include-failed exports it`,
+      `state ${episode.state}${stored.failure ? ` (${stored.failure.reason})` : ""}, no submitted finish receipt; --include-failed exports it`,
     );
   return undefined;
 }
@@ -203,7 +203,7 @@ export async function exportDataset(options: ExportOptions): Promise<ExportResul
       client: episode.stored.client,
       model: episode.stored.model,
       created_at: episode.stored.created_at,
-      state: episode.stored.state,
+      state: episode.state,
       successful_finish: successfulFinish(episode),
       restored: episode.restarts.length > 0,
       notes,

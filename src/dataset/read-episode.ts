@@ -26,6 +26,8 @@ export type EpisodeRecordsRead = {
   id: string;
   dir: string;
   stored: StoredEpisode;
+  /** The last known state: episode.json's, or what a later process's restore made it (read-records.ts). */
+  state: string;
   /** frozen.json was written: the process that owned the episode shut down cleanly. */
   frozen: boolean;
   /** restart-NNN.jsonl files: a later process restored the episode read-only. */
@@ -65,6 +67,7 @@ export function readEpisode(dataDir: string, id: string): EpisodeRecordsRead {
     id,
     dir: view.dir,
     stored: parsed.data,
+    state: view.state ?? parsed.data.state,
     frozen: view.frozen !== undefined,
     restarts: view.restarts.map((restart) => restart.file),
     exchanges: view.exchanges.map((exchange) => ({

@@ -103,7 +103,13 @@ test("a restored (interrupted) episode: skipped with its reason, or exported fro
   expect(line.messages[1]?.tool_calls?.[0]?.id).toBe(observe.call_id);
   expect(line.messages.at(-1)?.tool_calls?.map((c) => c.function.name)).toEqual(["ura_record", "ura_record"]);
   const [entry] = asked.manifest.episodes;
-  expect(entry).toMatchObject({ id: episode.id, state: "running", restored: true, successful_finish: false });
+  // Its last known state, as `records list` gives it: restoring it made it interrupted (episode.json still says running).
+  expect(entry).toMatchObject({
+    id: episode.id,
+    state: "interrupted",
+    restored: true,
+    successful_finish: false,
+  });
   expect(entry.notes.join()).toContain("exchanges.jsonl ends in a torn line");
   expect(entry.conversations[0].exchanges).toEqual(["ex_0001", "ex_0002"]);
   expect(asked.manifest.counts.images).toBe(1);
