@@ -200,6 +200,66 @@ describe("sliding_window over generated histories", () => {
   });
 });
 
+/**
+ * A history at an earlier turn (cut where no call/result block is split) and the same
+ * history later, with a policy scaled to the earlier one so that it is reduced.
+ */
+const growingArbitrary: fc.Arbitrary<[HubRequest, HubRequest, SlidingWindowPolicy]> = fc
+  .tuple(
+    hubRequestArbitrary,
+    fc.double({ min: 0.2, max: 1, noNaN: true }),
+    fc.record({
+      maxShare: fc.double({ min: 0.3, max: 0.95, noNaN: true }),
+      targetShare: fc.double({ min: 0.4, max: 1, noNaN: true }),
+      min_recent_tool_images: fc.integer({ min: 0, max: 6 }),
+      image_eviction_batch_size: fc.integer({ min: 1, max: 4 }),
+      keep_recent_blocks: fc.integer({ min: 1, max: 3 }),
+    }),
+  )
+  .map(([later, where, { maxShare, targetShare, ...rest }]) => {
+    const cuts = later.messages.flatMap((m, i) => (i > 0 && m.role !== "tool" ? [i] : []));
+    const cut = cuts[Math.floor(where * cuts.length)] ?? later.messages.length;
+    const earlier = { ...later, messages: later.messages.slice(0, cut) };
+    const max = Math.max(1, Math.round(estimateTokens(earlier) * maxShare));
+    const policy = slidingWindowPolicySchema.parse({
+      policy: "sliding_window",
+      max_input_tokens: max,
+      target_input_tokens: Math.max(1, Math.round(max * targetShare)),
+      ...rest,
+    });
+    return [earlier, later, policy];
+  });
+
+describe("sliding_window as the history grows", () => {
+  test("a stale image is one it omitted, and no later, longer history sends it", () => {
+    let exercised = 0;
+    fc.assert(
+      fc.property(growingArbitrary, ([earlier, later, policy]) => {
+        const before = run(earlier, policy);
+        if (before instanceof SidecarError) return;
+        // Stale: exactly the client's parts named in images_omitted.
+        const byCallId = new Map(
+          earlier.messages.flatMap((m) => (m.role === "tool" ? [[m.toolCallId, m] as const] : [])),
+        );
+        const omitted = before.decision.images_omitted.map(
+          (o) => byCallId.get(o.toolCallId)?.content[o.index],
+        );
+        expect(before.stale.length).toBe(omitted.length);
+        before.stale.forEach((part, i) => {
+          expect(part).toBe(omitted[i] as never);
+        });
+        const after = run(later, policy);
+        if (after instanceof SidecarError) return;
+        const sent = new Set(after.request.messages.flatMap((m) => (m.role === "tool" ? m.content : [])));
+        for (const part of before.stale) expect(sent.has(part)).toBe(false);
+        if (before.stale.length > 0 && later.messages.length > earlier.messages.length) exercised++;
+      }),
+      { numRuns: 500, seed: 7 },
+    );
+    expect(exercised).toBeGreaterThan(50);
+  });
+});
+
 describe("identity over generated histories", () => {
   test("returns the identical object and JSON", () => {
     fc.assert(

@@ -140,6 +140,79 @@ describe("sliding_window", () => {
     expect(toolImagesLeft(output.messages)).toBe(8);
   });
 
+  test("the images it omits are stale: the client's own parts, which no longer history sends again", () => {
+    const input = request(Array.from({ length: 10 }, (_, i) => block(`c${i}`, { images: 1 })).flat());
+    const policy = slidingWindow({
+      max_input_tokens: estimateTokens(input) - 1,
+      target_input_tokens: estimateTokens(input) - 1500,
+      min_recent_tool_images: 0,
+      image_eviction_batch_size: 2,
+    });
+    const { stale } = applyContextPolicy(input, policy);
+    const imageOf = (id: string) =>
+      input.messages.find((m): m is HubToolMessage => m.role === "tool" && m.toolCallId === id)?.content[1];
+    expect(stale).toHaveLength(2);
+    expect(stale[0]).toBe(imageOf("c0") as never);
+    expect(stale[1]).toBe(imageOf("c1") as never);
+    // Two more turns: the history only grows, so c0 and c1 stay omitted.
+    const longer = {
+      ...input,
+      messages: [...input.messages, ...block("c10", { images: 1 }), ...block("c11")],
+    };
+    const { decision } = applyContextPolicy(longer, policy);
+    expect(decision.images_omitted.slice(0, 2).map((o) => o.toolCallId)).toEqual(["c0", "c1"]);
+    // Under max_input_tokens nothing is omitted, nothing is stale.
+    expect(
+      applyContextPolicy(input, slidingWindow({ max_input_tokens: 100_000, target_input_tokens: 100_000 }))
+        .stale,
+    ).toEqual([]);
+  });
+
+  test("a frame left out only with its removed block is not stale: a longer history can send it again", () => {
+    const image = (chars: number, letter: string) => ({
+      type: "image" as const,
+      mediaType: "image/png",
+      data: letter.repeat(chars),
+    });
+    const [big, small] = [image(20_000, "B"), image(40, "S")];
+    const first: HubMessage[] = [
+      { role: "assistant", text: null, toolCalls: [{ id: "a", name: "capture_image", arguments: "{}" }] },
+      {
+        role: "tool",
+        toolCallId: "a",
+        name: "capture_image",
+        content: [{ type: "text", text: "ok" }, big, small],
+      },
+    ];
+    // Every tool image protected at first (3 of them), one block kept: the oldest block goes whole.
+    const policy = slidingWindow({
+      max_input_tokens: 6_000,
+      target_input_tokens: 4_000,
+      min_recent_tool_images: 3,
+      image_eviction_batch_size: 1,
+      keep_recent_blocks: 1,
+    });
+    const turn = request([...first, ...block("b", { images: 1, imageChars: 40, text: "y".repeat(8_000) })]);
+    const two = applyContextPolicy(turn, policy);
+    expect(two.decision.blocks_removed).toEqual([{ toolCallIds: ["a"] }]);
+    expect(two.decision.images_omitted).toEqual([]);
+    expect(two.stale).toEqual([]);
+    // One more image makes the big one omissible; its notice alone reaches the target, so block
+    // a comes back and its small frame is sent again.
+    const three = applyContextPolicy(
+      { ...turn, messages: [...turn.messages, ...block("c", { images: 1, imageChars: 40 })] },
+      policy,
+    );
+    expect(three.decision.blocks_removed).toEqual([]);
+    expect(three.decision.images_omitted).toEqual([{ toolCallId: "a", index: 1 }]);
+    const a = three.request.messages.find(
+      (m): m is HubToolMessage => m.role === "tool" && m.toolCallId === "a",
+    );
+    expect(a?.content[2]).toBe(small);
+    expect(three.stale).toEqual([big]);
+    expect(three.stale[0]).toBe(big);
+  });
+
   test("user images are never omitted and kept messages are the same objects", () => {
     const userImage: HubMessage = {
       role: "user",

@@ -5,7 +5,7 @@
  * `identity` (and `body_budget`, which acts after the WebP conversion) returns the
  * very request it was given.
  */
-import type { HubRequest } from "../hub/schema.ts";
+import type { HubImagePart, HubRequest } from "../hub/schema.ts";
 import { applySlidingWindow } from "./apply-sliding-window.ts";
 import type { ContextDecision } from "./decision-schema.ts";
 import { estimateTokens } from "./estimate.ts";
@@ -19,6 +19,12 @@ export type { ContextDecision } from "./decision-schema.ts";
 export interface ContextResult {
   request: HubRequest;
   decision: ContextDecision;
+  /**
+   * Image parts of the given request left out that no later, longer request of the
+   * episode sends (sliding_window's omitted images): the episode lets go of their
+   * cached WebP. body_budget finds its own after the conversion (apply-body-budget.ts).
+   */
+  stale: HubImagePart[];
 }
 
 /**
@@ -42,6 +48,7 @@ export function applyContextPolicy(request: HubRequest, policy: ContextPolicy): 
           images_omitted: [],
           blocks_removed: [],
         },
+        stale: [],
       };
     }
     case "sliding_window":

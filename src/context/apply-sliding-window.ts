@@ -12,11 +12,21 @@
  * Kept messages are the same objects; a tool message with omitted images is a
  * copy whose other parts are the same objects.
  *
+ * `stale`: the client's image parts the image phase omitted. They are omitted for good:
+ * the client's history only grows (same system prompt, tools and settings), and the
+ * request of a longer history with k batches omitted is at least as large as this one's
+ * with k batches omitted, which for every k below this one's count was over the target;
+ * so the longer one omits at least these batches again. Frames left out only with their
+ * removed block are not stale: a longer history can make more batches omissible, and
+ * their notices may bring it to the target with that block kept (apply-context.test.ts
+ * shows one). A client that shortens its history may send a stale frame again; it is
+ * then converted again.
+ *
  * Message sizes are measured once and the total is kept incrementally (JSON of
  * the request = JSON without messages + each message + the commas between), so
  * the work is linear in the size of the history.
  */
-import type { HubMessage, HubPart, HubRequest, HubToolMessage } from "../hub/schema.ts";
+import type { HubImagePart, HubMessage, HubPart, HubRequest, HubToolMessage } from "../hub/schema.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
 import { measureJsonBytes, measureMessageBytes, tokensFromBytes } from "./estimate.ts";
@@ -35,7 +45,7 @@ export interface ToolImage {
 export function applySlidingWindow(
   request: HubRequest,
   policy: SlidingWindowPolicy,
-): { request: HubRequest; decision: ContextDecision } {
+): { request: HubRequest; decision: ContextDecision; stale: HubImagePart[] } {
   const messages = request.messages;
   const baseBytes = measureJsonBytes({ ...request, messages: [] });
   const messageBytes = messages.map(measureMessageBytes);
@@ -52,7 +62,7 @@ export function applySlidingWindow(
     images_omitted: [],
     blocks_removed: [],
   };
-  if (estimateBefore <= policy.max_input_tokens) return { request, decision };
+  if (estimateBefore <= policy.max_input_tokens) return { request, decision, stale: [] };
   const overTarget = () => estimate() > policy.target_input_tokens;
 
   const images = listToolImages(messages);
@@ -61,6 +71,7 @@ export function applySlidingWindow(
       Math.max(0, images.length - policy.min_recent_tool_images) / policy.image_eviction_batch_size,
     ) * policy.image_eviction_batch_size;
   const rewritten = new Map<number, HubPart[]>();
+  const stale: HubImagePart[] = [];
   for (let next = 0; next < evictable && overTarget(); ) {
     for (const end = next + policy.image_eviction_batch_size; next < end; next++) {
       const image = images[next] as ToolImage;
@@ -70,6 +81,7 @@ export function applySlidingWindow(
         content = [...message.content];
         rewritten.set(image.messageIndex, content);
       }
+      stale.push(message.content[image.partIndex] as HubImagePart);
       const notice = createOmissionNotice(message.toolCallId, image.imageNumber);
       const delta = measureJsonBytes(notice) - measureJsonBytes(content[image.partIndex]);
       content[image.partIndex] = notice;
@@ -112,7 +124,7 @@ export function applySlidingWindow(
     const content = rewritten.get(i);
     kept.push(content && message.role === "tool" ? { ...message, content } : message);
   });
-  return { request: { ...request, messages: kept }, decision };
+  return { request: { ...request, messages: kept }, decision, stale };
 }
 
 /** Every image part inside a tool message, oldest first. */

@@ -2,11 +2,12 @@
  * The upstream body of an exchange: the hub request after context, its PNGs as
  * WebP, rendered once. Under the body_budget policy it is first reduced until it
  * fits (src/context/apply-body-budget.ts), measured by an exact size model, and
- * only the images it keeps are converted.
+ * only the images it keeps are converted. Under both reducing policies the episode
+ * lets go of the cached WebP of the frames left out for good.
  */
 import { applyBodyBudget, type ContextDecision } from "../context/apply-context.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
-import type { HubRequest } from "../hub/schema.ts";
+import type { HubImagePart, HubRequest } from "../hub/schema.ts";
 import type { ImageConverter, ImageStats } from "../images/convert-request.ts";
 import { type KnownSpan, stringifyKnowingMembers } from "../lib/frozen-json.ts";
 import { buildChatRequest, type ChatTarget } from "../upstream/build-chat-request.ts";
@@ -31,7 +32,13 @@ export async function buildUpstreamBody(
   request: HubRequest,
   policy: ContextPolicy,
   decision: ContextDecision,
-  options: { target: ChatTarget; providerLimitBytes: number; images: ImageConverter },
+  options: {
+    target: ChatTarget;
+    providerLimitBytes: number;
+    images: ImageConverter;
+    /** Images of the client's request the context stage left out for good (ContextResult.stale). */
+    stale?: readonly HubImagePart[];
+  },
 ): Promise<UpstreamBody> {
   const render = (converted: HubRequest, stats: ImageStats) => {
     const chat = buildChatRequest(converted, options.target);
@@ -40,7 +47,9 @@ export async function buildUpstreamBody(
     return { request: converted, chat, body: text, known, stats };
   };
   if (policy.policy !== "body_budget") {
-    const { request: converted, stats } = await options.images.convertRequest(request);
+    const { request: converted, stats } = await options.images.convertRequest(request, {
+      forget: options.stale ?? [],
+    });
     return render(converted, stats);
   }
   const images = options.images.prepare(request);

@@ -171,7 +171,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   try {
     translation = spec.translate();
     const { hub } = translation;
-    const { request: filtered, decision } = applyContextPolicy(hub, episode.context);
+    const { request: filtered, decision, stale } = applyContextPolicy(hub, episode.context);
     // The translated request is kept only when the policy changed it; otherwise the
     // upstream_request line already shows it, and writing it twice doubled the cost.
     episode.records.exchange(exchangeId, "after_context", {
@@ -187,6 +187,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
         maxOutputTokens: deps.maxOutputTokens,
       },
       providerLimitBytes: deps.sizeLimits.max_request_bytes,
+      stale,
       images: createImageConverter({
         ...deps.images,
         maxPixels: deps.sizeLimits.max_image_pixels,

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { type HubPart, type HubRequest, hubRequestSchema } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { sha256OfBase64 } from "../lib/sha256.ts";
 import { type Codecs, loadCodecs } from "./codecs.ts";
 import { createImageConverter } from "./convert-request.ts";
 import {
@@ -210,6 +211,39 @@ describe("convertRequest", () => {
     await convert.convertRequest(turn);
     await convert.convertRequest(turn);
     expect(c.encodes).toBe(4);
+  });
+});
+
+describe("forget", () => {
+  test("frames left out before the request was prepared are let go, unless the request sends the same frame", async () => {
+    const cache = createImageCache(64 * 1024 * 1024);
+    const convert = createImageConverter({
+      converter: convertOnThisThread(codecs),
+      settings,
+      cache,
+      owner: "e1",
+    });
+    const [a, b, c] = [1, 2, 3].map((seed) => png(rgbNoisePng(16, 16, seed).png)) as HubPart[];
+    const digest = (part: HubPart) => sha256OfBase64(part.type === "image" ? part.data : "");
+    await convert.convertRequest(request([{ role: "user", content: [a as HubPart, b as HubPart] }]));
+    expect(cache.entries).toBe(2);
+    // The policy left a and b out of this request; b is sent again as a new frame.
+    const { request: out, stats } = await convert.convertRequest(
+      request([{ role: "user", content: [{ ...(b as HubPart) }, c as HubPart] }]),
+      { forget: [a, b] as never },
+    );
+    expect(cache.peek(digest(a as HubPart))).toBeUndefined();
+    expect(cache.peek(digest(b as HubPart))).toBeDefined();
+    expect(stats).toMatchObject({ converted: 1, cacheHits: 1 });
+    expect(out.messages[0]?.role).toBe("user");
+    // What is not PNG was never cached and lets go of nothing; nor does text that is not base64.
+    const notPng = { type: "image" as const, mediaType: "image/jpeg", data: (c as { data: string }).data };
+    const notBase64 = { type: "image" as const, mediaType: "image/png", data: "not base64!" };
+    await convert.convertRequest(request([]), { forget: [notPng, notBase64] });
+    expect(cache.peek(digest(c as HubPart))).toBeDefined();
+    // A request with no image at all still lets go of what it is told to.
+    await convert.convertRequest(request([]), { forget: [c] as never });
+    expect(cache.peek(digest(c as HubPart))).toBeUndefined();
   });
 });
 

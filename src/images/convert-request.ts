@@ -59,18 +59,28 @@ export interface PreparedImages {
   resolve(parts: HubImagePart[]): Promise<void>;
   /**
    * `request` (the prepared one, or one keeping some of its parts) with every PNG as its WebP.
-   * `forget`: parts of the prepared request left out that this episode will not send again
-   * (body_budget's, src/context/apply-body-budget.ts): their cached WebP stops being its
-   * own, unless `request` sends the same frame.
+   * `forget`: image parts left out that this episode will not send again: their cached WebP
+   * stops being its own, unless `request` sends the same frame.
    */
-  finish(
-    request: HubRequest,
-    options?: { forget?: readonly HubImagePart[] },
-  ): Promise<{ request: HubRequest; stats: ImageStats }>;
+  finish(request: HubRequest, options?: ForgetOptions): Promise<{ request: HubRequest; stats: ImageStats }>;
 }
 
+export type ForgetOptions = {
+  /**
+   * Parts of the prepared request (body_budget's, src/context/apply-body-budget.ts), or of
+   * the client's request before the context policy left them out (sliding_window's,
+   * src/context/apply-sliding-window.ts): those are never checked, only hashed (one SHA-256
+   * per frame left out, per turn, as a prepared request hashes each of its frames); a part
+   * that is not PNG is skipped (it was never cached).
+   */
+  forget?: readonly HubImagePart[];
+};
+
 export interface ImageConverter {
-  convertRequest(request: HubRequest): Promise<{ request: HubRequest; stats: ImageStats }>;
+  convertRequest(
+    request: HubRequest,
+    options?: ForgetOptions,
+  ): Promise<{ request: HubRequest; stats: ImageStats }>;
   /** Throws, like convertRequest, for any image refused; converts nothing yet. */
   prepare(request: HubRequest): PreparedImages;
 }
@@ -211,6 +221,16 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
         converted.set(item.part, webp);
         return webp;
       });
+    /**
+     * The cache key of a part to forget. A part not prepared here is only hashed, not checked
+     * (checking its base64 costs more than hashing it): text that is not base64 hashes as the
+     * bytes of what it does hold, and at worst lets go of an entry the episode would convert again.
+     */
+    const cacheKeyOf = (part: HubImagePart): string | undefined => {
+      const item = checked.get(part);
+      if (item !== undefined) return item.kind === "keep" ? undefined : item.key;
+      return part.mediaType.toLowerCase() === "image/png" ? sha256OfBase64(part.data) : undefined;
+    };
     return {
       formOf(part) {
         const item = checked.get(part);
@@ -228,8 +248,9 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
         );
       },
       async finish(sent, options = {}) {
+        const forget = options.forget ?? [];
         // A request without images (most turns of a text agent) is sent as it is.
-        if (checked.size === 0) return { request: sent, stats };
+        if (checked.size === 0 && forget.length === 0) return { request: sent, stats };
         let images = 0;
         const sentKeys = new Set<string>();
         // Every PNG still to convert converts at once (as many in parallel as the pool has workers).
@@ -262,10 +283,9 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
           }),
         );
         stats.leftOut = checked.size - images;
-        for (const part of options.forget ?? []) {
-          const item = checked.get(part);
-          if (item !== undefined && item.kind !== "keep" && !sentKeys.has(item.key))
-            cache.forget(item.key, deps.owner);
+        for (const part of forget) {
+          const key = cacheKeyOf(part);
+          if (key !== undefined && !sentKeys.has(key)) cache.forget(key, deps.owner);
         }
         return { request: { ...sent, messages }, stats };
       },
@@ -274,7 +294,7 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
 
   return {
     prepare,
-    convertRequest: async (request) => prepare(request).finish(request),
+    convertRequest: async (request, options) => prepare(request).finish(request, options),
   };
 }
 

@@ -13,9 +13,9 @@
  * An entry remembers the episodes that used it: once none of them can send it
  * again (each has ended, `release`), it goes at once rather than waiting to be
  * pushed out, so the memory of ended episodes is given back. An episode also lets
- * go of single frames it will never send again (`forget`: the frames body_budget
- * has dropped for good), so a long episode holds the frames it sends, not its
- * whole history.
+ * go of single frames it will never send again (`forget`: the frames its context
+ * policy, body_budget or sliding_window, has dropped for good), so a long episode
+ * holds the frames it sends, not its whole history.
  */
 export interface ImageCache {
   /** The WebP of a source, now also used by `owner` (an episode id) when given. */
