@@ -74,13 +74,28 @@ export type ResponseObject = {
   prompt_cache_key: string | null;
 };
 
+/** A Responses request's fields but its input: what a response echoes of it. */
+export type ResponseSettings = Omit<ResponsesRequest, "input">;
+
+/** The request's settings, its input left behind. */
+export function responseSettings(request: ResponsesRequest): ResponseSettings {
+  const { input: _input, ...settings } = request;
+  return settings;
+}
+
 /** What the response echoes beyond the hub answer: ids, times, the request's settings. */
 export type RenderContext = {
   responseId: string;
   /** Unix seconds. */
   createdAt: number;
   completedAt: number;
-  request: ResponsesRequest;
+  /**
+   * The settings the response echoes: the request without its input. A rendering can
+   * outlive its exchange for a moment (a heap snapshot found one held by a stale stack
+   * slot through two collections), and with the input it held a camera history's every
+   * image (~50 MB at turn 80), which the next request then arrived on top of.
+   */
+  request: ResponseSettings;
   offeredTools: Tool[];
   names: ReadonlyMap<string, DeclaredName>;
 };

@@ -4,7 +4,7 @@
  * offered and their model-visible names), with fixed ids and times.
  */
 import { jsonBodyOf } from "../../lib/parse-json-body.ts";
-import type { RenderContext } from "./from-hub.ts";
+import { type RenderContext, responseSettings } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";
 import { readTools } from "./read-tools.ts";
 
@@ -14,7 +14,7 @@ export function renderContextFor(
 ): RenderContext {
   const request = parseRequest(jsonBodyOf(body));
   const tools = readTools(request.tools ?? []);
-  return { ...at, request, offeredTools: tools.offered, names: tools.names };
+  return { ...at, request: responseSettings(request), offeredTools: tools.offered, names: tools.names };
 }
 
 /**

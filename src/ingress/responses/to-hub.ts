@@ -18,7 +18,7 @@ import { invalidField } from "../../lib/errors.ts";
 import type { JsonBody } from "../../lib/parse-json-body.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
-import { fromHub, type RenderContext } from "./from-hub.ts";
+import { fromHub, type RenderContext, responseSettings } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";
 import { flattenName, readDeclaredTools } from "./read-tools.ts";
 import {
@@ -253,6 +253,11 @@ export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
   if (format?.type === "json_object") hub.responseFormat = { type: "json_object" };
   if (format?.type === "json_schema") hub.responseFormat = { type: "json_schema", schema: format.schema };
   let responseId: string | undefined;
+  const settings = responseSettings(received);
+  const { stream } = received;
+  // The input is kept for the store only when the response is stored (store: false, as every
+  // pinned client sends, keeps none): the render closure otherwise holds the whole history.
+  const stored = received.store !== false ? effectiveInput(input) : undefined;
   return {
     hub,
     render: (response) => {
@@ -260,14 +265,14 @@ export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
         responseId: ctx.newResponseId(),
         createdAt: ctx.createdAt,
         completedAt: ctx.now(),
-        request: received,
+        request: settings,
         offeredTools: tools.offered,
         names: tools.names,
       };
       responseId = rendering.responseId;
       const rendered = fromHub(response, rendering);
-      store.put(effectiveInput(input), rendered, received.store !== false);
-      return received.stream
+      store.put(stored ?? [], rendered, stored !== undefined);
+      return stream
         ? { contentType: "text/event-stream; charset=utf-8", chunks: renderStream(response, rendering) }
         : { contentType: "application/json", chunks: [JSON.stringify(rendered)] };
     },
