@@ -68,7 +68,8 @@ export function toUsage(response: HubResponse): MessagesUsage {
   };
 }
 
-export function fromHub(response: HubResponse, request: HubRequest): MessagesResponse {
+/** `request`: only its model is echoed (a rendering holds nothing else of the request). */
+export function fromHub(response: HubResponse, request: Pick<HubRequest, "model">): MessagesResponse {
   return {
     id: messageId(response),
     type: "message",

@@ -14,7 +14,7 @@ import { fromHub } from "./from-hub.ts";
 
 export type MessagesEvent = { type: string } & Record<string, unknown>;
 
-export function streamEvents(response: HubResponse, request: HubRequest): MessagesEvent[] {
+export function streamEvents(response: HubResponse, request: Pick<HubRequest, "model">): MessagesEvent[] {
   const message = fromHub(response, request);
   const events: MessagesEvent[] = [
     {
@@ -63,6 +63,6 @@ export function streamEvents(response: HubResponse, request: HubRequest): Messag
 }
 
 /** The events as whole SSE frames, `event:` line included. */
-export function renderStream(response: HubResponse, request: HubRequest): string[] {
+export function renderStream(response: HubResponse, request: Pick<HubRequest, "model">): string[] {
   return streamEvents(response, request).map((event) => formatSseFrame(event, event.type));
 }

@@ -102,12 +102,16 @@ function noteCacheControl(ignored: IgnoredFields, path: string, block: { cache_c
 export function toHub(body: JsonBody, ctx: ToHubContext = {}): Translation {
   const request: MessagesRequest = parseRequest(body);
   const hub = requestToHub(request, ctx);
+  // The render closure holds what the answer echoes, not the request (a camera history's
+  // images): a closure kept a moment past its exchange keeps no more than that.
+  const echoed = { model: hub.model };
+  const { stream } = request;
   return {
     hub,
     render: (response) =>
-      request.stream
-        ? { contentType: "text/event-stream; charset=utf-8", chunks: renderStream(response, hub) }
-        : { contentType: "application/json", chunks: [JSON.stringify(fromHub(response, hub))] },
+      stream
+        ? { contentType: "text/event-stream; charset=utf-8", chunks: renderStream(response, echoed) }
+        : { contentType: "application/json", chunks: [JSON.stringify(fromHub(response, echoed))] },
   };
 }
 
