@@ -11,10 +11,12 @@
  * response's input + output" and the new input follows (chained, as the API
  * defines). A store belongs to one episode: another episode's id is unknown here.
  * The index is rebuilt from the episode's records when the process starts
- * (restored-responses.ts), so it holds nothing the records do not.
+ * (restored-responses.ts), so it holds nothing the records do not. Long strings
+ * equal to one stored before are held once (intern-item-strings.ts).
  */
 import { SidecarError } from "../../lib/errors.ts";
 import type { OutputItem } from "./from-hub.ts";
+import { createItemInterner } from "./intern-item-strings.ts";
 import type { InputItem, ResponsesRequest } from "./schema.ts";
 
 /** The response object as delivered (the JSON answer, or the stream's final `response`). */
@@ -40,6 +42,8 @@ export type ResponseStore = {
 
 export function createResponseStore(): ResponseStore {
   const responses = new Map<string, StoredResponse>();
+  // Each request is a new parse: without this, a resent history is held once per turn.
+  const intern = createItemInterner();
   return {
     put: (input, response, keep) => {
       if (!keep) {
@@ -48,7 +52,12 @@ export function createResponseStore(): ResponseStore {
       }
       const asInput = outputAsInput(response.output);
       const outputById = new Map(response.output.map((item, i) => [item.id, asInput[i] as InputItem]));
-      responses.set(response.id, { state: "pending", items: [...input, ...asInput], outputById, response });
+      responses.set(response.id, {
+        state: "pending",
+        items: [...intern(input), ...asInput],
+        outputById,
+        response,
+      });
     },
     settle: (id, outcome) => {
       const entry = responses.get(id);
