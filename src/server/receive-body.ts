@@ -34,7 +34,7 @@ const receivedSizes = new WeakMap<Request, number>();
  * receive (none, refused, or a route mounted without the receiver), its content-length.
  */
 export function receivedBodyBytes(request: Request): number {
-  return receivedSizes.get(request) ?? Number(request.headers.get("content-length") ?? 0);
+  return receivedSizes.get(request) ?? declaredBodyLength(request) ?? 0;
 }
 
 export async function receiveBody(
