@@ -226,7 +226,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   let response: HubResponse;
   try {
     const exchange = await deps.upstream
-      .complete(upstreamRequest, signal, upstreamBody)
+      .complete(upstreamRequest, signal, { episodeId: episode.id, body: upstreamBody })
       .finally(linked.dispose);
     response = exchange.response;
     episode.records.exchange(exchangeId, "upstream_response", {

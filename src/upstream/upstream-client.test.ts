@@ -49,7 +49,7 @@ function client(overrides: Partial<Parameters<typeof createUpstreamClient>[0]> =
 async function failureOf(fault: Fault[], c = client()): Promise<UpstreamFailure> {
   upstream.scripted.enqueueFaults(fault);
   try {
-    await c.complete(smokeRequest, new AbortController().signal);
+    await c.complete(smokeRequest, new AbortController().signal, { episodeId: "e1" });
   } catch (error) {
     if (error instanceof UpstreamFailure) return error;
     throw error;
@@ -59,7 +59,7 @@ async function failureOf(fault: Fault[], c = client()): Promise<UpstreamFailure>
 
 describe("upstream client against the scripted upstream", () => {
   test("buffers a tool-call answer; sends enable_thinking:false and the credential", async () => {
-    const result = await client().complete(smokeRequest, new AbortController().signal);
+    const result = await client().complete(smokeRequest, new AbortController().signal, { episodeId: "e1" });
     expect(result.response.toolCalls).toEqual([{ id: "call_1_0", name: "ura_observe", arguments: "{}" }]);
     expect(result.response.finishReason).toBe("tool_calls");
     expect(result.response.usage.inputTokens).toBeGreaterThan(0);
@@ -77,11 +77,10 @@ describe("upstream client against the scripted upstream", () => {
       return fetch(input, init);
     }) as typeof fetch;
     const serialised = JSON.stringify(smokeRequest, null, 1);
-    const result = await client({ fetch: capture }).complete(
-      smokeRequest,
-      new AbortController().signal,
-      serialised,
-    );
+    const result = await client({ fetch: capture }).complete(smokeRequest, new AbortController().signal, {
+      episodeId: "e1",
+      body: serialised,
+    });
     expect(result.response.finishReason).toBe("tool_calls");
     expect(sentBodies).toEqual([serialised]);
   });
@@ -91,7 +90,7 @@ describe("upstream client against the scripted upstream", () => {
       { kind: "status", status: 429 },
       { kind: "status", status: 503 },
     ]);
-    const result = await client().complete(smokeRequest, new AbortController().signal);
+    const result = await client().complete(smokeRequest, new AbortController().signal, { episodeId: "e1" });
     expect(result.attempts.map((a) => a.status)).toEqual([429, 503, 200]);
     expect(upstream.scripted.received).toHaveLength(3);
   });
@@ -134,7 +133,7 @@ describe("upstream client against the scripted upstream", () => {
 
   test("connection reset is retried as a network error", async () => {
     upstream.scripted.enqueueFaults([{ kind: "reset" }]);
-    const result = await client().complete(smokeRequest, new AbortController().signal);
+    const result = await client().complete(smokeRequest, new AbortController().signal, { episodeId: "e1" });
     expect(result.attempts[0]?.error).toContain("connection failed");
     expect(result.attempts).toHaveLength(2);
   });
@@ -153,7 +152,7 @@ describe("upstream client against the scripted upstream", () => {
   test("cancellation reaches the socket and cancels the retry wait", async () => {
     const controller = new AbortController();
     upstream.scripted.enqueueFaults([{ kind: "timeout" }]);
-    const pending = client().complete(smokeRequest, controller.signal);
+    const pending = client().complete(smokeRequest, controller.signal, { episodeId: "e1" });
     // Cancelled once the upstream holds the request (on a loaded machine that can take over 100 ms).
     await until(() => upstream.scripted.received.length > 0);
     controller.abort(new Error("shutdown"));
@@ -167,7 +166,7 @@ describe("upstream client against the scripted upstream", () => {
     const second = new AbortController();
     upstream.scripted.enqueueFaults([{ kind: "status", status: 503 }]);
     const started = Date.now();
-    const retrying = waiting.complete(smokeRequest, second.signal);
+    const retrying = waiting.complete(smokeRequest, second.signal, { episodeId: "e1" });
     await Bun.sleep(100);
     second.abort(new Error("cancelled during backoff"));
     await expect(retrying).rejects.toThrow("cancelled during backoff");

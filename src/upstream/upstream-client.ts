@@ -12,11 +12,14 @@ import { linkSignals } from "../lib/link-signals.ts";
 import { parseSseText } from "../sse/read-sse.ts";
 import { emptyChatAnswer, foldChatChunk, validateChatAnswer } from "./accumulate-chat-stream.ts";
 import type { ChatRequest } from "./chat-schema.ts";
+import { type AttemptOutcome, openGate, type UpstreamGate } from "./upstream-gate.ts";
 
 export type UpstreamAttempt = {
   attempt: number;
   started_at: string;
   ms: number;
+  /** Waited in the shared upstream queue before this attempt was sent. */
+  queue_ms?: number;
   /** From sending the request to the response headers. */
   first_byte_ms?: number;
   status?: number;
@@ -42,7 +45,22 @@ export type UpstreamClientOptions = {
   fetch?: typeof fetch;
   clock?: () => number;
   newId: () => string;
+  /** The budget all episodes share (upstream-gate.ts); none = every attempt goes at once. */
+  gate?: UpstreamGate;
 };
+
+/** What an exchange tells the client besides the request itself. */
+export type CompleteOptions = {
+  /** The episode the request belongs to (the shared queue serves episodes in turn). */
+  episodeId: string;
+  /** `JSON.stringify(chat)` when the caller has it already: a large request is not serialised twice. */
+  body?: string;
+};
+
+/** Input tokens of a request body, estimated as the design does (JSON bytes / 4). */
+function estimateTokens(body: string): number {
+  return Math.ceil(body.length / 4);
+}
 
 /** Thrown by `complete` so callers can record every attempt of a failed exchange. */
 export class UpstreamFailure extends SidecarError {
@@ -121,6 +139,7 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
   const doFetch = options.fetch ?? fetch;
   const clock = options.clock ?? Date.now;
   const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
+  const gate = options.gate ?? openGate;
 
   async function attemptOnce(
     body: string,
@@ -159,20 +178,24 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
 
   /**
    * Runs the exchange; throws UpstreamFailure (kind upstream_*) or the abort reason.
-   * `body` is `JSON.stringify(chat)` when the caller has it already (the exchange
-   * measured and recorded it): a large request is not serialised a second time.
+   * Each attempt first waits for its turn at the gate.
    */
   async function complete(
     chat: ChatRequest,
     signal: AbortSignal,
-    body: string = JSON.stringify(chat),
+    context: CompleteOptions,
   ): Promise<UpstreamExchange> {
+    const body = context.body ?? JSON.stringify(chat);
+    const estimatedTokens = estimateTokens(body);
     const declared = new Set((chat.tools ?? []).map((t) => t.function.name));
     const attempts: UpstreamAttempt[] = [];
     const policy = options.retry;
     for (let n = 1; ; n++) {
+      const permit = await gate.admit({ episodeId: context.episodeId, estimatedTokens, signal });
+      let outcome: AttemptOutcome = "failed";
       const started = clock();
       const record: UpstreamAttempt = { attempt: n, started_at: new Date(started).toISOString(), ms: 0 };
+      if (permit.waitedMs > 0) record.queue_ms = permit.waitedMs;
       attempts.push(record);
       let failure: SidecarError;
       let retryable = false;
@@ -183,6 +206,7 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
         });
         record.ms = clock() - started;
         record.status = result.status;
+        outcome = result.response ? "answered" : result.status === 429 ? "throttled" : "failed";
         if (result.response) return { response: result.response, rawResponse: result.raw, attempts };
         const message = errorMessageOf(result.raw);
         record.error = message;
@@ -205,6 +229,8 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
         record.error = error.message;
         retryable = policy.retry_network_errors;
         failure = new SidecarError("upstream_transient", `upstream ${error.message}`);
+      } finally {
+        permit.release(outcome);
       }
       if (!retryable || n >= policy.max_attempts) {
         const suffix = n > 1 ? ` (after ${n} attempts)` : "";
