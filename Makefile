@@ -15,7 +15,7 @@ build: install
 	$(COMPILE) src/main.ts src/images/conversion-worker.ts --outfile $(BIN)
 
 run: build
-	./$(BIN) serve --default-episode
+	./$(BIN) serve --default-episode $(ARGS)
 
 # The real CLIs (pinned in manifests/clients) come from npm before any test runs:
 # the end-to-end tests run them inside a loopback-only network namespace, where npm cannot reach the registry.

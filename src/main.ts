@@ -87,6 +87,7 @@ async function main(argv: string[]): Promise<number> {
         "log-level": { type: "string" },
         "default-episode": { type: "boolean" },
         "context-policy": { type: "string" },
+        "upstream-profile": { type: "string" },
         "validate-config": { type: "boolean" },
       },
       strict: true,

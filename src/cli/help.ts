@@ -39,6 +39,10 @@ Serve flags (flags win over environment, which wins over the config file):
   --model NAME           upstream model (env URA_MODEL)
   --upstream-url URL     Qwen Chat API root, e.g. https://…/compatible-mode/v1 (env URA_UPSTREAM_URL);
                          unset = the embedded scripted demo model
+  --upstream-profile NAME
+                         how the embedded scripted model behaves: instant (default) or loaded (slow
+                         answers, 429 and 5xx bursts, a shared key quota; docs/upstream-profiles.md)
+                         (env URA_UPSTREAM_PROFILE)
   --log-level LEVEL      debug | info | warn | error
   --default-episode      create one episode at start-up and print how to point a CLI at it
   --context-policy NAME  context policy of episodes that choose none: identity (default), sliding_window,

@@ -84,6 +84,22 @@ describe("loadConfig", () => {
     expect(loadConfig({ model: "qwen3-vl-plus" }, {}).upstream.model).toBe("qwen3-vl-plus");
   });
 
+  test("--upstream-profile (or URA_UPSTREAM_PROFILE) picks the scripted upstream's profile; refused with a real url", () => {
+    expect(loadConfig({ "upstream-profile": "loaded" }, {}).upstream.scripted_profile).toBe("loaded");
+    expect(loadConfig({}, { URA_UPSTREAM_PROFILE: "instant" }).upstream.scripted_profile).toBe("instant");
+    expect(problemsOf(() => loadConfig({ "upstream-profile": "busy" }, {}))[0]).toContain(
+      "upstream.scripted_profile",
+    );
+    const withUrl = problemsOf(() =>
+      loadConfig({ "upstream-profile": "loaded", "upstream-url": "https://example.test/v1" }, {}),
+    );
+    expect(withUrl[0]).toContain("upstream.scripted_profile");
+    const file = configFile({ upstream: { scripted_profile: { base: "loaded", head_ms: -5 } } });
+    expect(problemsOf(() => loadConfig({ config: file }, {}))[0]).toContain(
+      "upstream.scripted_profile.head_ms",
+    );
+  });
+
   test("an unreadable or non-JSON file is named", () => {
     expect(problemsOf(() => loadConfig({ config: "/nonexistent/ura.json" }, {}))[0]).toContain(
       "/nonexistent/ura.json",

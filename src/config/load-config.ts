@@ -16,6 +16,7 @@ export type ConfigFlags = {
   "log-level"?: string;
   "default-episode"?: boolean;
   "context-policy"?: string;
+  "upstream-profile"?: string;
 };
 
 export class ConfigError extends Error {
@@ -37,6 +38,7 @@ const envKeys: Record<string, string[]> = {
   URA_DATA_DIR: ["data_dir"],
   URA_LOG_LEVEL: ["log_level"],
   URA_CONTEXT_POLICY: ["context", "policy"],
+  URA_UPSTREAM_PROFILE: ["upstream", "scripted_profile"],
   URA_SHIPPING_ENDPOINT: ["shipping", "endpoint"],
   URA_SHIPPING_BUCKET: ["shipping", "bucket"],
   URA_SHIPPING_PREFIX: ["shipping", "prefix"],
@@ -51,6 +53,7 @@ const flagKeys: Record<string, string[]> = {
   "log-level": ["log_level"],
   "default-episode": ["default_episode"],
   "context-policy": ["context", "policy"],
+  "upstream-profile": ["upstream", "scripted_profile"],
 };
 
 function setPath(target: Json, path: string[], value: unknown): void {

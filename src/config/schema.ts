@@ -11,6 +11,7 @@ import { defaultExecutorConfig, executorConfigSchema } from "../executor/executo
 import { webpSettingsSchema } from "../images/settings.ts";
 import { sizeLimitsSchema } from "../images/size-guard.ts";
 import { defaultProgressIntervalMs } from "../mcp/tool-call-progress.ts";
+import { upstreamProfileChoiceSchema } from "../scripted-upstream/upstream-profile.ts";
 import { shippingSchema } from "../shipping/shipping-config.ts";
 
 /** Thinking-only Qwen models reject `enable_thinking: false`, which we always send. */
@@ -32,6 +33,12 @@ export const upstreamSchema = z
   .object({
     /** Chat API root, e.g. https://…/compatible-mode/v1 ; absent = the embedded scripted (demo) upstream. */
     url: z.url().optional(),
+    /**
+     * How the embedded scripted upstream behaves as a service (docs/upstream-profiles.md):
+     * `instant` (default) or `loaded` (slow answers, throttle and 5xx bursts, a shared key
+     * quota), or `{base, …fields}`. Only for the scripted upstream: refused with `url`.
+     */
+    scripted_profile: upstreamProfileChoiceSchema.optional(),
     model: z
       .string()
       .min(1)
@@ -62,7 +69,11 @@ export const upstreamSchema = z
     timeout_ms: z.number().int().positive().default(120_000),
     retry: retrySchema.default(retrySchema.parse({})),
   })
-  .strict();
+  .strict()
+  .refine((upstream) => upstream.url === undefined || upstream.scripted_profile === undefined, {
+    message: "a profile plays the embedded scripted upstream; it has none when upstream.url is set",
+    path: ["scripted_profile"],
+  });
 
 export const configSchema = z
   .object({

@@ -108,7 +108,11 @@ export async function composeApp(options: ComposeOptions) {
 
   const demo = config.upstream.url === undefined;
   const scripted = demo
-    ? createScriptedUpstream({ readPixel: createPixelReader(codecs), defaultModel: config.upstream.model })
+    ? createScriptedUpstream({
+        readPixel: createPixelReader(codecs),
+        defaultModel: config.upstream.model,
+        profile: config.upstream.scripted_profile,
+      })
     : undefined;
   // The demo model (or a test's stand-in) runs in-process: no socket, nothing leaves the machine.
   const answer = options.upstreamFetch ?? scripted?.fetch;

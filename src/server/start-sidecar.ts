@@ -109,6 +109,11 @@ export async function startSidecar(options: StartOptions) {
     out(
       "  *** DEMO MODEL: no URA_UPSTREAM_URL set — answering with the embedded scripted upstream, not Qwen ***",
     );
+    const profile = config.upstream.scripted_profile;
+    if (profile !== undefined && profile !== "instant")
+      out(
+        `  *** upstream profile ${typeof profile === "string" ? profile : JSON.stringify(profile)}: slow answers, throttling and failures on purpose ***`,
+      );
   }
   out(`ura-sidecar ${options.version} listening on ${baseUrl()}`);
   if (restored.episodes.length > 0 || restored.problems.length > 0) {
