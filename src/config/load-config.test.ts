@@ -71,6 +71,25 @@ describe("loadConfig", () => {
     expect(problems.some((p) => p.includes("bogus") && p.includes("unknown key"))).toBe(true);
   });
 
+  test("the shared upstream budget: 8 in flight and no rate limit by default; bad values named by key", () => {
+    expect(loadConfig({}, {}).upstream.budget).toEqual({ max_concurrent: 8 });
+    const good = configFile({
+      upstream: { budget: { max_concurrent: 4, requests_per_minute: 60, tokens_per_minute: 100_000 } },
+    });
+    expect(loadConfig({ config: good }, {}).upstream.budget).toEqual({
+      max_concurrent: 4,
+      requests_per_minute: 60,
+      tokens_per_minute: 100_000,
+    });
+    const bad = configFile({
+      upstream: { budget: { max_concurrent: 0, requests_per_minute: -1, tokens_per_minute: 1.5, burst: 3 } },
+    });
+    const problems = problemsOf(() => loadConfig({ config: bad }, {}));
+    for (const key of ["max_concurrent", "requests_per_minute", "tokens_per_minute"])
+      expect(problems.some((p) => p.startsWith(`upstream.budget.${key}:`))).toBe(true);
+    expect(problems.some((p) => p.includes("upstream.budget.burst") && p.includes("unknown key"))).toBe(true);
+  });
+
   test("a bad upstream URL from the environment is named", () => {
     const problems = problemsOf(() => loadConfig({}, { URA_UPSTREAM_URL: "not a url" }));
     expect(problems[0]).toStartWith("upstream.url:");

@@ -29,6 +29,29 @@ export const retrySchema = z
   })
   .strict();
 
+/**
+ * The upstream budget all episodes of this sidecar share (src/upstream/upstream-budget.ts,
+ * docs/upstream-budget.md). Attempts over it wait in a fair queue (episodes in turn) instead
+ * of failing; a throttle answer (429) lowers the pace for every episode, answers raise it back.
+ * In a fleet, each sidecar sets its share of the provider key's quota (docs/fleet.md).
+ */
+export const upstreamBudgetSchema = z
+  .object({
+    /** Upstream attempts in flight at once, over all episodes. */
+    max_concurrent: z.number().int().min(1).max(1024).default(8),
+    /**
+     * Requests per minute sent upstream, paced evenly (one every 60/N s; the provider
+     * enforces its per-minute limits per second too). Absent = not limited.
+     */
+    requests_per_minute: z.number().positive().optional(),
+    /**
+     * Input tokens per minute sent upstream, estimated from the request body (bytes / 4), paced
+     * with a burst of one second's worth. A request larger than that still goes, alone. Absent = not limited.
+     */
+    tokens_per_minute: z.number().int().positive().optional(),
+  })
+  .strict();
+
 export const upstreamSchema = z
   .object({
     /** Chat API root, e.g. https://…/compatible-mode/v1 ; absent = the embedded scripted (demo) upstream. */
@@ -68,6 +91,7 @@ export const upstreamSchema = z
     /** Per-attempt timeout, whole exchange buffered. */
     timeout_ms: z.number().int().positive().default(120_000),
     retry: retrySchema.default(retrySchema.parse({})),
+    budget: upstreamBudgetSchema.default(upstreamBudgetSchema.parse({})),
   })
   .strict()
   .refine((upstream) => upstream.url === undefined || upstream.scripted_profile === undefined, {
@@ -226,3 +250,4 @@ export const configSchema = z
 export type Config = z.infer<typeof configSchema>;
 export type ConfigInput = z.input<typeof configSchema>;
 export type RetryPolicy = z.infer<typeof retrySchema>;
+export type UpstreamBudgetConfig = z.infer<typeof upstreamBudgetSchema>;

@@ -40,6 +40,7 @@ import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
 import { applyLocalRetention } from "../shipping/local-retention.ts";
 import { CredentialsError } from "../shipping/s3-credentials.ts";
 import { noShippingTotals } from "../shipping/shipper.ts";
+import { createUpstreamBudget } from "../upstream/upstream-budget.ts";
 import { createUpstreamClient } from "../upstream/upstream-client.ts";
 import { episodeRouteGroups } from "./episode-route-groups.ts";
 import type { RouteDeps } from "./route-deps.ts";
@@ -116,7 +117,10 @@ export async function composeApp(options: ComposeOptions) {
     : undefined;
   // The demo model (or a test's stand-in) runs in-process: no socket, nothing leaves the machine.
   const answer = options.upstreamFetch ?? scripted?.fetch;
+  // One budget for every episode: they share the provider key and its quota.
+  const upstreamBudget = createUpstreamBudget(config.upstream.budget);
   const upstream = createUpstreamClient({
+    gate: upstreamBudget,
     baseUrl: config.upstream.url ?? "http://scripted-upstream.invalid/v1",
     apiKey: options.secrets.upstreamApiKey,
     retry: config.upstream.retry,
