@@ -28,6 +28,8 @@ export type MetricsSources = {
   openMcpSessions: () => number;
   /** Calls claimed before a restart whose outcome is unknown (they may or may not have run). */
   uncertainCalls: () => number;
+  /** The upstream budget all episodes share (src/upstream/upstream-budget.ts), read at scrape time. */
+  upstreamBudget?: () => { waiting: number; inFlight: number; pace: number };
   /** Record shipping, when configured: each ended episode's shipping state and the counts since start-up. */
   shipping?: {
     states: () => string[];
@@ -94,6 +96,17 @@ export function createMetrics(sources: MetricsSources) {
     name: "ura_upstream_time_to_first_byte_seconds",
     help: "From sending an upstream attempt to its response headers.",
     buckets: secondsBuckets,
+    registers,
+  });
+  const queueWait = new Histogram({
+    name: "ura_upstream_queue_wait_seconds",
+    help: "Time an upstream attempt waited for its turn in the shared upstream budget (0 when it went at once).",
+    buckets: secondsBuckets,
+    registers,
+  });
+  const throttledAttempts = new Counter({
+    name: "ura_upstream_throttled_attempts_total",
+    help: "Upstream attempts the provider throttled (HTTP 429): each one lowers the shared pace.",
     registers,
   });
   const operationSeconds = new Histogram({
@@ -195,6 +208,7 @@ export function createMetrics(sources: MetricsSources) {
     },
   });
 
+  if (sources.upstreamBudget) registerBudgetMetrics(sources.upstreamBudget, registers);
   if (sources.shipping) registerShippingMetrics(sources.shipping, registers);
 
   const inFlight = new Map<string, ExchangeTimes>();
@@ -242,6 +256,8 @@ export function createMetrics(sources: MetricsSources) {
         upstreamAttempts.inc({ status_class: statusClass(attempt.status) });
         if (attempt.attempt > 1) upstreamRetries.inc();
         if (attempt.first_byte_ms !== undefined) firstByte.observe(attempt.first_byte_ms / 1000);
+        queueWait.observe((attempt.queue_ms ?? 0) / 1000);
+        if (attempt.status === 429) throttledAttempts.inc();
         const ok = attempt.status !== undefined && attempt.status < 400 && !attempt.error;
         operationSeconds.observe(
           {
@@ -345,6 +361,34 @@ export function createMetrics(sources: MetricsSources) {
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;
+
+/** The shared upstream budget's state, read at scrape time. */
+function registerBudgetMetrics(state: NonNullable<MetricsSources["upstreamBudget"]>, registers: Registry[]) {
+  new Gauge({
+    name: "ura_upstream_queue_depth",
+    help: "Upstream attempts waiting for their turn in the shared upstream budget.",
+    registers,
+    collect() {
+      this.set(state().waiting);
+    },
+  });
+  new Gauge({
+    name: "ura_upstream_in_flight",
+    help: "Upstream attempts in flight, over all episodes.",
+    registers,
+    collect() {
+      this.set(state().inFlight);
+    },
+  });
+  new Gauge({
+    name: "ura_upstream_pace_ratio",
+    help: "Shared upstream pace as a fraction of the configured budget (1 = full; halved by a throttle, raised back by answers).",
+    registers,
+    collect() {
+      this.set(state().pace);
+    },
+  });
+}
 
 /** Shipping figures read at scrape time; counters follow the shipper's own counts. */
 function registerShippingMetrics(shipping: NonNullable<MetricsSources["shipping"]>, registers: Registry[]) {

@@ -28,6 +28,8 @@ export const upstreamAttemptSchema = z.object({
   attempt: z.number(),
   started_at: z.string(),
   ms: z.number(),
+  /** Waited for its turn in the shared upstream budget (absent: went at once). */
+  queue_ms: z.number().optional(),
   first_byte_ms: z.number().optional(),
   status: z.number().optional(),
   error: z.string().optional(),

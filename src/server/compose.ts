@@ -147,6 +147,7 @@ export async function composeApp(options: ComposeOptions) {
     openMcpSessions: () =>
       episodeList().reduce((n, e) => n + e.mcp.sessions_opened - e.mcp.sessions_closed, 0),
     uncertainCalls: () => episodeList().reduce((n, e) => n + e.ledger.summary().uncertain.length, 0),
+    upstreamBudget: () => upstreamBudget.state(),
     ...(config.shipping
       ? {
           shipping: {

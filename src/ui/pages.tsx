@@ -196,12 +196,20 @@ const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode
           <Images episode={episode} exchange={x.id} side="upstream" images={x.upstreamImages} />
         </div>
       ) : null}
+      {x.upstream.queueMs > 0 || x.upstream.retries > 0 ? (
+        <p class="upstream-waits">
+          upstream: waited {x.upstream.queueMs} ms in the shared queue · {x.upstream.throttled} throttled ·{" "}
+          {x.upstream.retries} {x.upstream.retries === 1 ? "retry" : "retries"}
+        </p>
+      ) : null}
       {x.attempts.length > 1 || x.attempts.some((a) => a.error) ? (
         <div class="attempts">
           {x.attempts.map((a) => (
             <p>
-              upstream attempt {String(a.attempt)}: HTTP {String(a.status ?? "none")} in {String(a.ms)} ms
+              upstream attempt {String(a.attempt)}: {a.queue_ms ? `queued ${String(a.queue_ms)} ms, ` : ""}
+              HTTP {String(a.status ?? "none")} in {String(a.ms)} ms
               {a.error ? ` — ${String(a.error)}` : ""}
+              {a.retry_in_ms !== undefined ? `, retry in ${String(a.retry_in_ms)} ms` : ""}
             </p>
           ))}
         </div>

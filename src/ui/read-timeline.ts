@@ -23,9 +23,22 @@ export type TimelineExchange = {
   decision: Line | undefined;
   imageStats: Line | undefined;
   attempts: Line[];
+  /** The exchange's time in the shared upstream queue, and its throttled and retried attempts. */
+  upstream: UpstreamWaits;
   status: Line | undefined;
   calls: TimelineCall[];
 };
+
+export type UpstreamWaits = { queueMs: number; throttled: number; retries: number };
+
+/** Totals over an exchange's upstream attempts, as recorded in its upstream_response line. */
+export function summarizeAttempts(attempts: Line[]): UpstreamWaits {
+  return {
+    queueMs: attempts.reduce((ms, a) => ms + (typeof a.queue_ms === "number" ? a.queue_ms : 0), 0),
+    throttled: attempts.filter((a) => a.status === 429).length,
+    retries: Math.max(0, attempts.length - 1),
+  };
+}
 
 export type TimelineCall = { id: string; tool: string; modelName: string; args: unknown; events: Line[] };
 
@@ -94,6 +107,7 @@ export function readTimeline(records: Records, dir: string): Timeline {
       return { stage: String(l.stage), at: String(l.at), ms };
     });
     const upstreamResponse = stage("upstream_response");
+    const attempts = (upstreamResponse?.attempts as Line[] | undefined) ?? [];
     const calls = (batches.get(id) ?? []).flatMap((registered) =>
       ((registered.calls ?? []) as Line[]).map((call) => ({
         id: String(call.id),
@@ -116,7 +130,8 @@ export function readTimeline(records: Records, dir: string): Timeline {
       upstreamImages: findImages(stage("upstream_request")?.body),
       decision: stage("after_context")?.decision as Line | undefined,
       imageStats: stage("upstream_request")?.images as Line | undefined,
-      attempts: (upstreamResponse?.attempts as Line[] | undefined) ?? [],
+      attempts,
+      upstream: summarizeAttempts(attempts),
       status: stage("status"),
       calls,
     };

@@ -137,6 +137,13 @@ describe("metrics of the compiled binary", () => {
     expect(await value('ura_tool_call_refusals_total{tool="observe",code="no_match"}')).toBe(1);
     expect(await value('ura_upstream_attempts_total{status_class="2xx"}')).toBe(5);
     expect(await value("ura_upstream_time_to_first_byte_seconds_count")).toBe(5);
+    // One episode at a time, under the default budget: every attempt went at once, at full pace.
+    expect(await value("ura_upstream_queue_wait_seconds_count")).toBe(5);
+    expect(await value('ura_upstream_queue_wait_seconds_bucket{le="0.001"}')).toBe(5);
+    expect(await value("ura_upstream_throttled_attempts_total")).toBe(0);
+    expect(await value("ura_upstream_queue_depth")).toBe(0);
+    expect(await value("ura_upstream_in_flight")).toBe(0);
+    expect(await value("ura_upstream_pace_ratio")).toBe(1);
     expect(await value('ura_exchange_stage_duration_seconds_count{stage="upstream"}')).toBe(5);
     expect(await value('ura_executor_receipt_duration_seconds_count{tool="record"}')).toBe(2);
     expect(await value('gen_ai_client_token_usage_count{gen_ai_token_type="input"}')).toBe(5);

@@ -59,6 +59,8 @@ describe("traces of the compiled binary", () => {
         "gen_ai.request.model": episode.model,
         "gen_ai.conversation.id": episode.id,
         "http.response.status_code": 200,
+        // One episode, nothing else in flight: no wait for a turn in the shared budget.
+        "ura.upstream.queue_wait_ms": 0,
       });
       expect(chat.attributes["gen_ai.usage.input_tokens"]).toBeGreaterThan(0);
       expect(chat.attributes["gen_ai.response.finish_reasons"]).toHaveLength(1);

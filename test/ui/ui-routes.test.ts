@@ -3,13 +3,14 @@ import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { cameraLikePng } from "../../src/images/synthetic-frames.ts";
 import { createUiRoutes } from "../../src/ui/ui-routes.tsx";
+import { cannedSse } from "../support/canned-upstream.ts";
 import { imageTurnRequest } from "../support/image-turn.ts";
-import { createInProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
+import { createInProcessSidecar, type InProcessOptions, postJson } from "../support/in-process-sidecar.ts";
 
 const password = "ui-test-password-0123456789";
 
-async function ui() {
-  const sidecar = await createInProcessSidecar();
+async function ui(options: InProcessOptions = {}) {
+  const sidecar = await createInProcessSidecar(options);
   const app = createUiRoutes({
     episodes: sidecar.episodes,
     dataDir: sidecar.dataDir,
@@ -98,5 +99,64 @@ describe("/ui routes", () => {
     expect((await get("/blobs/not-a-digest")).status).toBe(404);
     expect((await get(`/blobs/${"0".repeat(64)}`)).status).toBe(404);
     expect((await ui_.request(`/blobs/${digests[0]}`)).status).toBe(401);
+  });
+
+  test("an exchange shows its wait in the shared upstream queue, its throttled attempts and its retries", async () => {
+    let releaseFirst = () => {};
+    const held = new Promise<void>((resolve) => {
+      releaseFirst = resolve;
+    });
+    let calls = 0;
+    const answer = () =>
+      new Response(cannedSse({ kind: "text", text: "done" }), {
+        headers: { "content-type": "text/event-stream" },
+      });
+    const { get, sidecar } = await ui({
+      config: {
+        upstream: {
+          budget: { max_concurrent: 1 },
+          retry: { max_attempts: 2, initial_backoff_ms: 1 },
+        },
+      },
+      upstreamFetch: async () => {
+        calls += 1;
+        if (calls === 1) {
+          await held;
+          return answer();
+        }
+        if (calls === 2)
+          return new Response(JSON.stringify({ error: { message: "Requests rate limit exceeded" } }), {
+            status: 429,
+          });
+        return answer();
+      },
+    });
+    const first = sidecar.createEpisode();
+    const second = sidecar.createEpisode();
+    const send = (episode: typeof first) =>
+      postJson(
+        sidecar.app,
+        `/e/${episode.id}/v1/responses`,
+        { model: "qwen", input: "go", stream: false },
+        {
+          authorization: `Bearer ${episode.ingressKey}`,
+        },
+      );
+    const one = send(first);
+    while (calls < 1) await Bun.sleep(5);
+    const two = send(second);
+    await Bun.sleep(150);
+    expect(calls).toBe(1); // the second episode waits for its turn
+    releaseFirst();
+    expect((await one).status).toBe(200);
+    expect((await two).status).toBe(200);
+    const page = await (await get(`/episodes/${second.id}`)).text();
+    const waits = /waited (\d+) ms in the shared queue · 1 throttled · 1 retry</.exec(page);
+    expect(Number(waits?.[1])).toBeGreaterThanOrEqual(100);
+    expect(page).toMatch(
+      /upstream attempt 1: queued \d+ ms, HTTP 429 in \d+ ms — Requests rate limit exceeded, retry in/,
+    );
+    const quiet = await (await get(`/episodes/${first.id}`)).text();
+    expect(quiet).not.toContain("shared queue");
   });
 });

@@ -140,10 +140,14 @@ export function createOtelTracing(options: TracingOptions): Tracing {
             "ura.upstream.attempt": attempt.attempt,
             ...(model ? { "gen_ai.request.model": model } : {}),
             ...(attempt.status !== undefined ? { "http.response.status_code": attempt.status } : {}),
+            "ura.upstream.queue_wait_ms": attempt.queue_ms ?? 0,
           },
         },
         active(),
       );
+      // The span starts when the attempt was sent; the wait for its turn in the shared budget came before.
+      if (attempt.queue_ms)
+        span.addEvent("ura.upstream.queued", { "ura.upstream.queue_wait_ms": attempt.queue_ms }, start);
       if (ok && response.validated) {
         const { usage, finishReason, toolCalls } = response.validated;
         if (usage) {
