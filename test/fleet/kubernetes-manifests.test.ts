@@ -9,8 +9,9 @@
  *    gated by a startupProbe on /health/ready, readiness/liveness on the health
  *    endpoints, a grace period longer than the drain deadline, secrets from the Secret
  *    as environment variables, records on the volume claim at the configured data_dir,
- *    scrape annotations on the container port, and a config.json the compiled binary
- *    accepts (`serve --validate-config`).
+ *    scrape annotations on the container port, the pod's share of the provider key's
+ *    quota in upstream.budget, and a config.json the compiled binary accepts
+ *    (`serve --validate-config`).
  * The base is also rendered with `kubectl kustomize` (kubectl ships in the machine
  * image) and what it renders validated the same way.
  * What needs a cluster (scheduling, the kubelet's sidecar ordering, probes passing,
@@ -192,6 +193,13 @@ describe("deploy/kubernetes", () => {
     // The tag of the image `make image` builds: the package version.
     const { version } = JSON.parse(await Bun.file(join(dir, "../../package.json")).text());
     expect(renderedPod.initContainers[0].image).toBe(`ura-sidecar:${version}`);
+  });
+
+  test("each pod's config carries its share of the provider key's quota (docs/fleet.md)", () => {
+    const budget = config.upstream.budget;
+    expect(budget.requests_per_minute).toBeGreaterThan(0);
+    expect(budget.tokens_per_minute).toBeGreaterThan(0);
+    expect(budget.max_concurrent).toBeGreaterThanOrEqual(1);
   });
 
   test("config.json is accepted by the compiled binary", async () => {
