@@ -30,11 +30,11 @@ describe("loadConfig", () => {
   });
 
   test("flags win over environment, which wins over the file", () => {
-    const file = configFile({ listen: "127.0.0.1:1000", upstream: { model: "from-file", timeout_ms: 5 } });
-    const env = { URA_LISTEN: "127.0.0.1:2000", URA_MODEL: "from-env" };
+    const file = configFile({ listen: "127.0.0.1:1000", upstream: { model: "qwen-max", timeout_ms: 5 } });
+    const env = { URA_LISTEN: "127.0.0.1:2000", URA_MODEL: "qwen3-vl-flash" };
     const config = loadConfig({ config: file, listen: "127.0.0.1:3000" }, env);
     expect(config.listen).toBe("127.0.0.1:3000");
-    expect(config.upstream.model).toBe("from-env");
+    expect(config.upstream.model).toBe("qwen3-vl-flash");
     expect(config.upstream.timeout_ms).toBe(5);
   });
 
@@ -117,6 +117,53 @@ describe("loadConfig", () => {
     expect(problemsOf(() => loadConfig({ config: file }, {}))[0]).toContain(
       "upstream.scripted_profile.head_ms",
     );
+  });
+
+  test("a model outside the built-in table is refused until upstream.models declares it", () => {
+    const problems = problemsOf(() => loadConfig({ model: "qwen-custom-32k" }, {}));
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toStartWith("upstream.model:");
+    expect(problems[0]).toContain('upstream.models."qwen-custom-32k"');
+    const partial = configFile({ upstream: { models: { "qwen-custom-32k": { context_window: 32768 } } } });
+    const missing = problemsOf(() => loadConfig({ config: partial, model: "qwen-custom-32k" }, {}));
+    expect(missing[0]).toStartWith("upstream.models.qwen-custom-32k:");
+    expect(missing[0]).toContain("max_input_tokens, max_output_tokens, image_input");
+    const declared = {
+      context_window: 32768,
+      max_input_tokens: 30720,
+      max_output_tokens: 8192,
+      image_input: true,
+      video_input: false,
+      thinking: "none",
+      cache: "implicit",
+      tool_calls: true,
+    };
+    const file = configFile({
+      upstream: { model: "qwen-custom-32k", models: { "qwen-custom-32k": declared } },
+    });
+    expect(loadConfig({ config: file }, {}).upstream.models["qwen-custom-32k"]).toEqual(declared as never);
+  });
+
+  test("the retired upstream.image_input and upstream.max_output_tokens name their replacement", () => {
+    const file = configFile({ upstream: { image_input: false, max_output_tokens: 4096 } });
+    const problems = problemsOf(() => loadConfig({ config: file }, {}));
+    expect(problems).toHaveLength(2);
+    for (const key of ["image_input", "max_output_tokens"]) {
+      const problem = problems.find((p) => p.startsWith(`upstream.${key}:`));
+      expect(problem).toContain(`upstream.models.<model id>.${key}`);
+    }
+  });
+
+  test("a built-in model's declaration changes only the fields it names", () => {
+    const file = configFile({ upstream: { models: { "qwen3-vl-plus": { max_output_tokens: 4096 } } } });
+    expect(loadConfig({ config: file }, {}).upstream.models).toEqual({
+      "qwen3-vl-plus": { max_output_tokens: 4096 },
+    });
+    const thinking = configFile({ upstream: { models: { "qwen3-vl-plus": { thinking: "only" } } } });
+    const problems = problemsOf(() => loadConfig({ config: thinking }, {}));
+    expect(
+      problems.some((p) => p.startsWith("upstream.models.qwen3-vl-plus:") && p.includes("thinking-only")),
+    ).toBe(true);
   });
 
   test("an unreadable or non-JSON file is named", () => {

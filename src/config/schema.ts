@@ -11,11 +11,18 @@ import { defaultExecutorConfig, executorConfigSchema } from "../executor/executo
 import { webpSettingsSchema } from "../images/settings.ts";
 import { sizeLimitsSchema } from "../images/size-guard.ts";
 import { defaultProgressIntervalMs } from "../mcp/tool-call-progress.ts";
+import { modelDeclarationSchema } from "../models/model-capabilities.ts";
+import { createModelCatalog } from "../models/model-catalog.ts";
 import { upstreamProfileChoiceSchema } from "../scripted-upstream/upstream-profile.ts";
 import { shippingSchema } from "../shipping/shipping-config.ts";
 
-/** Thinking-only Qwen models reject `enable_thinking: false`, which we always send. */
-const thinkingOnlyModel = /(^|[-/])(qwq|qvq)(-|$)|thinking/i;
+/** A key the model table replaced: naming it is refused with its replacement, not as an unknown key. */
+const retiredKey = (key: string) =>
+  z
+    .undefined({
+      error: `replaced by the model table: set upstream.models.<model id>.${key} instead (docs/models.md)`,
+    })
+    .optional();
 
 export const retrySchema = z
   .object({
@@ -62,23 +69,22 @@ export const upstreamSchema = z
      * quota), or `{base, …fields}`. Only for the scripted upstream: refused with `url`.
      */
     scripted_profile: upstreamProfileChoiceSchema.optional(),
-    model: z
-      .string()
-      .min(1)
-      .default("qwen3-vl-plus")
-      .refine((m) => !thinkingOnlyModel.test(m), {
-        message: "thinking-only models reject enable_thinking:false; choose a non-thinking model",
-      }),
-    /** Whether the model takes image input; an image for a text-only model is an explicit error. */
-    image_input: z.boolean().default(true),
-    parallel_tool_calls: z.boolean().default(true),
     /**
-     * Largest max_tokens sent upstream: clients ask for more than Qwen models allow
-     * (Claude Code sends 32000; qwen-vl-max allows 8192), and an over-limit value is
-     * a 400 that would end the episode. A larger client value is lowered to this and
-     * recorded with the exchange.
+     * The default episodes' model. It must be in the built-in table (src/models/builtin-models.ts,
+     * docs/models.md) or declared under `models`; a thinking-only model or one without function
+     * calling is refused.
      */
-    max_output_tokens: z.number().int().positive().default(8192),
+    model: z.string().min(1).default("qwen3-vl-plus"),
+    /**
+     * Model capabilities by model id (src/models/model-capabilities.ts): for a built-in model the
+     * fields to change (e.g. `max_output_tokens` for a region with a smaller limit), for any other
+     * model every field. They set the `max_tokens` clamp (a larger client value is lowered and the
+     * change recorded), whether images may go upstream, and what clients are told.
+     */
+    models: z.record(z.string().min(1), modelDeclarationSchema).default({}),
+    parallel_tool_calls: z.boolean().default(true),
+    image_input: retiredKey("image_input"),
+    max_output_tokens: retiredKey("max_output_tokens"),
     /**
      * Largest upstream answer read, in bytes (the whole answer is buffered before delivery):
      * over it the exchange is an upstream fault (upstream_invalid), nothing delivered.
@@ -97,6 +103,16 @@ export const upstreamSchema = z
   .refine((upstream) => upstream.url === undefined || upstream.scripted_profile === undefined, {
     message: "a profile plays the embedded scripted upstream; it has none when upstream.url is set",
     path: ["scripted_profile"],
+  })
+  .superRefine((upstream, ctx) => {
+    const catalog = createModelCatalog(upstream.models);
+    for (const id of Object.keys(upstream.models)) {
+      const declared = catalog.resolve(id);
+      if (!declared.ok) ctx.addIssue({ code: "custom", path: ["models", id], message: declared.problem });
+    }
+    const chosen = catalog.resolve(upstream.model);
+    if (!chosen.ok && !Object.hasOwn(upstream.models, upstream.model))
+      ctx.addIssue({ code: "custom", path: ["model"], message: chosen.problem });
   });
 
 export const configSchema = z

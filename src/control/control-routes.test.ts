@@ -53,7 +53,7 @@ describe("control API", () => {
 
   test("create returns what a launcher needs; list and get show the episode running", async () => {
     const { control, create, url } = await setup();
-    const created = await create({ max_turns: 5, client: "codex", model: "qwen-test" });
+    const created = await create({ max_turns: 5, client: "codex", model: "qwen3-vl-flash" });
     expect(created.id).toMatch(/^ep_[a-z0-9]+$/);
     expect(created.urls).toEqual({
       responses: `${url}/e/${created.id}/v1`,
@@ -63,7 +63,12 @@ describe("control API", () => {
     });
     expect(created.ingress_key).toMatch(/^ura_key_/);
     expect(created.mcp_token).toMatch(/^ura_mcp_/);
-    expect(created).toMatchObject({ state: "running", max_turns: 5, client: "codex", model: "qwen-test" });
+    expect(created).toMatchObject({
+      state: "running",
+      max_turns: 5,
+      client: "codex",
+      model: "qwen3-vl-flash",
+    });
     await create();
     const list = episodeListSchema.parse(await (await control("/episodes")).json());
     expect(list.episodes).toHaveLength(2);
@@ -105,6 +110,33 @@ describe("control API", () => {
       expect(res.status).toBe(400);
       expect(((await res.json()) as { error: { type: string } }).error.type).toBe("invalid_request");
     }
+  });
+
+  test("an episode's model is a built-in or declared one: any other is a 400 naming `model`, the launch info tells its capabilities", async () => {
+    const declared = {
+      context_window: 32768,
+      max_input_tokens: 30720,
+      max_output_tokens: 8192,
+      image_input: true,
+      video_input: false,
+      thinking: "none" as const,
+      cache: "implicit" as const,
+      tool_calls: true,
+    };
+    const { control, create } = await setup({
+      config: { upstream: { models: { "qwen-custom-32k": declared } } },
+    });
+    for (const model of ["qwen-custom", "qwq-plus"]) {
+      const res = await control("/episodes", { method: "POST", body: JSON.stringify({ model }) });
+      expect(res.status).toBe(400);
+      const { error } = (await res.json()) as { error: { type: string; message: string } };
+      expect(error.message).toStartWith("model: ");
+      expect(error.message).toContain(model);
+    }
+    expect((await (await control("/episodes")).json()) as unknown).toMatchObject({ episodes: [] });
+    const created = await create({ model: "qwen-custom-32k" });
+    const info = launchInfoSchema.parse(await (await control(`/episodes/${created.id}/launch`)).json());
+    expect(info.model_capabilities).toEqual(declared);
   });
 
   test("episode ids that are unknown or carry path characters are 404", async () => {

@@ -11,6 +11,7 @@ import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { longestToolCallMs } from "../mcp/tool-call-wait.ts";
+import { createModelCatalog } from "../models/model-catalog.ts";
 import { observeRecords } from "../observe/observe-records.ts";
 import { noObserver, type Observer } from "../observe/observer.ts";
 import type { BlobStore } from "../records/blob-store.ts";
@@ -66,9 +67,13 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
   const groupCommit = deps.config.records.fsync ? createGroupCommit() : undefined;
   // Likewise one memory of long strings: episodes of one client kind send the same system prompt and tools.
   const texts = createRecurringTexts(deps.blobs, { redact: deps.redact });
+  const models = createModelCatalog(deps.config.upstream.models);
 
   function create(options: EpisodeOptions): Episode {
     if (closing !== undefined) throw new SidecarError("unavailable", closing);
+    // An episode's model is a known or declared one before any credential or record exists.
+    const model = models.resolve(options.model ?? deps.config.upstream.model);
+    if (!model.ok) throw new SidecarError("invalid_request", `model: ${model.problem}`, { param: "model" });
     let id = deps.ids.episodeId();
     while (episodes.has(id)) id = deps.ids.episodeId();
     const ingressKey = deps.ids.token("ura_key");
@@ -93,7 +98,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     const episode = createEpisode({
       id,
       createdAt: new Date(deps.clock()).toISOString(),
-      model: options.model ?? deps.config.upstream.model,
+      model: model.id,
       manifest: options.manifest ?? deps.defaultManifest,
       maxTurns: options.max_turns,
       context: options.context ?? deps.config.context,
@@ -123,10 +128,12 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     return episode;
   }
 
-  /** What a launcher needs to point a client at the episode (credentials included). */
+  /** What a launcher needs to point a client at the episode (credentials included), and what its model can do. */
   function launchInfo(episode: Episode) {
+    const model = models.resolve(episode.model);
     return {
       ...episode.describe(),
+      ...(model.ok ? { model_capabilities: model.capabilities } : {}),
       urls: episodeUrls(deps.baseUrl(), episode.id),
       ingress_key: episode.ingressKey,
       mcp_token: episode.mcpToken,

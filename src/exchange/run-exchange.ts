@@ -19,6 +19,7 @@ import { linkSignals } from "../lib/link-signals.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { JsonBody } from "../lib/parse-json-body.ts";
 import { wholeText } from "../lib/split-text.ts";
+import type { ModelCatalog } from "../models/model-catalog.ts";
 import { RecordsWriteError } from "../records/append-file.ts";
 import type { DataDirBudget } from "../records/data-dir-budget.ts";
 import type { buildChatRequest } from "../upstream/build-chat-request.ts";
@@ -45,10 +46,9 @@ export type ExchangeDeps = {
   /** PNG → WebP (the worker pool) and the process-wide cache of converted images. */
   images: { converter: PngToWebp; settings: WebpSettings; cache: ImageCache };
   sizeLimits: SizeLimits;
-  imageInput: boolean;
+  /** Each episode's model capabilities: the max_tokens clamp and whether images may go upstream. */
+  models: ModelCatalog;
   parallelToolCalls: boolean;
-  /** Upper bound for max_tokens upstream (config upstream.max_output_tokens); none when absent. */
-  maxOutputTokens?: number;
   logger: Logger;
   /** Aborted when the sidecar shuts down: cancels upstream requests and retry waits. */
   shutdownSignal: AbortSignal;
@@ -171,6 +171,8 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   try {
     translation = spec.translate();
     const { hub } = translation;
+    const model = deps.models.resolve(episode.model);
+    if (!model.ok) throw new SidecarError("invalid_request", model.problem, { param: "model" });
     const { request: filtered, decision, stale } = applyContextPolicy(hub, episode.context);
     // The translated request is kept only when the policy changed it; otherwise the
     // upstream_request line already shows it, and writing it twice doubled the cost.
@@ -182,9 +184,9 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     const upstream = await buildUpstreamBody(filtered, episode.context, decision, {
       target: {
         model: episode.model,
-        imageInput: deps.imageInput,
+        imageInput: model.capabilities.image_input,
         parallelToolCalls: deps.parallelToolCalls,
-        maxOutputTokens: deps.maxOutputTokens,
+        maxOutputTokens: model.capabilities.max_output_tokens,
       },
       providerLimitBytes: deps.sizeLimits.max_request_bytes,
       stale,
@@ -198,7 +200,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     upstreamRequest = upstream.chat;
     if (converted.maxOutputTokens !== undefined && upstreamRequest.max_tokens !== converted.maxOutputTokens) {
       hub.ignored.push(
-        `max_output_tokens ${converted.maxOutputTokens} lowered to ${upstreamRequest.max_tokens} (upstream.max_output_tokens)`,
+        `max_output_tokens ${converted.maxOutputTokens} lowered to ${upstreamRequest.max_tokens} (max_output_tokens of model ${episode.model}: docs/models.md)`,
       );
     }
     const body = upstream.body;

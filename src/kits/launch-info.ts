@@ -3,6 +3,7 @@
  * returns it (credentials included). Only the fields kits use; the rest is kept.
  */
 import { z } from "zod";
+import { modelCapabilitiesSchema } from "../models/model-capabilities.ts";
 
 export const launchInfoSchema = z.looseObject({
   id: z.string().min(1),
@@ -22,5 +23,11 @@ export const launchInfoSchema = z.looseObject({
    * older sidecar: kits then use the documented defaults' value.
    */
   tool_call_timeout_ms: z.number().int().positive().optional(),
+  /**
+   * What the episode's model can do (src/models): each kit tells its client the window
+   * and output limit from it. Absent in launch info from an older sidecar: kits then
+   * tell nothing and the client keeps its own assumptions.
+   */
+  model_capabilities: modelCapabilitiesSchema.optional(),
 });
 export type LaunchInfo = z.infer<typeof launchInfoSchema>;

@@ -27,6 +27,7 @@ import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { createShutdown } from "../lifecycle/shutdown.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createToolChecks } from "../mcp/tool-validators.ts";
+import { createModelCatalog } from "../models/model-catalog.ts";
 import { createMetrics } from "../observe/metrics.ts";
 import { combineObservers, type Observer } from "../observe/observer.ts";
 import { loadTracing } from "../observe/tracing/tracing.ts";
@@ -107,6 +108,7 @@ export async function composeApp(options: ComposeOptions) {
     ...(tracing ? { fields: tracing.logFields } : {}),
   });
 
+  const models = createModelCatalog(config.upstream.models);
   const demo = config.upstream.url === undefined;
   const scripted = demo
     ? createScriptedUpstream({
@@ -232,9 +234,8 @@ export async function composeApp(options: ComposeOptions) {
         cache: imageCache,
       },
       sizeLimits: config.images.limits,
-      imageInput: config.upstream.image_input,
+      models,
       parallelToolCalls: config.upstream.parallel_tool_calls,
-      maxOutputTokens: config.upstream.max_output_tokens,
       logger,
       shutdownSignal: shutdownController.signal,
       redact,

@@ -12,9 +12,10 @@ import type { ChatContentPart, ChatMessage, ChatRequest } from "./chat-schema.ts
 export type ChatTarget = {
   /** The upstream model (from the episode, not from the client). */
   model: string;
+  /** The model takes image parts (its `image_input` capability, src/models). */
   imageInput: boolean;
   parallelToolCalls: boolean;
-  /** Upper bound for max_tokens (config upstream.max_output_tokens). */
+  /** Upper bound for max_tokens (the model's `max_output_tokens` capability). */
   maxOutputTokens?: number;
 };
 
@@ -47,7 +48,7 @@ export function assertImagesAllowed(messages: HubMessage[], target: ChatTarget):
       const param = image.source ?? `messages[${i}].content[${j}]`;
       throw new SidecarError(
         "invalid_request",
-        `${param}: model ${target.model} does not take image input (upstream.image_input is false); the image was not dropped`,
+        `${param}: model ${target.model} does not take image input (its image_input capability is false: docs/models.md, upstream.models); the image was not dropped`,
         { param },
       );
     }

@@ -103,7 +103,7 @@ let smallImages: SidecarProcess;
 beforeAll(async () => {
   [sidecar, textOnly, smallImages] = await Promise.all([
     startSidecarProcess(),
-    startSidecarProcess({ config: { upstream: { image_input: false } } }),
+    startSidecarProcess({ config: { upstream: { models: { "qwen3-vl-plus": { image_input: false } } } } }),
     // A 4×4 PNG converts to a WebP of a few dozen bytes: its data URL is over 40.
     startSidecarProcess({ config: { images: { limits: { max_data_url_bytes: 40 } } } }),
   ]);

@@ -13,6 +13,7 @@ import { join, resolve } from "node:path";
 import type { ReplaySettings } from "../../fixtures/golden/export-case.ts";
 import { clientManifests, clientNames } from "../../src/clients/client-manifests.ts";
 import { createRandomIds, type Ids } from "../../src/episodes/ids.ts";
+import type { ModelDeclaration } from "../../src/models/model-capabilities.ts";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
 import { ingressKits, type ProtocolName, protocols } from "../support/ingress-kit.ts";
 
@@ -27,6 +28,11 @@ type Meta = {
   content_type: string;
   headers: Record<string, string>;
   replay: ReplaySettings;
+  /**
+   * What the recording sidecar's model table said of `model`, where it differs from
+   * today's (upstream.models): a recording keeps the upstream request of its day.
+   */
+  model_declaration?: ModelDeclaration;
 };
 
 const cases = protocols.flatMap((protocol) =>
@@ -48,6 +54,9 @@ async function replay(dir: string, meta: Meta) {
   const upstreamAnswer = readFileSync(join(dir, "upstream-response.txt"), "utf8");
   const sentUpstream: string[] = [];
   const sidecar: InProcessSidecar = await createInProcessSidecar({
+    ...(meta.model_declaration
+      ? { config: { upstream: { models: { [meta.model]: meta.model_declaration } } } }
+      : {}),
     ids: replayIds(meta.replay.generated_ids),
     clock: () => meta.replay.clock_ms,
     upstreamFetch: async (request) => {
