@@ -57,7 +57,7 @@ const cases: Case[] = [
   {
     name: "gemini_sse",
     fixture: "gemini/first-turn",
-    url: (u) => `${u.gemini}/v1beta/models/ura-qwen:streamGenerateContent?alt=sse`,
+    url: (u) => `${u.gemini}/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse`,
     auth: (key) => ({ "x-goog-api-key": key }),
   },
   {
@@ -126,7 +126,7 @@ export async function runExchangeCpuBench(
       // JSON whose long strings the records store once.
       const clientBody = JSON.stringify(JSON.parse(readFileSync(join(dir, "client-request.json"), "utf8")));
       const chatBody = readFileSync(join(dir, "upstream-request.json"), "utf8");
-      const episode = await sidecar.createEpisode({ max_turns: 0, model: "ura-qwen" });
+      const episode = await sidecar.createEpisode({ max_turns: 0, model: "qwen3-vl-plus" });
       const floorMs = await cpuPerExchange(floor.proc.pid, () =>
         post(`${floor.url}/chat/completions`, {}, chatBody),
       );

@@ -26,7 +26,7 @@ const cases = [
   {
     name: "gemini",
     fixture: "gemini/first-turn",
-    url: (u: { gemini: string }) => `${u.gemini}/v1beta/models/ura-qwen:streamGenerateContent?alt=sse`,
+    url: (u: { gemini: string }) => `${u.gemini}/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse`,
     auth: (key: string) => ({ "x-goog-api-key": key }),
   },
   {
@@ -77,7 +77,7 @@ export async function runRecordsBytesBench(
       const body = JSON.stringify(
         JSON.parse(readFileSync(join(root, "fixtures", c.fixture, "client-request.json"), "utf8")),
       );
-      const episode = await sidecar.createEpisode({ max_turns: 0, model: "ura-qwen" });
+      const episode = await sidecar.createEpisode({ max_turns: 0, model: "qwen3-vl-plus" });
       const blobsBefore = directoryBytes(blobsDir);
       for (let turn = 0; turn < turns; turn++) {
         const res = await fetch(c.url(episode.urls), {

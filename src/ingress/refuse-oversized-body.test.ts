@@ -24,7 +24,7 @@ async function setup() {
     logLevel: "error",
     logWrite: () => {},
   });
-  return { app, episode: episodes.create({ max_turns: 0, model: "ura-qwen" }) };
+  return { app, episode: episodes.create({ max_turns: 0, model: "qwen3-vl-plus" }) };
 }
 
 const big = JSON.stringify({ padding: "x".repeat(limit + 10) });
@@ -37,7 +37,7 @@ const protocols = {
     envelope: { error: { message, type: "invalid_request_error", param: null, code: "request_too_large" } },
   },
   gemini: {
-    path: (id: string) => `/e/${id}/gemini/v1beta/models/ura-qwen:streamGenerateContent?alt=sse`,
+    path: (id: string) => `/e/${id}/gemini/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse`,
     headers: (key: string): Record<string, string> => ({ "x-goog-api-key": key }),
     envelope: { error: { code: 400, message, status: "INVALID_ARGUMENT" } },
   },

@@ -27,7 +27,7 @@ import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripte
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 
 const fixturesDir = resolve(import.meta.dir, "../../fixtures");
-const model = "ura-qwen";
+const model = "qwen3-vl-plus";
 const minRecentToolImages = 6;
 const batchSize = 2;
 

@@ -67,9 +67,9 @@ async function sseChunks(res: Response) {
 
 describe("streamGenerateContent", () => {
   test("observe, then the image and nonce reach upstream as WebP and two records come back with distinct ids", async () => {
-    const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
+    const episode = s.episodes.create({ max_turns: 0, model: "qwen3-vl-plus" });
     const before = s.scripted.received.length;
-    const first = await post(episode, "/v1beta/models/ura-qwen:streamGenerateContent?alt=sse", {
+    const first = await post(episode, "/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse", {
       contents: [prompt],
       tools,
     });
@@ -108,7 +108,7 @@ describe("streamGenerateContent", () => {
         ],
       },
     ];
-    const second = await post(episode, "/v1beta/models/ura-qwen:streamGenerateContent?alt=sse", {
+    const second = await post(episode, "/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse", {
       contents: history,
       tools,
     });
@@ -132,8 +132,8 @@ describe("streamGenerateContent", () => {
   });
 
   test("generateContent answers one JSON GenerateContentResponse", async () => {
-    const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
-    const res = await post(episode, "/v1beta/models/ura-qwen:generateContent", { contents: [prompt] });
+    const episode = s.episodes.create({ max_turns: 0, model: "qwen3-vl-plus" });
+    const res = await post(episode, "/v1beta/models/qwen3-vl-plus:generateContent", { contents: [prompt] });
     expect(res.status).toBe(200);
     const body = (await res.json()) as {
       candidates: { content: { parts: { text: string }[] }; finishReason: string }[];
@@ -144,8 +144,8 @@ describe("streamGenerateContent", () => {
   });
 
   test("streamGenerateContent without alt=sse answers the chunks as one JSON array, as Google does", async () => {
-    const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
-    const res = await post(episode, "/v1beta/models/ura-qwen:streamGenerateContent", { contents: [prompt] });
+    const episode = s.episodes.create({ max_turns: 0, model: "qwen3-vl-plus" });
+    const res = await post(episode, "/v1beta/models/qwen3-vl-plus:streamGenerateContent", { contents: [prompt] });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json");
     const chunks = (await res.json()) as { candidates: { finishReason?: string }[] }[];
@@ -154,9 +154,9 @@ describe("streamGenerateContent", () => {
   });
 
   test("the recorded first turn of Gemini CLI runs through the whole pipeline", async () => {
-    const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
+    const episode = s.episodes.create({ max_turns: 0, model: "qwen3-vl-plus" });
     const body = JSON.parse(readFileSync(join(fixturesDir, "first-turn/client-request.json"), "utf8"));
-    const res = await post(episode, "/v1beta/models/ura-qwen:streamGenerateContent?alt=sse", body);
+    const res = await post(episode, "/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse", body);
     expect(res.status).toBe(200);
     await res.text();
     const stages = lines(episode, "exchanges").map((l) => l.stage);
@@ -175,9 +175,9 @@ describe("streamGenerateContent", () => {
   });
 
   test("an unknown field is a 400 naming it; the episode keeps running", async () => {
-    const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
+    const episode = s.episodes.create({ max_turns: 0, model: "qwen3-vl-plus" });
     const before = s.scripted.received.length;
-    const res = await post(episode, "/v1beta/models/ura-qwen:streamGenerateContent?alt=sse", {
+    const res = await post(episode, "/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse", {
       contents: [prompt],
       generationConfig: { seed: 7 },
     });
@@ -193,16 +193,16 @@ describe("streamGenerateContent", () => {
 
 describe("countTokens", () => {
   test("a local 400 in the Gemini envelope: auxiliary, no exchange, no turn, logged with path and status", async () => {
-    const episode = s.episodes.create({ max_turns: 1, model: "ura-qwen" });
+    const episode = s.episodes.create({ max_turns: 1, model: "qwen3-vl-plus" });
     const before = s.scripted.received.length;
     const body = JSON.parse(readFileSync(join(fixturesDir, "count-tokens/client-request.json"), "utf8"));
-    const res = await post(episode, "/v1beta/models/ura-qwen:countTokens", body);
+    const res = await post(episode, "/v1beta/models/qwen3-vl-plus:countTokens", body);
     expect(res.status).toBe(400);
     expect(await res.json()).toEqual({
       error: {
         code: 400,
         message:
-          "countTokens is not supported for ura-qwen: the sidecar does not count tokens; use a local estimate",
+          "countTokens is not supported for qwen3-vl-plus: the sidecar does not count tokens; use a local estimate",
         status: "INVALID_ARGUMENT",
       },
     });
@@ -212,7 +212,7 @@ describe("countTokens", () => {
     expect(aux).toHaveLength(1);
     expect(aux[0]).toMatchObject({
       operation: "countTokens",
-      path: `/e/${episode.id}/gemini/v1beta/models/ura-qwen:countTokens`,
+      path: `/e/${episode.id}/gemini/v1beta/models/qwen3-vl-plus:countTokens`,
       status: 400,
     });
     expect(episode.counters).toMatchObject({
@@ -230,7 +230,7 @@ describe("countTokens", () => {
       ),
     ).toBe(true);
     // Not a turn: the one allowed turn (max_turns 1) is still available.
-    const turn = await post(episode, "/v1beta/models/ura-qwen:generateContent", { contents: [prompt] });
+    const turn = await post(episode, "/v1beta/models/qwen3-vl-plus:generateContent", { contents: [prompt] });
     expect(turn.status).toBe(200);
     expect(episode.state).toBe("running");
   });
@@ -250,9 +250,9 @@ describe("unsupported operations end the episode before any upstream request", (
     ],
     ["a file upload", "/upload/v1beta/files?uploadType=multipart", "is not supported"],
     ["cachedContents", "/v1beta/cachedContents", "is not supported"],
-    ["embedContent", "/v1beta/models/ura-qwen:embedContent", "is not supported"],
+    ["embedContent", "/v1beta/models/qwen3-vl-plus:embedContent", "is not supported"],
   ])("%s", async (_what, path, reason) => {
-    const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
+    const episode = s.episodes.create({ max_turns: 0, model: "qwen3-vl-plus" });
     const before = s.scripted.received.length;
     const res = await post(episode, path, { contents: [prompt] });
     expect(res.status).toBe(400);
@@ -272,7 +272,7 @@ describe("unsupported operations end the episode before any upstream request", (
     expect(records.map((r) => r.stage)).toEqual(["client_request", "status"]);
     expect(records[1]).toMatchObject({ status: "failed", episode_state: "failed" });
     // A retry of a good request is refused too (400, final), still without upstream work.
-    const retry = await post(episode, "/v1beta/models/ura-qwen:streamGenerateContent?alt=sse", {
+    const retry = await post(episode, "/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse", {
       contents: [prompt],
     });
     expect(retry.status).toBe(400);
@@ -288,9 +288,9 @@ describe("upstream failures end the episode: the first answer is already final",
   ])(
     "%s → 400 FAILED_PRECONDITION naming the fault and provider_error; Gemini CLI does not retry it",
     async (_what, fault, says) => {
-      const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
+      const episode = s.episodes.create({ max_turns: 0, model: "qwen3-vl-plus" });
       s.scripted.enqueueFaults([fault]); // the in-process sidecar makes one upstream attempt
-      const path = "/v1beta/models/ura-qwen:streamGenerateContent?alt=sse";
+      const path = "/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse";
       const res = await post(episode, path, { contents: [prompt], tools });
       expect(res.status).toBe(400);
       const body = (await res.json()) as { error: { code: number; message: string; status: string } };
@@ -308,7 +308,7 @@ describe("upstream failures end the episode: the first answer is already final",
 
 describe("authentication", () => {
   test("a wrong key is a 401 in the Gemini envelope and touches nothing", async () => {
-    const episode = s.episodes.create({ max_turns: 0, model: "ura-qwen" });
+    const episode = s.episodes.create({ max_turns: 0, model: "qwen3-vl-plus" });
     const res = await post(episode, "/v1beta/models/other:generateContent", { contents: [prompt] }, "wrong");
     expect(res.status).toBe(401);
     expect(((await res.json()) as { error: { status: string } }).error.status).toBe("UNAUTHENTICATED");

@@ -25,8 +25,8 @@ const geminiTurn = { contents: [{ role: "user", parts: [{ text: "go" }] }] };
 const messagesTurn = { model: "ura-qwen", max_tokens: 64, messages: [{ role: "user", content: "go" }] };
 
 test("Gemini: countTokens and an exchange record the full path, the key left out of the query", async () => {
-  const episode = s.createEpisode({ max_turns: 0, model: "ura-qwen" });
-  const models = `/e/${episode.id}/gemini/v1beta/models/ura-qwen`;
+  const episode = s.createEpisode({ max_turns: 0, model: "qwen3-vl-plus" });
+  const models = `/e/${episode.id}/gemini/v1beta/models/qwen3-vl-plus`;
   const key = `key=${episode.ingressKey}`;
   expect((await postJson(s.app, `${models}:countTokens?${key}`, geminiTurn, {})).status).toBe(400);
   const turn = await postJson(s.app, `${models}:streamGenerateContent?alt=sse&${key}`, geminiTurn, {});
