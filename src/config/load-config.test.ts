@@ -25,17 +25,23 @@ describe("loadConfig", () => {
     const config = loadConfig({}, {});
     expect(config.listen).toBe("127.0.0.1:8787");
     expect(config.upstream.url).toBeUndefined();
-    expect(config.upstream.retry.max_attempts).toBe(3);
+    expect(config.upstream.retry.max_attempts).toBeUndefined();
+    expect(config.upstream.retry.max_wait_ms).toBeGreaterThanOrEqual(90_000);
+    expect(config.upstream.idle_timeout_ms).toBe(90_000);
+    expect(config.upstream.deadline_ms).toBe(600_000);
     expect(config.context).toEqual({ policy: "identity" });
   });
 
   test("flags win over environment, which wins over the file", () => {
-    const file = configFile({ listen: "127.0.0.1:1000", upstream: { model: "qwen-max", timeout_ms: 5 } });
+    const file = configFile({
+      listen: "127.0.0.1:1000",
+      upstream: { model: "qwen-max", idle_timeout_ms: 5 },
+    });
     const env = { URA_LISTEN: "127.0.0.1:2000", URA_MODEL: "qwen3-vl-flash" };
     const config = loadConfig({ config: file, listen: "127.0.0.1:3000" }, env);
     expect(config.listen).toBe("127.0.0.1:3000");
     expect(config.upstream.model).toBe("qwen3-vl-flash");
-    expect(config.upstream.timeout_ms).toBe(5);
+    expect(config.upstream.idle_timeout_ms).toBe(5);
   });
 
   test("a context policy named by flag or environment replaces the file's other policy, with its own defaults", () => {
@@ -88,6 +94,35 @@ describe("loadConfig", () => {
     for (const key of ["max_concurrent", "requests_per_minute", "tokens_per_minute"])
       expect(problems.some((p) => p.startsWith(`upstream.budget.${key}:`))).toBe(true);
     expect(problems.some((p) => p.includes("upstream.budget.burst") && p.includes("unknown key"))).toBe(true);
+  });
+
+  test("the replaced upstream.timeout_ms is refused, naming its replacements", () => {
+    const problems = problemsOf(() =>
+      loadConfig({ config: configFile({ upstream: { timeout_ms: 120_000 } }) }, {}),
+    );
+    expect(problems).toHaveLength(1);
+    expect(problems[0]).toStartWith("upstream.timeout_ms:");
+    expect(problems[0]).toContain("upstream.idle_timeout_ms");
+    expect(problems[0]).toContain("upstream.deadline_ms");
+    const retry = problemsOf(() =>
+      loadConfig({ config: configFile({ upstream: { retry: { retry_statuses: [429] } } }) }, {}),
+    );
+    expect(retry[0]).toStartWith("upstream.retry.retry_statuses:");
+  });
+
+  test("upstream timings that contradict each other are named", () => {
+    const problems = (upstream: unknown) =>
+      problemsOf(() => loadConfig({ config: configFile({ upstream }) }, {}));
+    expect(problems({ deadline_ms: -1 })[0]).toStartWith("upstream.deadline_ms:");
+    expect(
+      problems({ deadline_ms: 60_000, idle_timeout_ms: 90_000, retry: { max_wait_ms: 30_000 } }),
+    ).toEqual([expect.stringMatching(/^upstream\.idle_timeout_ms: .*upstream\.deadline_ms/)]);
+    expect(problems({ deadline_ms: 60_000, idle_timeout_ms: 1000 })[0]).toMatch(
+      /^upstream\.retry\.max_wait_ms: .*upstream\.deadline_ms/,
+    );
+    expect(problems({ retry: { initial_backoff_ms: 5000, max_backoff_ms: 1000 } })[0]).toStartWith(
+      "upstream.retry.initial_backoff_ms:",
+    );
   });
 
   test("a bad upstream URL from the environment is named", () => {

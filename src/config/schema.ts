@@ -16,25 +16,44 @@ import { createModelCatalog } from "../models/model-catalog.ts";
 import { upstreamProfileChoiceSchema } from "../scripted-upstream/upstream-profile.ts";
 import { shippingSchema } from "../shipping/shipping-config.ts";
 
-/** A key the model table replaced: naming it is refused with its replacement, not as an unknown key. */
-const retiredKey = (key: string) =>
-  z
-    .undefined({
-      error: `replaced by the model table: set upstream.models.<model id>.${key} instead (docs/models.md)`,
-    })
-    .optional();
+/** A key that was replaced: naming it is refused with `message` (what to use instead), not as an unknown key. */
+const removedKey = (message: string) => z.undefined({ error: message }).optional();
 
+/** A key the model table replaced. */
+const retiredKey = (key: string) =>
+  removedKey(`replaced by the model table: set upstream.models.<model id>.${key} instead (docs/models.md)`);
+
+/** Retries of transient upstream failures (docs/upstream-errors.md says which are transient). */
 export const retrySchema = z
   .object({
-    /** Attempts in total, the first included (1 = no retry). */
-    max_attempts: z.number().int().min(1).max(10).default(3),
-    initial_backoff_ms: z.number().int().min(0).default(250),
-    max_backoff_ms: z.number().int().min(0).default(4000),
-    retry_statuses: z.array(z.number().int().min(400).max(599)).default([429, 500, 502, 503, 504]),
-    /** Retry connection errors (refused, reset) and per-attempt timeouts. */
-    retry_network_errors: z.boolean().default(true),
+    /**
+     * The retry time budget: retries start only within this long after the exchange's first
+     * failed attempt (the exchange deadline bounds it too). Long enough for a per-minute
+     * quota (Model Studio's RPM/TPM limits) to clear.
+     */
+    max_wait_ms: z.number().int().positive().default(120_000),
+    /** Optional cap on attempts in total, the first included (1 = no retry); absent = the time budget alone. */
+    max_attempts: z.number().int().min(1).max(1000).optional(),
+    /** The shortest wait before a retry, and the base of the exponential backoff. */
+    initial_backoff_ms: z.number().int().min(0).default(1000),
+    /** The longest jittered wait before a retry (a provider's Retry-After may ask for more). */
+    max_backoff_ms: z.number().int().min(0).default(30_000),
+    retry_statuses: removedKey(
+      "no longer a setting: the classification table decides what is retried (docs/upstream-errors.md)",
+    ),
+    retry_network_errors: removedKey(
+      "no longer a setting: connection failures, idle timeouts and cut streams are always retried within upstream.retry.max_wait_ms",
+    ),
   })
-  .strict();
+  .strict()
+  .superRefine((retry, ctx) => {
+    if (retry.initial_backoff_ms > retry.max_backoff_ms)
+      ctx.addIssue({
+        code: "custom",
+        path: ["initial_backoff_ms"],
+        message: `must not exceed upstream.retry.max_backoff_ms (${retry.max_backoff_ms})`,
+      });
+  });
 
 /**
  * The upstream budget all episodes of this sidecar share (src/upstream/upstream-budget.ts,
@@ -94,8 +113,20 @@ export const upstreamSchema = z
       .int()
       .positive()
       .default(32 * 1024 * 1024),
-    /** Per-attempt timeout, whole exchange buffered. */
-    timeout_ms: z.number().int().positive().default(120_000),
+    /**
+     * An attempt that receives no byte from the upstream (the response head included) for this
+     * long is cut and counts as a transient failure. A slow answer that keeps streaming is
+     * never cut before upstream.deadline_ms.
+     */
+    idle_timeout_ms: z.number().int().positive().default(90_000),
+    /**
+     * The whole exchange with the upstream — queue waits, attempts and backoff together —
+     * ends by this long after it began.
+     */
+    deadline_ms: z.number().int().positive().default(600_000),
+    timeout_ms: removedKey(
+      "no longer a setting: use upstream.idle_timeout_ms (no byte from the upstream for that long cuts an attempt) and upstream.deadline_ms (bounds the whole exchange)",
+    ),
     retry: retrySchema.default(retrySchema.parse({})),
     budget: upstreamBudgetSchema.default(upstreamBudgetSchema.parse({})),
   })
@@ -113,6 +144,17 @@ export const upstreamSchema = z
     const chosen = catalog.resolve(upstream.model);
     if (!chosen.ok && !Object.hasOwn(upstream.models, upstream.model))
       ctx.addIssue({ code: "custom", path: ["model"], message: chosen.problem });
+    const over = (path: string[], value: number, what: string) => {
+      if (value > upstream.deadline_ms)
+        ctx.addIssue({
+          code: "custom",
+          path,
+          message: `${what} (${value} ms) must not exceed upstream.deadline_ms (${upstream.deadline_ms} ms)`,
+        });
+    };
+    over(["idle_timeout_ms"], upstream.idle_timeout_ms, "the idle timeout");
+    over(["retry", "max_wait_ms"], upstream.retry.max_wait_ms, "the retry budget");
+    over(["retry", "max_backoff_ms"], upstream.retry.max_backoff_ms, "the longest backoff");
   });
 
 export const configSchema = z

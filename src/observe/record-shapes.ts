@@ -32,6 +32,11 @@ export const upstreamAttemptSchema = z.object({
   queue_ms: z.number().optional(),
   first_byte_ms: z.number().optional(),
   status: z.number().optional(),
+  /** How the attempt ended and, when it failed, its row of docs/upstream-errors.md. */
+  ended: z.string().optional(),
+  cause: z.string().optional(),
+  classification: z.string().optional(),
+  provider_code: z.string().optional(),
   error: z.string().optional(),
   retry_in_ms: z.number().optional(),
 });

@@ -208,6 +208,7 @@ const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode
             <p>
               upstream attempt {String(a.attempt)}: {a.queue_ms ? `queued ${String(a.queue_ms)} ms, ` : ""}
               HTTP {String(a.status ?? "none")} in {String(a.ms)} ms
+              {a.ended ? `, ${String(a.ended)}` : ""}
               {a.error ? ` — ${String(a.error)}` : ""}
               {a.retry_in_ms !== undefined ? `, retry in ${String(a.retry_in_ms)} ms` : ""}
             </p>

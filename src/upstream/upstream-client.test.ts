@@ -40,7 +40,8 @@ function client(overrides: Partial<Parameters<typeof createUpstreamClient>[0]> =
     baseUrl: upstream.url,
     apiKey: "sk-upstream-secret",
     retry: retrySchema.parse({ max_attempts: 3, initial_backoff_ms: 1, max_backoff_ms: 5 }),
-    timeoutMs: 2_000,
+    idleTimeoutMs: 2_000,
+    deadlineMs: 30_000,
     newId: () => `gen_${++ids}`,
     ...overrides,
   });
@@ -95,7 +96,7 @@ describe("upstream client against the scripted upstream", () => {
     expect(upstream.scripted.received).toHaveLength(3);
   });
 
-  test("stops retrying when the budget is spent: transient failure after N attempts", async () => {
+  test("stops retrying at the max_attempts cap: transient failure after N attempts", async () => {
     const failure = await failureOf([
       { kind: "status", status: 500 },
       { kind: "status", status: 500 },
@@ -116,7 +117,6 @@ describe("upstream client against the scripted upstream", () => {
   });
 
   const invalid: [Fault["kind"], string][] = [
-    ["cut_mid_tool_call", "ended before completion"],
     ["invalid_json_args", "not valid JSON"],
     ["undeclared_tool", "did not declare"],
     ["empty_choices", "no choices"],
@@ -134,19 +134,163 @@ describe("upstream client against the scripted upstream", () => {
   test("connection reset is retried as a network error", async () => {
     upstream.scripted.enqueueFaults([{ kind: "reset" }]);
     const result = await client().complete(smokeRequest, new AbortController().signal, { episodeId: "e1" });
-    expect(result.attempts[0]?.error).toContain("connection failed");
+    expect(result.attempts[0]).toMatchObject({
+      ended: "connection",
+      classification: "transient",
+      cause: "connection",
+    });
+    expect(result.attempts[0]?.error).toContain("connection to the upstream failed");
     expect(result.attempts).toHaveLength(2);
   });
 
-  test("a per-attempt timeout aborts the request at the upstream and retries stop at the budget", async () => {
+  test("a stream cut before [DONE] is retried, the second answer delivered", async () => {
+    upstream.scripted.enqueueFaults([{ kind: "cut_mid_tool_call" }]);
+    const result = await client().complete(smokeRequest, new AbortController().signal, { episodeId: "e1" });
+    expect(result.attempts.map((a) => a.ended)).toEqual(["stream_cut", "answered"]);
+    expect(result.attempts[0]).toMatchObject({
+      status: 200,
+      cause: "stream_cut",
+      classification: "transient",
+    });
+    expect(result.response.toolCalls.map((c) => c.name)).toEqual(["ura_observe"]);
+  });
+
+  test("a silent upstream (no response head) is cut at the idle timeout, at the upstream too, and retried", async () => {
+    upstream.scripted.enqueueFaults([{ kind: "timeout" }]);
+    const result = await client({ idleTimeoutMs: 300 }).complete(smokeRequest, new AbortController().signal, {
+      episodeId: "e1",
+    });
+    expect(result.attempts[0]).toMatchObject({
+      ended: "idle_timeout",
+      idle_ms: 300,
+      classification: "transient",
+      cause: "idle_timeout",
+    });
+    expect(result.attempts[0]?.first_byte_ms).toBeUndefined();
+    expect(result.attempts[0]?.ms).toBeGreaterThanOrEqual(290);
+    expect(result.attempts[1]?.ended).toBe("answered");
+    await until(() => upstream.scripted.received[0]?.aborted === true);
+    expect(upstream.scripted.received[0]?.aborted).toBe(true);
+  });
+
+  test("an upstream that goes silent after its response head is cut too", async () => {
+    upstream.scripted.enqueueFaults([{ kind: "slow", ms: 3_000 }]);
+    const result = await client({ idleTimeoutMs: 300 }).complete(smokeRequest, new AbortController().signal, {
+      episodeId: "e1",
+    });
+    expect(result.attempts.map((a) => a.ended)).toEqual(["idle_timeout", "answered"]);
+    expect(result.attempts[0]?.ms).toBeLessThan(2_000);
+  });
+
+  test("an invalid API key (401) fails at once: one attempt, final, the cause named", async () => {
     const failure = await failureOf(
-      [{ kind: "timeout" }, { kind: "timeout" }],
-      client({ timeoutMs: 150, retry: retrySchema.parse({ max_attempts: 2, initial_backoff_ms: 1 }) }),
+      [
+        {
+          kind: "status",
+          status: 401,
+          body: JSON.stringify({
+            code: "InvalidApiKey",
+            message: "Invalid API-key provided.",
+            request_id: "r",
+          }),
+        },
+      ],
+      client({ retry: retrySchema.parse({}) }),
     );
+    expect(failure.kind).toBe("upstream_rejected");
+    expect(failure.status).toBe(400);
+    expect(failure.message).toStartWith("the upstream rejected the API key (InvalidApiKey, HTTP 401)");
+    expect(failure.attempts).toEqual([
+      expect.objectContaining({
+        status: 401,
+        ended: "http_error",
+        provider_code: "InvalidApiKey",
+        classification: "final",
+        cause: "invalid_api_key",
+      }),
+    ]);
+    expect(failure.attempts[0]?.retry_in_ms).toBeUndefined();
+    expect(upstream.scripted.received).toHaveLength(1);
+  });
+
+  test("Retry-After is honoured: the wait before the retry is at least what it asks", async () => {
+    upstream.scripted.enqueueFaults([{ kind: "status", status: 429, retry_after: "1" }]);
+    const started = Date.now();
+    const result = await client().complete(smokeRequest, new AbortController().signal, { episodeId: "e1" });
+    expect(result.attempts[0]).toMatchObject({ status: 429, retry_in_ms: 1000, cause: "throttled" });
+    expect(Date.now() - started).toBeGreaterThanOrEqual(1000);
+    expect(result.attempts).toHaveLength(2);
+  });
+
+  test("a 429 insufficient_quota burst longer than a few retries is ridden out within the time budget", async () => {
+    const tpm = JSON.stringify({
+      error: {
+        message: "You exceeded your current quota, please check your plan and billing details.",
+        type: "insufficient_quota",
+        code: "insufficient_quota",
+      },
+    });
+    upstream.scripted.enqueueFaults([{ kind: "status", status: 429, body: tpm, for_ms: 1_500 }]);
+    const retry = retrySchema.parse({ initial_backoff_ms: 100, max_backoff_ms: 400, max_wait_ms: 10_000 });
+    const result = await client({ retry }).complete(smokeRequest, new AbortController().signal, {
+      episodeId: "e1",
+    });
+    const throttled = result.attempts.slice(0, -1);
+    expect(throttled.length).toBeGreaterThanOrEqual(3);
+    // At most one attempt per floor (100 ms) over the 1.5 s window, plus the first and the answered one.
+    expect(result.attempts.length).toBeLessThanOrEqual(1_500 / 100 + 2);
+    for (const a of throttled) {
+      expect(a).toMatchObject({
+        status: 429,
+        provider_code: "insufficient_quota",
+        cause: "allocation_quota",
+      });
+      expect(a.retry_in_ms).toBeGreaterThanOrEqual(100);
+      expect(a.retry_in_ms).toBeLessThanOrEqual(400);
+    }
+    expect(result.attempts.at(-1)?.ended).toBe("answered");
+  });
+
+  test("a slow answer that never goes silent for the idle timeout is not cut, however long in total", async () => {
+    // Head after 200 ms, then 12 chunks 150 ms apart: ~2 s in all, against an idle timeout of 400 ms.
+    upstream.scripted.enqueueFaults([{ kind: "trickle", head_ms: 200, every_ms: 150, chunks: 12 }]);
+    const result = await client({ idleTimeoutMs: 400 }).complete(smokeRequest, new AbortController().signal, {
+      episodeId: "e1",
+    });
+    expect(result.attempts).toHaveLength(1);
+    expect(result.attempts[0]?.ms).toBeGreaterThan(1_500);
+    expect(result.attempts[0]?.first_byte_ms).toBeGreaterThanOrEqual(190);
+    expect(upstream.scripted.received[0]?.aborted).toBe(false);
+  });
+
+  test("the deadline bounds the whole exchange: a trickle that outlasts it is cut and not retried", async () => {
+    upstream.scripted.enqueueFaults([{ kind: "trickle", head_ms: 0, every_ms: 100, chunks: 50 }]);
+    const started = Date.now();
+    const failure = await failureOf([], client({ idleTimeoutMs: 400, deadlineMs: 800 }));
+    expect(Date.now() - started).toBeLessThan(3_000);
     expect(failure.kind).toBe("upstream_transient");
-    expect(failure.message).toContain("timed out");
-    await Bun.sleep(20);
-    expect(upstream.scripted.received.map((r) => r.aborted)).toEqual([true, true]);
+    expect(failure.message).toContain("deadline (upstream.deadline_ms, 800 ms) during an attempt");
+    expect(failure.attempts).toEqual([expect.objectContaining({ ended: "deadline" })]);
+    await until(() => upstream.scripted.received[0]?.aborted === true);
+    expect(upstream.scripted.received).toHaveLength(1);
+  });
+
+  test("the gate hears each attempt's outcome: throttled, failed, answered", async () => {
+    const outcomes: string[] = [];
+    const gate = {
+      async admit() {
+        return { waitedMs: 7, release: (outcome: string) => outcomes.push(outcome) };
+      },
+    };
+    upstream.scripted.enqueueFaults([
+      { kind: "status", status: 429 },
+      { kind: "status", status: 503 },
+    ]);
+    const result = await client({ gate }).complete(smokeRequest, new AbortController().signal, {
+      episodeId: "e1",
+    });
+    expect(outcomes).toEqual(["throttled", "failed", "answered"]);
+    expect(result.attempts.map((a) => a.queue_ms)).toEqual([7, 7, 7]);
   });
 
   test("cancellation reaches the socket and cancels the retry wait", async () => {

@@ -1,9 +1,16 @@
 /**
  * The Qwen Chat Completions client: one buffered exchange with retries.
  * Each attempt streams the whole answer into memory and validates it; nothing is
- * handed on until the exchange is complete. Retries (count, backoff, statuses)
- * come from config; every wait and every attempt is cancellable, and aborting
- * the signal closes the socket (fetch aborts the body read too).
+ * handed on until the exchange is complete.
+ *
+ * Timing fits a real model (docs/upstream-errors.md): an attempt is cut only when the
+ * upstream sends nothing — response head or body — for `idleTimeoutMs`; an answer that
+ * keeps streaming runs on. The whole exchange (queue waits at the gate, attempts and
+ * backoff) ends by `deadlineMs`. A failure is classified by the provider's error model
+ * (classify-upstream-failure.ts): a final one fails at once, a transient one is retried
+ * on the schedule of retry-schedule.ts. Every wait and every attempt is cancellable,
+ * and aborting closes the socket (fetch aborts the body read too). Every attempt is
+ * recorded with its timing and how it ended.
  */
 import type { RetryPolicy } from "../config/schema.ts";
 import type { HubResponse } from "../hub/schema.ts";
@@ -12,18 +19,53 @@ import { linkSignals } from "../lib/link-signals.ts";
 import { parseSseText } from "../sse/read-sse.ts";
 import { emptyChatAnswer, foldChatChunk, validateChatAnswer } from "./accumulate-chat-stream.ts";
 import type { ChatRequest } from "./chat-schema.ts";
+import {
+  classifyUpstreamFailure,
+  type FailureClass,
+  type FailureSignal,
+} from "./classify-upstream-failure.ts";
+import { decideRetry, parseRetryAfter } from "./retry-schedule.ts";
 import { type AttemptOutcome, openGate, type UpstreamGate } from "./upstream-gate.ts";
+
+/** How an attempt ended. */
+export type AttemptEnd =
+  /** A complete, valid answer. */
+  | "answered"
+  /** An HTTP error answer (status ≥ 400). */
+  | "http_error"
+  /** Nothing from the upstream for upstream.idle_timeout_ms: cut. */
+  | "idle_timeout"
+  /** Cut by the exchange's deadline (upstream.deadline_ms). */
+  | "deadline"
+  /** The connection failed or broke off (refused, reset …). */
+  | "connection"
+  /** The stream ended without its [DONE]. */
+  | "stream_cut"
+  /** An answer that must not be delivered (invalid arguments, undeclared tool, over max_response_bytes …). */
+  | "invalid_answer";
 
 export type UpstreamAttempt = {
   attempt: number;
+  /** When the attempt was sent (after its wait in the queue). */
   started_at: string;
+  /** From sending the request to the attempt's end. */
   ms: number;
   /** Waited in the shared upstream queue before this attempt was sent. */
   queue_ms?: number;
   /** From sending the request to the response headers. */
   first_byte_ms?: number;
   status?: number;
+  ended: AttemptEnd;
+  /** For `idle_timeout`: the silence that cut the attempt. */
+  idle_ms?: number;
+  /** The provider's error code (or type) as sent. */
+  provider_code?: string;
+  /** For a failed attempt: whether a later attempt could succeed (docs/upstream-errors.md). */
+  classification?: FailureClass["retry"];
+  /** For a failed attempt: the cause's row in docs/upstream-errors.md. */
+  cause?: string;
   error?: string;
+  /** The wait before the next attempt. */
   retry_in_ms?: number;
 };
 
@@ -39,11 +81,16 @@ export type UpstreamClientOptions = {
   baseUrl: string;
   apiKey: string | undefined;
   retry: RetryPolicy;
-  timeoutMs: number;
+  /** No byte from the upstream (head or body) for this long cuts the attempt (upstream.idle_timeout_ms). */
+  idleTimeoutMs: number;
+  /** The whole exchange ends by this long after it began (upstream.deadline_ms). */
+  deadlineMs: number;
   /** Largest upstream answer read (config upstream.max_response_bytes); over it the attempt fails, nothing is delivered. */
   maxResponseBytes?: number;
   fetch?: typeof fetch;
   clock?: () => number;
+  /** Uniform in [0, 1): the backoff's jitter. */
+  random?: () => number;
   newId: () => string;
   /** The budget all episodes share (upstream-gate.ts); none = every attempt goes at once. */
   gate?: UpstreamGate;
@@ -56,6 +103,14 @@ export type CompleteOptions = {
   /** `JSON.stringify(chat)` when the caller has it already: a large request is not serialised twice. */
   body?: string;
 };
+
+export interface UpstreamClient {
+  /**
+   * Runs the exchange; throws UpstreamFailure (kind upstream_*) or, when `signal` is
+   * aborted (episode cancelled, client gone, shutdown), its reason.
+   */
+  complete(chat: ChatRequest, signal: AbortSignal, context: CompleteOptions): Promise<UpstreamExchange>;
+}
 
 /** Input tokens of a request body, estimated as the design does (JSON bytes / 4). */
 function estimateTokens(body: string): number {
@@ -73,8 +128,6 @@ export class UpstreamFailure extends SidecarError {
   }
 }
 
-class RetryableAttemptError extends Error {}
-
 function sleep(ms: number, signal: AbortSignal): Promise<void> {
   return new Promise((resolve, reject) => {
     if (signal.aborted) return reject(signal.reason);
@@ -90,29 +143,15 @@ function sleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-function backoff(policy: RetryPolicy, attempt: number, retryAfter: string | null): number {
-  const seconds = retryAfter === null ? Number.NaN : Number(retryAfter);
-  if (Number.isFinite(seconds) && seconds >= 0) return Math.min(seconds * 1000, policy.max_backoff_ms);
-  return Math.min(policy.initial_backoff_ms * 2 ** (attempt - 1), policy.max_backoff_ms);
-}
-
-function errorMessageOf(body: string): string {
-  try {
-    const json = JSON.parse(body) as { error?: { message?: string }; message?: string };
-    return json.error?.message ?? json.message ?? body.slice(0, 300);
-  } catch {
-    return body.slice(0, 300);
-  }
-}
-
 export const defaultMaxResponseBytes = 32 * 1024 * 1024;
 
 /**
  * The body as text, read while counting: an answer over `limit` bytes is an
  * upstream fault, stopped as soon as it is known (the socket is closed), so a huge
  * answer costs at most `limit` bytes of memory, never its whole size.
+ * `onBytes` hears of every chunk (the idle watchdog).
  */
-async function readCapped(res: Response, limit: number): Promise<string> {
+async function readCapped(res: Response, limit: number, onBytes: () => void): Promise<string> {
   if (res.body === null) return "";
   const reader = res.body.getReader();
   const decoder = new TextDecoder();
@@ -121,6 +160,7 @@ async function readCapped(res: Response, limit: number): Promise<string> {
   for (;;) {
     const { done, value } = await reader.read();
     if (done) break;
+    onBytes();
     bytes += value.byteLength;
     if (bytes > limit) {
       await reader.cancel().catch(() => {});
@@ -135,51 +175,120 @@ async function readCapped(res: Response, limit: number): Promise<string> {
   return parts.join("");
 }
 
-export function createUpstreamClient(options: UpstreamClientOptions) {
+/**
+ * Aborts `controller` once nothing has arrived for `idleMs`: one timer, re-armed for
+ * the rest of the interval when it fires early, so a long stream costs no timer per chunk.
+ */
+function idleWatchdog(idleMs: number, controller: AbortController) {
+  let lastByteAt = performance.now();
+  let fired = false;
+  let timer: ReturnType<typeof setTimeout>;
+  const check = () => {
+    const silent = performance.now() - lastByteAt;
+    if (silent >= idleMs) {
+      fired = true;
+      controller.abort(new DOMException(`no byte for ${idleMs} ms`, "TimeoutError"));
+    } else timer = setTimeout(check, idleMs - silent);
+  };
+  timer = setTimeout(check, idleMs);
+  return {
+    touch: () => {
+      lastByteAt = performance.now();
+    },
+    fired: () => fired,
+    stop: () => clearTimeout(timer),
+  };
+}
+
+type AttemptResult =
+  | { ended: "answered"; response: HubResponse; raw: string }
+  | { ended: "invalid_answer"; error: SidecarError; raw: string }
+  | { ended: "deadline" }
+  | {
+      ended: "http_error" | "idle_timeout" | "connection" | "stream_cut";
+      failure: FailureClass;
+      status?: number;
+      raw?: string;
+      retryAfter?: string | null;
+    };
+
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const doFetch = options.fetch ?? fetch;
   const clock = options.clock ?? Date.now;
+  const random = options.random ?? Math.random;
   const url = `${options.baseUrl.replace(/\/+$/, "")}/chat/completions`;
   const gate = options.gate ?? openGate;
+  const idleMs = options.idleTimeoutMs;
 
+  /**
+   * One attempt. Resolves with how it ended; rejects only with the reason of
+   * `cancel` (the caller's signal, not the deadline).
+   */
   async function attemptOnce(
     body: string,
     declared: ReadonlySet<string>,
-    signal: AbortSignal,
-    onHeaders: () => void,
-  ) {
+    exchange: { signal: AbortSignal; timedOut: () => boolean },
+    onHead: () => void,
+  ): Promise<AttemptResult> {
     const headers: Record<string, string> = {
       "content-type": "application/json",
       accept: "text/event-stream",
     };
     if (options.apiKey) headers.authorization = `Bearer ${options.apiKey}`;
-    const attempt = linkSignals([signal], options.timeoutMs);
+    const controller = new AbortController();
+    const linked = linkSignals([exchange.signal, controller.signal]);
+    const watchdog = idleWatchdog(idleMs, controller);
     let raw = "";
     try {
-      const res = await doFetch(url, { method: "POST", headers, body, signal: attempt.signal });
-      onHeaders();
+      // timeout: false lifts Bun's own 5-minute socket idle limit: the watchdog above is the one that counts.
+      const res = await doFetch(url, {
+        method: "POST",
+        headers,
+        body,
+        signal: linked.signal,
+        timeout: false,
+      });
+      watchdog.touch();
+      onHead();
       // The whole exchange is buffered before anything is delivered, so the body is
       // read in one piece and its frames parsed synchronously afterwards.
-      raw = await readCapped(res, options.maxResponseBytes ?? defaultMaxResponseBytes);
-      if (!res.ok) return { status: res.status, raw, retryAfter: res.headers.get("retry-after") };
+      raw = await readCapped(res, options.maxResponseBytes ?? defaultMaxResponseBytes, watchdog.touch);
+      if (!res.ok) {
+        return {
+          ended: "http_error",
+          failure: classifyUpstreamFailure({ kind: "http", status: res.status, body: raw }),
+          status: res.status,
+          raw,
+          retryAfter: res.headers.get("retry-after"),
+        };
+      }
       const answer = emptyChatAnswer();
       for (const event of parseSseText(raw)) foldChatChunk(answer, event.data);
-      return { status: res.status, raw, response: validateChatAnswer(answer, declared, options.newId) };
+      if (!answer.sawDone) {
+        const detail = `${answer.finishReason === undefined ? "no finish_reason" : "no [DONE]"}; ${answer.toolCalls.length} partial tool call(s) discarded`;
+        const failure = classifyUpstreamFailure({ kind: "stream_cut", detail });
+        return { ended: "stream_cut", failure, status: res.status, raw };
+      }
+      return { ended: "answered", raw, response: validateChatAnswer(answer, declared, options.newId) };
     } catch (error) {
-      if (signal.aborted) throw signal.reason ?? error;
-      if (error instanceof SidecarError) throw new UpstreamFailure(error, [], raw);
-      const reason = attempt.timedOut()
-        ? `timed out after ${options.timeoutMs} ms`
-        : `connection failed: ${(error as Error).message ?? String(error)}`;
-      throw new RetryableAttemptError(reason);
+      if (exchange.timedOut()) return { ended: "deadline" };
+      if (exchange.signal.aborted) throw exchange.signal.reason ?? error;
+      if (error instanceof SidecarError) return { ended: "invalid_answer", error, raw };
+      if (watchdog.fired()) {
+        return { ended: "idle_timeout", failure: classifyUpstreamFailure({ kind: "idle_timeout", idleMs }) };
+      }
+      const signal: FailureSignal = { kind: "connection", detail: errorText(error) };
+      return { ended: "connection", failure: classifyUpstreamFailure(signal) };
     } finally {
-      attempt.dispose();
+      watchdog.stop();
+      linked.dispose();
     }
   }
 
-  /**
-   * Runs the exchange; throws UpstreamFailure (kind upstream_*) or the abort reason.
-   * Each attempt first waits for its turn at the gate.
-   */
   async function complete(
     chat: ChatRequest,
     signal: AbortSignal,
@@ -190,59 +299,124 @@ export function createUpstreamClient(options: UpstreamClientOptions) {
     const declared = new Set((chat.tools ?? []).map((t) => t.function.name));
     const attempts: UpstreamAttempt[] = [];
     const policy = options.retry;
-    for (let n = 1; ; n++) {
-      const permit = await gate.admit({ episodeId: context.episodeId, estimatedTokens, signal });
-      let outcome: AttemptOutcome = "failed";
-      const started = clock();
-      const record: UpstreamAttempt = { attempt: n, started_at: new Date(started).toISOString(), ms: 0 };
-      if (permit.waitedMs > 0) record.queue_ms = permit.waitedMs;
-      attempts.push(record);
-      let failure: SidecarError;
-      let retryable = false;
-      let retryAfter: string | null = null;
-      try {
-        const result = await attemptOnce(body, declared, signal, () => {
-          record.first_byte_ms = clock() - started;
-        });
-        record.ms = clock() - started;
-        record.status = result.status;
-        outcome = result.response ? "answered" : result.status === 429 ? "throttled" : "failed";
-        if (result.response) return { response: result.response, rawResponse: result.raw, attempts };
-        const message = errorMessageOf(result.raw);
-        record.error = message;
-        retryable = policy.retry_statuses.includes(result.status);
-        retryAfter = result.retryAfter;
-        failure =
-          retryable || result.status >= 500
-            ? new SidecarError("upstream_transient", `upstream answered HTTP ${result.status}: ${message}`)
-            : new SidecarError(
-                "upstream_rejected",
-                `upstream rejected the request (HTTP ${result.status}): ${message}`,
-              );
-      } catch (error) {
-        record.ms = clock() - started;
-        if (error instanceof UpstreamFailure) {
-          record.error = error.message;
-          throw new UpstreamFailure(error, attempts, error.rawResponse);
+    const began = clock();
+    const exchange = linkSignals([signal], options.deadlineMs);
+    let firstFailureAt: number | undefined;
+    let lastFailure: string | undefined;
+
+    /** The exchange's end at its deadline, naming where it was and what failed last. */
+    const deadlinePassed = (where: string) =>
+      new UpstreamFailure(
+        new SidecarError(
+          "upstream_transient",
+          `the upstream exchange passed its deadline (upstream.deadline_ms, ${options.deadlineMs} ms) ${where}` +
+            `${lastFailure ? `; the last failure: ${lastFailure}` : ""} (after ${attempts.length} attempt${attempts.length === 1 ? "" : "s"})`,
+        ),
+        attempts,
+      );
+    /** A rejected wait (queue or backoff): the deadline's end, or the caller's cancel as it is. */
+    const waitFailed = (error: unknown, where: string): unknown =>
+      exchange.timedOut() ? deadlinePassed(where) : exchange.signal.aborted ? exchange.signal.reason : error;
+
+    try {
+      for (let n = 1; ; n++) {
+        let permit: Awaited<ReturnType<UpstreamGate["admit"]>>;
+        try {
+          permit = await gate.admit({
+            episodeId: context.episodeId,
+            estimatedTokens,
+            signal: exchange.signal,
+          });
+        } catch (error) {
+          throw waitFailed(error, "while waiting in the upstream queue");
         }
-        if (!(error instanceof RetryableAttemptError)) throw error; // aborted
-        record.error = error.message;
-        retryable = policy.retry_network_errors;
-        failure = new SidecarError("upstream_transient", `upstream ${error.message}`);
-      } finally {
-        permit.release(outcome);
+        const started = clock();
+        const record: UpstreamAttempt = {
+          attempt: n,
+          started_at: new Date(started).toISOString(),
+          ms: 0,
+          ended: "answered",
+        };
+        if (permit.waitedMs > 0) record.queue_ms = permit.waitedMs;
+        attempts.push(record);
+        let outcome: AttemptOutcome = "failed";
+        let wait: number;
+        try {
+          const result = await attemptOnce(body, declared, exchange, () => {
+            record.first_byte_ms = clock() - started;
+          });
+          record.ms = clock() - started;
+          record.ended = result.ended;
+          if (result.ended === "answered") {
+            record.status = 200;
+            outcome = "answered";
+            return { response: result.response, rawResponse: result.raw, attempts };
+          }
+          if (result.ended === "invalid_answer") {
+            // The provider took the request and answered; the answer is what must not pass.
+            outcome = "answered";
+            if (record.first_byte_ms !== undefined) record.status = 200;
+            record.classification = "final";
+            record.cause = "invalid_answer";
+            record.error = result.error.message;
+            throw new UpstreamFailure(result.error, attempts, result.raw);
+          }
+          if (result.ended === "deadline") throw deadlinePassed("during an attempt");
+          const { failure } = result;
+          if (result.status !== undefined) record.status = result.status;
+          if (result.ended === "idle_timeout") record.idle_ms = idleMs;
+          if (failure.providerCode !== undefined) record.provider_code = failure.providerCode;
+          record.classification = failure.retry;
+          record.cause = failure.cause;
+          record.error = failure.message;
+          outcome = failure.throttle ? "throttled" : "failed";
+          lastFailure = failure.message;
+          if (failure.retry === "final") {
+            throw new UpstreamFailure(
+              new SidecarError("upstream_rejected", failure.message),
+              attempts,
+              result.raw,
+            );
+          }
+          const now = clock();
+          firstFailureAt ??= now;
+          const retryAfterMs = parseRetryAfter(result.retryAfter, now);
+          const decision = decideRetry({
+            policy,
+            attemptsMade: n,
+            random,
+            now,
+            firstFailureAt,
+            deadlineAt: began + options.deadlineMs,
+            ...(retryAfterMs !== undefined ? { retryAfterMs } : {}),
+          });
+          if (!decision.retry) {
+            const over =
+              n > 1
+                ? ` (after ${n} attempts in ${((now - began) / 1000).toFixed(1)} s: ${decision.reason})`
+                : ` (not retried: ${decision.reason})`;
+            throw new UpstreamFailure(
+              new SidecarError("upstream_transient", `${failure.message}${over}`),
+              attempts,
+              result.raw,
+            );
+          }
+          wait = decision.waitMs;
+          record.retry_in_ms = wait;
+        } finally {
+          if (record.ms === 0) record.ms = clock() - started;
+          permit.release(outcome);
+        }
+        try {
+          await sleep(wait, exchange.signal);
+        } catch (error) {
+          throw waitFailed(error, "while waiting to retry");
+        }
       }
-      if (!retryable || n >= policy.max_attempts) {
-        const suffix = n > 1 ? ` (after ${n} attempts)` : "";
-        throw new UpstreamFailure(new SidecarError(failure.kind, `${failure.message}${suffix}`), attempts);
-      }
-      const wait = backoff(policy, n, retryAfter);
-      record.retry_in_ms = wait;
-      await sleep(wait, signal);
+    } finally {
+      exchange.dispose();
     }
   }
 
   return { complete };
 }
-
-export type UpstreamClient = ReturnType<typeof createUpstreamClient>;

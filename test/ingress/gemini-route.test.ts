@@ -145,7 +145,9 @@ describe("streamGenerateContent", () => {
 
   test("streamGenerateContent without alt=sse answers the chunks as one JSON array, as Google does", async () => {
     const episode = s.episodes.create({ max_turns: 0, model: "qwen3-vl-plus" });
-    const res = await post(episode, "/v1beta/models/qwen3-vl-plus:streamGenerateContent", { contents: [prompt] });
+    const res = await post(episode, "/v1beta/models/qwen3-vl-plus:streamGenerateContent", {
+      contents: [prompt],
+    });
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json");
     const chunks = (await res.json()) as { candidates: { finishReason?: string }[] }[];

@@ -54,6 +54,32 @@ describe("dist/ura-sidecar", () => {
     expect(good.exitCode).toBe(0);
   });
 
+  test("upstream timings: the replaced timeout_ms and contradicting values are refused at start-up (exit 2), naming the key", () => {
+    const dir = mkdtempSync(join(tmpdir(), "ura-cfg-"));
+    const cases: [upstream: Record<string, unknown>, says: string[]][] = [
+      [{ timeout_ms: 120_000 }, ["upstream.timeout_ms", "upstream.idle_timeout_ms", "upstream.deadline_ms"]],
+      [{ deadline_ms: -1 }, ["upstream.deadline_ms"]],
+      [
+        { deadline_ms: 60_000, idle_timeout_ms: 90_000, retry: { max_wait_ms: 30_000 } },
+        ["upstream.idle_timeout_ms"],
+      ],
+      [{ deadline_ms: 60_000, idle_timeout_ms: 30_000 }, ["upstream.retry.max_wait_ms"]],
+    ];
+    for (const [i, [upstream, says]] of cases.entries()) {
+      const file = join(dir, `c${i}.json`);
+      writeFileSync(file, JSON.stringify({ upstream }));
+      for (const args of [["--validate-config"], ["--listen", "127.0.0.1:0"]]) {
+        const run = Bun.spawnSync([binaryPath, "serve", ...args, "--config", file], {
+          env: bareEnv,
+          timeout: 10_000,
+        });
+        const err = run.stderr.toString();
+        expect({ args, upstream, exit: run.exitCode }).toEqual({ args, upstream, exit: 2 });
+        for (const word of says) expect(err).toContain(word);
+      }
+    }
+  });
+
   test("an unknown flag and a secret passed as a flag are refused", () => {
     const run = Bun.spawnSync([binaryPath, "serve", "--upstream-api-key", "sk-nope"], { env: bareEnv });
     expect(run.exitCode).toBe(2);

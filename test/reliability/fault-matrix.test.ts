@@ -21,7 +21,7 @@ import { ingressKits, protocols, readJsonLines } from "../support/ingress-kit.ts
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 
 const maxAttempts = 2;
-const timeoutMs = 500;
+const idleTimeoutMs = 500;
 
 type FaultCase = {
   name: string;
@@ -65,13 +65,18 @@ const faultCases: FaultCase[] = [
       new RegExp(`HTTP ${status}.*after ${maxAttempts} attempts`),
     ),
   ),
-  faultCase("timeout", { kind: "timeout" }, "upstream_transient", /timed out after 500 ms/),
-  faultCase("connection reset", { kind: "reset" }, "upstream_transient", /connection failed/),
+  faultCase(
+    "silent upstream",
+    { kind: "timeout" },
+    "upstream_transient",
+    /no byte for 500 ms \(upstream\.idle_timeout_ms\).*after 2 attempts/,
+  ),
+  faultCase("connection reset", { kind: "reset" }, "upstream_transient", /connection to the upstream failed/),
   faultCase(
     "cut mid tool call",
     { kind: "cut_mid_tool_call" },
-    "upstream_invalid",
-    /ended before completion/,
+    "upstream_transient",
+    /ended before completion.*after 2 attempts/,
     recordAbc,
   ),
   faultCase(
@@ -109,7 +114,10 @@ beforeAll(async () => {
   sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
     config: {
-      upstream: { retry: { max_attempts: maxAttempts, initial_backoff_ms: 1 }, timeout_ms: timeoutMs },
+      upstream: {
+        retry: { max_attempts: maxAttempts, initial_backoff_ms: 1 },
+        idle_timeout_ms: idleTimeoutMs,
+      },
       log_level: "warn",
     },
   });

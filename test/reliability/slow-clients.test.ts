@@ -41,7 +41,7 @@ beforeAll(async () => {
       idle_timeout_seconds: idleTimeoutSeconds,
       max_requests_in_flight: maxRequestsInFlight,
     },
-    upstream: { retry: { max_attempts: 1 }, timeout_ms: 4 * longWaitMs },
+    upstream: { retry: { max_attempts: 1 }, idle_timeout_ms: 4 * longWaitMs },
     executor: { kind: "inert", receipt_delay_ms: longWaitMs },
   });
 });

@@ -47,10 +47,12 @@ export async function withServedSidecar(
   client: ClientName,
   body: (served: { upstream: Upstream; sidecar: SidecarProcess }) => Promise<void>,
   upstreamOptions: Parameters<typeof serveScriptedUpstream>[1] = {},
+  /** The sidecar's config file, when the defaults do not fit. */
+  config?: Record<string, unknown>,
 ): Promise<void> {
   assertPrerequisites(client);
   const upstream = await serveScriptedUpstream(0, upstreamOptions);
-  const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
+  const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url, ...(config ? { config } : {}) });
   try {
     await body({ upstream, sidecar });
   } finally {
@@ -97,9 +99,12 @@ export type FailingUpstreamRun = {
   statuses: Line[];
 };
 
+/** The sidecar's retries against the failing upstream: three attempts, then the failure is the client's. */
+const failingUpstreamConfig = { upstream: { retry: { max_attempts: 3, initial_backoff_ms: 250 } } };
+
 /**
  * The CLI once against an upstream that answers every request with a 503: the
- * sidecar's own retries are spent, the client gets the error, retries, and gets
+ * sidecar's own retries are spent (three attempts, failingUpstreamConfig), the client gets the error, retries, and gets
  * a final 400 from an episode now in provider_error. Asserts what holds for
  * every client — the episode failed with provider_error and no tool call was
  * registered — then hands the run to `check` for the client's own behaviour.
@@ -109,21 +114,26 @@ export function runAgainstFailingUpstream(
   timeoutMs: number,
   check: (failed: FailingUpstreamRun) => void,
 ): Promise<void> {
-  return withServedSidecar(client, async ({ upstream, sidecar }) => {
-    const episode = await sidecar.createEpisode({ client });
-    upstream.scripted.enqueueFaults(
-      Array.from({ length: 10 }, () => ({ kind: "status" as const, status: 503 })),
-    );
-    const run = await runClient(client, sidecar, episode, { timeoutMs });
-    const statuses = records(episode.records_dir, "exchanges").filter((l) => l.stage === "status");
-    const status = await sidecar.episode(episode.id);
-    try {
-      check({ upstream, run, status, statuses });
-      expect(status.failure).toMatchObject({ reason: "provider_error" });
-      expect(records(episode.records_dir, "ledger").filter((e) => e.type === "registered")).toEqual([]);
-    } catch (error) {
-      console.error(run.context);
-      throw error;
-    }
-  });
+  return withServedSidecar(
+    client,
+    async ({ upstream, sidecar }) => {
+      const episode = await sidecar.createEpisode({ client });
+      upstream.scripted.enqueueFaults(
+        Array.from({ length: 10 }, () => ({ kind: "status" as const, status: 503 })),
+      );
+      const run = await runClient(client, sidecar, episode, { timeoutMs });
+      const statuses = records(episode.records_dir, "exchanges").filter((l) => l.stage === "status");
+      const status = await sidecar.episode(episode.id);
+      try {
+        check({ upstream, run, status, statuses });
+        expect(status.failure).toMatchObject({ reason: "provider_error" });
+        expect(records(episode.records_dir, "ledger").filter((e) => e.type === "registered")).toEqual([]);
+      } catch (error) {
+        console.error(run.context);
+        throw error;
+      }
+    },
+    {},
+    failingUpstreamConfig,
+  );
 }

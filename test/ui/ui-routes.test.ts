@@ -154,7 +154,7 @@ describe("/ui routes", () => {
     const waits = /waited (\d+) ms in the shared queue · 1 throttled · 1 retry</.exec(page);
     expect(Number(waits?.[1])).toBeGreaterThanOrEqual(100);
     expect(page).toMatch(
-      /upstream attempt 1: queued \d+ ms, HTTP 429 in \d+ ms — Requests rate limit exceeded, retry in/,
+      /upstream attempt 1: queued \d+ ms, HTTP 429 in \d+ ms, http_error — the upstream throttled the request: requests per minute \(HTTP 429\): Requests rate limit exceeded, retry in/,
     );
     const quiet = await (await get(`/episodes/${first.id}`)).text();
     expect(quiet).not.toContain("shared queue");

@@ -141,6 +141,12 @@ export function createOtelTracing(options: TracingOptions): Tracing {
             ...(model ? { "gen_ai.request.model": model } : {}),
             ...(attempt.status !== undefined ? { "http.response.status_code": attempt.status } : {}),
             "ura.upstream.queue_wait_ms": attempt.queue_ms ?? 0,
+            ...(attempt.ended !== undefined ? { "ura.upstream.ended": attempt.ended } : {}),
+            ...(attempt.cause !== undefined ? { "ura.upstream.cause": attempt.cause } : {}),
+            ...(attempt.provider_code !== undefined
+              ? { "ura.upstream.provider_code": attempt.provider_code }
+              : {}),
+            ...(attempt.retry_in_ms !== undefined ? { "ura.upstream.retry_in_ms": attempt.retry_in_ms } : {}),
           },
         },
         active(),
