@@ -10,6 +10,7 @@ import { contextPolicySchema } from "../context/policy-schema.ts";
 import { defaultExecutorConfig, executorConfigSchema } from "../executor/executor-config.ts";
 import { webpSettingsSchema } from "../images/settings.ts";
 import { sizeLimitsSchema } from "../images/size-guard.ts";
+import { defaultApprovalTimeoutMs } from "../ledger/episode-ledger.ts";
 import { defaultProgressIntervalMs } from "../mcp/tool-call-progress.ts";
 import { modelDeclarationSchema } from "../models/model-capabilities.ts";
 import { createModelCatalog } from "../models/model-catalog.ts";
@@ -295,6 +296,12 @@ export const configSchema = z
      * Well under every client's idle limit that progress resets (docs/clients.md).
      */
     mcp_progress_interval_ms: z.number().int().min(0).max(60_000).default(defaultProgressIntervalMs),
+    /**
+     * How long a tool call whose manifest policy asks for approval waits for an operator's
+     * decision (/ui or the control API) before it is rejected unrun (docs/approvals.md).
+     * Client kits add it to the client's tool-call timeout for a manifest that asks.
+     */
+    approval_timeout_ms: z.number().int().positive().default(defaultApprovalTimeoutMs),
     /**
      * Ship every ended episode's records and image blobs to an S3-compatible bucket
      * (src/shipping/shipping-config.ts); absent = off. Credentials: AWS_* environment variables.

@@ -56,6 +56,8 @@ export const ledgerSummarySchema = z.object({
   claimed: z.array(z.string()).readonly(),
   unfinished: z.array(z.string()).readonly(),
   uncertain: z.array(z.string()).readonly(),
+  /** Calls waiting for an operator's decision (docs/approvals.md); absent in descriptions written before. */
+  awaitingApproval: z.array(z.string()).readonly().default([]),
   refusedCallbacks: z.number(),
 });
 

@@ -10,6 +10,7 @@ import { createExecutorFactory, type ExecutorFactory } from "../executor/create-
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
+import { asksForApproval } from "../manifest/tool-policy.ts";
 import { longestToolCallMs } from "../mcp/tool-call-wait.ts";
 import { createModelCatalog } from "../models/model-catalog.ts";
 import { observeRecords } from "../observe/observe-records.ts";
@@ -110,6 +111,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       mcpToken,
       records,
       delivery: deps.config.delivery,
+      approvalTimeoutMs: deps.config.approval_timeout_ms,
       executor: createExecutor(id),
       drainDeadlineMs: deps.config.shutdown.drain_deadline_ms,
       clock: deps.clock,
@@ -137,7 +139,9 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       urls: episodeUrls(deps.baseUrl(), episode.id),
       ingress_key: episode.ingressKey,
       mcp_token: episode.mcpToken,
-      tool_call_timeout_ms: longestToolCallMs(deps.config),
+      tool_call_timeout_ms:
+        longestToolCallMs(deps.config) +
+        (asksForApproval(episode.manifest) ? deps.config.approval_timeout_ms : 0),
     };
   }
 

@@ -14,6 +14,7 @@ import {
   type EpisodeLedgerOptions,
 } from "../ledger/episode-ledger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
+import { compileToolPolicy } from "../manifest/tool-policy.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
 import { createClientIdentity, type McpRequirement } from "./client-identity.ts";
 import type { ClientKind } from "./episode-options.ts";
@@ -47,6 +48,8 @@ export type EpisodeInit = {
   mcpToken: string;
   records: EpisodeRecords;
   delivery: { wait_ms: number; previous_ack_wait_ms: number };
+  /** How long a call whose tool asks for approval waits for an operator (config approval_timeout_ms). */
+  approvalTimeoutMs?: number;
   /** Runs this episode's admitted tool calls. */
   executor: Executor;
   /** How long cancelling waits for admitted calls to finish. */
@@ -109,6 +112,9 @@ export function createEpisode(init: EpisodeInit) {
     deliveryWaitMs: init.delivery.wait_ms,
     previousAckWaitMs: init.delivery.previous_ack_wait_ms,
     finishTool: init.manifest.finish_tool,
+    // A restored episode runs nothing: its manifest's policy is never consulted.
+    ...(restored ? {} : { policy: compileToolPolicy(init.manifest) }),
+    ...(init.approvalTimeoutMs === undefined ? {} : { approvalTimeoutMs: init.approvalTimeoutMs }),
   });
   const clientIdentity = createClientIdentity({
     episodeId: init.id,

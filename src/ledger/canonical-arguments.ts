@@ -16,6 +16,11 @@ export function canonicalArguments(args: unknown): string {
   return encode(args, "");
 }
 
+/** SHA-256 (hex) of a canonical arguments text: what an operator's approval is bound to. */
+export function argumentsSha256(canonical: string): string {
+  return new Bun.CryptoHasher("sha256").update(canonical).digest("hex");
+}
+
 function encode(value: unknown, path: string): string {
   if (value === null) return "null";
   switch (typeof value) {

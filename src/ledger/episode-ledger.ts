@@ -13,6 +13,11 @@
  *   batch order) and the call goes ahead; if an earlier call is still running
  *   unacknowledged, the call is refused and recorded as failed — it never
  *   reached the executor.
+ * - Policy (tool-policy.ts, after the claim, before the batch order): a call over
+ *   its tool's rate limit is rate limited and refused; a call whose tool asks for
+ *   approval waits up to `approvalTimeoutMs` for `decide` (an operator's decision,
+ *   bound to the call id and its arguments' SHA-256); a rejection or no decision
+ *   refuses it. Neither reaches the executor.
  *
  * Journal: every event goes to `journal.append` (synchronous; the caller flushes)
  * before the state changes and before `admit` resolves or an `Admission` step
@@ -27,18 +32,24 @@
 import { SidecarError } from "../lib/errors.ts";
 import type { LedgerBatchInput, LedgerEvent, LedgerEventBody } from "./events.ts";
 import {
+  type ApprovalDecision,
   applyLedgerEvent,
+  callsAwaitingApproval,
   checkBatchOrder,
   closeAdmission,
   createLedgerState,
+  decideApproval,
+  expireApproval,
   foldJournal,
   interruptLedger,
   type LedgerCall,
   type LedgerState,
   type LedgerSummary,
+  limitRate,
   markDelivered,
   recordExecution,
   registerBatch,
+  requestApproval,
   revokeBatch,
   skipUnclaimedPredecessors,
   summarizeLedger,
@@ -46,6 +57,7 @@ import {
   unfinishedCalls,
 } from "./ledger-state.ts";
 import { type LedgerCallback, matchCallback, refuseCallback } from "./match-callback.ts";
+import { checkRate, keepRecentTimes, noToolPolicy, type ToolPolicy } from "./tool-policy.ts";
 
 export interface LedgerJournal {
   append(event: LedgerEvent): void;
@@ -66,6 +78,21 @@ export interface EpisodeLedgerOptions {
   previousAckWaitMs: number;
   /** The manifest's finish tool: later calls of its batch wait for its receipt (ledger-state.ts). */
   finishTool?: string;
+  /** Approval and rate limits of the manifest's tools (default: none). */
+  policy?: ToolPolicy;
+  /** How long a call waits for an operator's decision before it is rejected (config approval_timeout_ms). */
+  approvalTimeoutMs?: number;
+}
+
+/** Default of approval_timeout_ms. */
+export const defaultApprovalTimeoutMs = 300_000;
+
+/** A call waiting for an operator's decision. */
+export interface PendingApproval {
+  readonly call: LedgerCall;
+  /** Milliseconds since the epoch. */
+  readonly requestedAt: number;
+  readonly expiresAt: number;
 }
 
 /** A claimed call that may go to the executor; report its progress through these. */
@@ -85,8 +112,15 @@ export interface EpisodeLedger {
   delivered(batchId: string): void;
   /** Writing the response failed. */
   revoke(batchId: string, reason?: string): void;
-  /** Resolves when the callback may run; rejects with a SidecarError whose message says why not. */
-  admit(callback: LedgerCallback): Promise<Admission>;
+  /**
+   * Resolves when the callback may run; rejects with a SidecarError whose message says
+   * why not. `onApprovalRequested` is told when the call starts waiting for an operator.
+   */
+  admit(callback: LedgerCallback, hooks?: { onApprovalRequested?: () => void }): Promise<Admission>;
+  /** An operator's decision on a call awaiting approval; throws `conflict` when it changes nothing. */
+  decide(callId: string, decision: ApprovalDecision): LedgerCall;
+  /** Calls waiting for an operator's decision, in delivery order. */
+  pendingApprovals(): PendingApproval[];
   /** Refuse every later callback; calls still waiting for their batch order fail without running. */
   close(reason?: string): void;
   /** Close, then wait until admitted calls finish (or `timeoutMs` passes); lists those that did not. */
@@ -121,6 +155,10 @@ function openLedger(
   commit(next: Transition): void;
 } {
   const clock = options.clock ?? Date.now;
+  const policy = options.policy ?? noToolPolicy;
+  const approvalTimeoutMs = options.approvalTimeoutMs ?? defaultApprovalTimeoutMs;
+  /** Per tool, when its recent calls passed the rate check (ascending). */
+  const rateTimes = new Map<string, number[]>();
   let state = initial;
   let broken: SidecarError | undefined;
   let listeners: Array<() => void> = [];
@@ -165,17 +203,22 @@ function openLedger(
     ]);
   }
 
-  async function admit(callback: LedgerCallback): Promise<Admission> {
+  async function admit(
+    callback: LedgerCallback,
+    hooks: { onApprovalRequested?: () => void } = {},
+  ): Promise<Admission> {
     const call = await claim(callback);
     gated.add(call.id);
-    const deadline = startDeadline(options.previousAckWaitMs);
+    let deadline: Deadline | undefined;
     let durable = false;
     try {
+      await holdByPolicy(call, hooks);
+      deadline = startDeadline(options.previousAckWaitMs);
       for (let timedOut = false; ; ) {
         // A broken journal admits nothing, also a call its last journaled events released.
         if (broken !== undefined) throw broken;
         const current = state.calls.get(call.id);
-        if (current?.status !== "claimed") {
+        if (current?.status !== "claimed" && current?.status !== "approved") {
           throw new SidecarError("episode_closed", current?.reason ?? `call ${call.id} can no longer run`);
         }
         if (checkBatchOrder(state, call.id).kind === "ready") {
@@ -202,8 +245,68 @@ function openLedger(
       }
     } finally {
       gated.delete(call.id);
+      deadline?.cancel();
+    }
+  }
+
+  /** The tool's rate limit, then its approval: resolves when the call may go on, throws when it never runs. */
+  async function holdByPolicy(call: LedgerCall, hooks: { onApprovalRequested?: () => void }): Promise<void> {
+    const stillClaimed = () => {
+      if (broken !== undefined) throw broken;
+      const current = state.calls.get(call.id);
+      if (current?.status !== "claimed")
+        throw new SidecarError("episode_closed", current?.reason ?? `call ${call.id} can no longer run`);
+    };
+    stillClaimed(); // the episode may have closed between the claim and now
+    const limit = policy.rate(call.tool);
+    if (limit !== undefined) {
+      const now = clock();
+      const times = rateTimes.get(call.tool) ?? [];
+      const problem = checkRate(call.tool, limit, times, now);
+      if (problem !== undefined) {
+        commit(limitRate(state, call.id, problem));
+        throw new SidecarError("invalid_request", `${problem.reason}; the call was not run`);
+      }
+      rateTimes.set(call.tool, [...keepRecentTimes(times, now), now]);
+    }
+    const rule = policy.approvalRule(call.tool, call.args);
+    if (rule === undefined) return;
+    commit(requestApproval(state, call.id, { rule, expiresAt: clock() + approvalTimeoutMs }));
+    hooks.onApprovalRequested?.();
+    const deadline = startDeadline(approvalTimeoutMs);
+    try {
+      for (;;) {
+        if (broken !== undefined) throw broken;
+        const current = state.calls.get(call.id);
+        if (current?.status === "approved") return;
+        if (current?.status !== "awaiting_approval") {
+          const by = current?.approval?.by;
+          const why = current?.reason ?? "no decision";
+          throw new SidecarError(
+            by === "closed" || by === "restart" ? "episode_closed" : "invalid_request",
+            by === "closed" || by === "restart" ? `not run: ${why}` : `rejected by the operator: ${why}`,
+          );
+        }
+        if (!(await nextChange(deadline)))
+          commit(expireApproval(state, call.id, "timeout", `no decision within ${approvalTimeoutMs} ms`));
+      }
+    } finally {
       deadline.cancel();
     }
+  }
+
+  function decide(callId: string, decision: ApprovalDecision): LedgerCall {
+    commit(decideApproval(state, callId, decision));
+    const call = state.calls.get(callId);
+    if (call === undefined) throw new SidecarError("internal", `call ${callId} vanished`);
+    return call;
+  }
+
+  function pendingApprovals(): PendingApproval[] {
+    return callsAwaitingApproval(state).map((call) => {
+      const expiresAt = call.approval?.expiresAt ?? 0;
+      return { call, expiresAt, requestedAt: expiresAt - approvalTimeoutMs };
+    });
   }
 
   /** The claim (and everything journaled before it) on stable storage, or the call fails unrun. */
@@ -260,7 +363,8 @@ function openLedger(
     if (broken !== undefined) return;
     commit(closeAdmission(state, reason));
     for (const callId of gated) {
-      if (state.calls.get(callId)?.status !== "claimed") continue;
+      const status = state.calls.get(callId)?.status;
+      if (status !== "claimed" && status !== "approved") continue;
       commit(
         recordExecution(state, callId, {
           type: "failed",
@@ -289,6 +393,8 @@ function openLedger(
     delivered: (batchId) => commit(markDelivered(state, batchId)),
     revoke: (batchId, reason) => commit(revokeBatch(state, batchId, reason)),
     admit,
+    decide,
+    pendingApprovals,
     close,
     drain,
     summary: () => summarizeLedger(state),

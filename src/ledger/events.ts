@@ -46,6 +46,13 @@ export const refusalCodeSchema = z.enum([
 ]);
 export type RefusalCode = z.infer<typeof refusalCodeSchema>;
 
+/** Who decided a call that awaited approval; `timeout`, `closed` and `restart` are the sidecar deciding for nobody. */
+export const approvalDeciderSchema = z.enum(["ui", "api", "timeout", "closed", "restart"]);
+export type ApprovalDecider = z.infer<typeof approvalDeciderSchema>;
+
+/** SHA-256 (hex) of a call's canonical arguments: what an approval decision is bound to. */
+const argsSha256 = z.string().regex(/^[0-9a-f]{64}$/);
+
 export const ledgerEventSchema = z.discriminatedUnion("type", [
   ledgerBatchSchema.extend({ type: z.literal("registered"), at }),
   z.object({ type: z.literal("delivered"), at, batchId: id }),
@@ -70,6 +77,41 @@ export const ledgerEventSchema = z.discriminatedUnion("type", [
   }),
   /** A delivered call that can no longer be claimed: a later call of its batch went ahead without it. */
   z.object({ type: z.literal("skipped"), at, callId: id, reason: z.string() }),
+  /** A claimed call waits for a person's decision before anything reaches the executor. */
+  z.object({
+    type: z.literal("approval_requested"),
+    at,
+    callId: id,
+    argsSha256,
+    /** The manifest rule that asked for approval. */
+    rule: z.string(),
+    /** When it is rejected if nobody decided (ms since the epoch). */
+    expiresAt: z.number(),
+  }),
+  z.object({
+    type: z.literal("approved"),
+    at,
+    callId: id,
+    argsSha256,
+    by: z.enum(["ui", "api"]),
+  }),
+  /** The call never runs: an operator said no, nobody decided in time, or the episode closed or restarted. */
+  z.object({
+    type: z.literal("rejected"),
+    at,
+    callId: id,
+    argsSha256,
+    by: approvalDeciderSchema,
+    reason: z.string(),
+  }),
+  /** A claimed call over its tool's rate limit: it never runs. */
+  z.object({
+    type: z.literal("rate_limited"),
+    at,
+    callId: id,
+    limit: z.enum(["per_minute", "min_interval_ms"]),
+    reason: z.string(),
+  }),
   z.object({ type: z.literal("submitted"), at, callId: id }),
   z.object({ type: z.literal("acknowledged"), at, callId: id, jobId: z.string() }),
   z.object({ type: z.literal("receipt"), at, callId: id, result: z.unknown() }),

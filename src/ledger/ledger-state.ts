@@ -18,13 +18,16 @@
  * See docs/design.md §5.
  */
 import { SidecarError } from "../lib/errors.ts";
-import { canonicalArguments } from "./canonical-arguments.ts";
-import type { LedgerBatchInput, LedgerEventBody } from "./events.ts";
+import { argumentsSha256, canonicalArguments } from "./canonical-arguments.ts";
+import type { ApprovalDecider, LedgerBatchInput, LedgerEventBody } from "./events.ts";
 import { PersistentMap } from "./persistent-map.ts";
 
 /**
  * pending → delivered | revoked; delivered → claimed | skipped;
  * claimed → submitted → acknowledged → completed (receipt) | failed.
+ * A tool's policy (tool-policy.ts) may hold a claimed call first:
+ * claimed → rate_limited (never runs); claimed → awaiting_approval → approved
+ * (then on as a claimed call: submitted …) | rejected (never runs).
  */
 export type CallStatus =
   | "pending"
@@ -32,6 +35,10 @@ export type CallStatus =
   | "revoked"
   | "skipped"
   | "claimed"
+  | "awaiting_approval"
+  | "approved"
+  | "rejected"
+  | "rate_limited"
   | "submitted"
   | "acknowledged"
   | "completed"
@@ -43,14 +50,23 @@ export const callStatuses: readonly CallStatus[] = [
   "revoked",
   "skipped",
   "claimed",
+  "awaiting_approval",
+  "approved",
+  "rejected",
+  "rate_limited",
   "submitted",
   "acknowledged",
   "completed",
   "failed",
 ];
 
-/** Claimed and not yet finished: work the executor may be doing. */
-export const runningStatuses: readonly CallStatus[] = ["claimed", "submitted", "acknowledged"];
+/**
+ * Claimed and not yet finished: work the executor may be doing. A call awaiting
+ * approval is not among them: nothing of it can have reached the executor.
+ */
+export const runningStatuses: readonly CallStatus[] = ["claimed", "approved", "submitted", "acknowledged"];
+/** Claimed calls that may go to the executor once their batch order allows. */
+const runnableStatuses: readonly CallStatus[] = ["claimed", "approved"];
 /** A predecessor in these states no longer holds back the next call of its batch. */
 const releasingStatuses: readonly CallStatus[] = [
   "acknowledged",
@@ -58,6 +74,8 @@ const releasingStatuses: readonly CallStatus[] = [
   "failed",
   "skipped",
   "revoked",
+  "rejected",
+  "rate_limited",
 ];
 
 export interface LedgerCall {
@@ -74,8 +92,29 @@ export interface LedgerCall {
   readonly claimOrder?: number;
   readonly claimedBy?: "call_id" | "name_args";
   readonly jobId?: string;
-  /** Why the call was skipped or failed. */
+  /** Why the call was skipped, failed, rejected or rate limited. */
   readonly reason?: string;
+  /** Set once the call's policy asked for approval. */
+  readonly approval?: CallApproval;
+}
+
+export interface CallApproval {
+  /** SHA-256 of the canonical arguments: a decision must name the same. */
+  readonly argsSha256: string;
+  readonly rule: string;
+  readonly expiresAt: number;
+  /** Who decided, once someone (or the sidecar) did. */
+  readonly by?: ApprovalDecider;
+}
+
+/** An operator's answer to a call awaiting approval. */
+export interface ApprovalDecision {
+  readonly decision: "approve" | "reject";
+  readonly by: "ui" | "api";
+  /** Required wording for a rejection, shown to the model. */
+  readonly reason?: string;
+  /** When given, must be the SHA-256 of the call's canonical arguments. */
+  readonly argsSha256?: string;
 }
 
 export interface LedgerBatch {
@@ -155,6 +194,8 @@ export interface LedgerSummary {
   readonly unfinished: readonly string[];
   /** After a restart: the unfinished calls, which may or may not have run. */
   readonly uncertain: readonly string[];
+  /** Calls waiting for an operator's decision. */
+  readonly awaitingApproval: readonly string[];
   readonly refusedCallbacks: number;
 }
 
@@ -260,14 +301,112 @@ export function skipUnclaimedPredecessors(state: LedgerState, callId: string, re
   );
 }
 
+/**
+ * A claimed call's policy asks a person first: it waits in `awaiting_approval`
+ * until `decideApproval` (or the expiry, a close, a restart) settles it.
+ */
+export function requestApproval(
+  state: LedgerState,
+  callId: string,
+  request: { rule: string; expiresAt: number },
+): Transition {
+  const call = requireCall(state, callId);
+  if (call.status !== "claimed") {
+    throw new SidecarError("internal", `call ${callId} cannot await approval in state ${call.status}`);
+  }
+  return transition(state, [
+    {
+      type: "approval_requested",
+      callId,
+      argsSha256: argumentsSha256(call.canonicalArgs),
+      rule: request.rule,
+      expiresAt: request.expiresAt,
+    },
+  ]);
+}
+
+/**
+ * An operator's decision on a call awaiting approval, bound to the call id and to
+ * the SHA-256 of its canonical arguments. A call not awaiting approval (decided
+ * already, expired, never asked) or a digest of other arguments is a conflict.
+ */
+export function decideApproval(state: LedgerState, callId: string, decision: ApprovalDecision): Transition {
+  const call = state.calls.get(callId);
+  if (call === undefined) {
+    throw new SidecarError("not_found", `no call ${JSON.stringify(callId)} in this episode`);
+  }
+  const approval = call.approval;
+  if (call.status !== "awaiting_approval" || approval === undefined) {
+    const decided =
+      call.status === "rejected" && approval?.by !== undefined
+        ? `was already rejected (${approval.by}: ${call.reason ?? ""})`
+        : approval?.by !== undefined
+          ? `was already approved (${approval.by})`
+          : `is not awaiting approval (it is ${call.status})`;
+    throw new SidecarError(
+      "conflict",
+      `call ${JSON.stringify(callId)} ${decided}; the decision changes nothing`,
+    );
+  }
+  if (decision.argsSha256 !== undefined && decision.argsSha256 !== approval.argsSha256) {
+    throw new SidecarError(
+      "conflict",
+      `the decision names arguments with SHA-256 ${decision.argsSha256}, but call ${JSON.stringify(callId)}'s arguments have ${approval.argsSha256}; refused`,
+      { param: "args_sha256" },
+    );
+  }
+  const { argsSha256 } = approval;
+  return decision.decision === "approve"
+    ? transition(state, [{ type: "approved", callId, argsSha256, by: decision.by }])
+    : transition(state, [
+        {
+          type: "rejected",
+          callId,
+          argsSha256,
+          by: decision.by,
+          reason: decision.reason ?? "no reason given",
+        },
+      ]);
+}
+
+/** Nobody decided in time (`by: timeout`), or the sidecar settles the call (`closed`, `restart`): it never runs. */
+export function expireApproval(
+  state: LedgerState,
+  callId: string,
+  by: "timeout" | "closed" | "restart",
+  reason: string,
+): Transition {
+  const call = requireCall(state, callId);
+  if (call.status !== "awaiting_approval" || call.approval === undefined) return { state, events: [] };
+  return transition(state, [{ type: "rejected", callId, argsSha256: call.approval.argsSha256, by, reason }]);
+}
+
+/** A claimed call over its tool's rate limit: it never runs. */
+export function limitRate(
+  state: LedgerState,
+  callId: string,
+  problem: { limit: "per_minute" | "min_interval_ms"; reason: string },
+): Transition {
+  const call = requireCall(state, callId);
+  if (call.status !== "claimed") {
+    throw new SidecarError("internal", `call ${callId} cannot be rate limited in state ${call.status}`);
+  }
+  return transition(state, [{ type: "rate_limited", callId, limit: problem.limit, reason: problem.reason }]);
+}
+
+/** Calls awaiting an operator's decision, in delivery order. */
+export function callsAwaitingApproval(state: LedgerState): LedgerCall[] {
+  return callsInDeliveryOrder(state).filter((call) => call.status === "awaiting_approval");
+}
+
 /** Executor progress of a claimed call. Out-of-order steps are bugs and throw. */
 export function recordExecution(state: LedgerState, callId: string, step: ExecutionStep): Transition {
   const call = requireCall(state, callId);
   const allowed: Record<ExecutionStep["type"], readonly CallStatus[]> = {
-    submitted: ["claimed"],
+    submitted: runnableStatuses,
     acknowledged: ["submitted"],
     receipt: ["submitted", "acknowledged"],
-    failed: ["claimed", "submitted", "acknowledged"],
+    failed: [...runnableStatuses, "submitted", "acknowledged"],
   };
   if (!allowed[step.type].includes(call.status)) {
     throw new SidecarError(
@@ -284,15 +423,45 @@ export function recordExecution(state: LedgerState, callId: string, step: Execut
   return transition(state, [{ ...step, callId }]);
 }
 
-/** No callback is admitted after this (cancel, finish, shutdown). Idempotent. */
+/**
+ * No callback is admitted after this (cancel, finish, shutdown), and calls awaiting
+ * approval are rejected: none of them runs. Idempotent.
+ */
 export function closeAdmission(state: LedgerState, reason: string): Transition {
   if (state.admission === "closed") return { state, events: [] };
-  return transition(state, [{ type: "admission_closed", reason }]);
+  const closed = transition(state, [{ type: "admission_closed", reason }]);
+  return then(
+    closed,
+    rejectAwaiting(closed.state, "closed", `admission closed before a decision (${reason})`),
+  );
 }
 
-/** A restarted sidecar's view of the state it found: closed for good, unfinished calls uncertain. */
+/**
+ * A restarted sidecar's view of the state it found: calls that awaited approval
+ * rejected (never runnable), closed for good, unfinished calls uncertain.
+ */
 export function interruptLedger(state: LedgerState): Transition {
-  return transition(state, [{ type: "interrupted", uncertain: unfinishedCalls(state) }]);
+  const rejected = rejectAwaiting(
+    state,
+    "restart",
+    "the sidecar restarted while the call awaited approval; it was never run",
+  );
+  return then(
+    rejected,
+    transition(rejected.state, [{ type: "interrupted", uncertain: unfinishedCalls(state) }]),
+  );
+}
+
+function rejectAwaiting(state: LedgerState, by: "closed" | "restart", reason: string): Transition {
+  return callsAwaitingApproval(state).reduce<Transition>(
+    (done, call) => then(done, expireApproval(done.state, call.id, by, reason)),
+    { state, events: [] },
+  );
+}
+
+/** Two transitions one after the other. */
+function then(first: Transition, second: Transition): Transition {
+  return { state: second.state, events: [...first.events, ...second.events] };
 }
 
 /** Rebuild the state from a journal (or any prefix of it) after a restart: interrupted, closed for good. */
@@ -328,6 +497,7 @@ export function summarizeLedger(state: LedgerState): LedgerSummary {
     claimed: claimedCalls(state).map((call) => call.id),
     unfinished,
     uncertain: state.interrupted ? unfinished : [],
+    awaitingApproval: callsAwaitingApproval(state).map((call) => call.id),
     refusedCallbacks: state.refusedCallbacks,
   };
 }
@@ -398,6 +568,30 @@ export function applyLedgerEvent(state: LedgerState, event: LedgerEventBody): Le
     }
     case "refused":
       return { ...state, refusedCallbacks: state.refusedCallbacks + 1 };
+    case "approval_requested":
+      return updateCalls(state, [
+        {
+          ...requireCall(state, event.callId),
+          status: "awaiting_approval",
+          approval: { argsSha256: event.argsSha256, rule: event.rule, expiresAt: event.expiresAt },
+        },
+      ]);
+    case "approved":
+    case "rejected": {
+      const call = requireCall(state, event.callId);
+      if (call.approval === undefined)
+        throw new SidecarError("internal", `call ${call.id} never awaited approval`);
+      const approval = { ...call.approval, by: event.by };
+      return updateCalls(state, [
+        event.type === "approved"
+          ? { ...call, status: "approved", approval }
+          : { ...call, status: "rejected", approval, reason: event.reason },
+      ]);
+    }
+    case "rate_limited":
+      return updateCalls(state, [
+        { ...requireCall(state, event.callId), status: "rate_limited", reason: event.reason },
+      ]);
     case "skipped":
     case "failed":
       return updateCalls(state, [

@@ -2,27 +2,33 @@
  * Property tests of the pure ledger: random interleavings of registrations (with
  * duplicate arguments and reused ids), deliveries, revocations, callbacks (with
  * and without identity, forged ids and arguments), executor steps, bounded-wait
- * timeouts, closes and restarts (replay of the journal so far).
+ * timeouts, closes and restarts (replay of the journal so far), and the holds of a
+ * tool's policy: approval requested, decided (with the right or another arguments
+ * digest), expired; rate limited.
  */
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { SidecarError } from "../lib/errors.ts";
-import { canonicalArguments } from "./canonical-arguments.ts";
+import { argumentsSha256, canonicalArguments } from "./canonical-arguments.ts";
 import type { LedgerEventBody } from "./events.ts";
 import {
   callsInDeliveryOrder,
   checkBatchOrder,
   closeAdmission,
   createLedgerState,
+  decideApproval,
   type ExecutionStep,
+  expireApproval,
   foldJournal,
   interruptLedger,
   type LedgerCall,
   type LedgerState,
+  limitRate,
   markDelivered,
   recordExecution,
   registerBatch,
   replayJournal,
+  requestApproval,
   revokeBatch,
   skipUnclaimedPredecessors,
   summarizeLedger,
@@ -87,6 +93,26 @@ const opArbitrary = fc.oneof(
     }),
   },
   { weight: 4, arbitrary: fc.record({ op: fc.constant("timeout" as const), call: fc.nat() }) },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      op: fc.constant("hold" as const),
+      call: fc.nat(),
+      kind: fc.constantFrom("approval" as const, "rate" as const),
+    }),
+  },
+  {
+    weight: 6,
+    arbitrary: fc.record({
+      op: fc.constant("decide" as const),
+      call: fc.nat(),
+      approve: fc.boolean(),
+      /** Pick among calls awaiting approval rather than all calls. */
+      awaiting: fc.boolean(),
+      otherArguments: fc.boolean(),
+    }),
+  },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("expire" as const), call: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("close" as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("restart" as const) }) },
 );
@@ -131,6 +157,8 @@ function simulate(ops: Op[]) {
   /** Calls registered before the latest restart. */
   const beforeRestart = new Set<string>();
   const admitted = new Set<string>();
+  /** Calls an operator approved (the only held calls that may reach the executor). */
+  const approved = new Set<string>();
   const submittedOrder = new Map<string, number[]>();
   let fresh = 0;
   let closed = false;
@@ -235,13 +263,17 @@ function simulate(ops: Op[]) {
       }
       case "execute": {
         const running = callIds.filter((id) =>
-          ["claimed", "submitted", "acknowledged"].includes(state.calls.get(id)?.status ?? ""),
+          ["claimed", "approved", "submitted", "acknowledged"].includes(state.calls.get(id)?.status ?? ""),
         );
         const callId = pick(op.running && running.length > 0 ? running : callIds, op.call);
         if (callId === undefined) break;
         const status = state.calls.get(callId)?.status;
         const natural =
-          status === "claimed" ? 0 : status === "submitted" ? 1 + (op.call % 3) : 2 + (op.call % 2);
+          status === "claimed" || status === "approved"
+            ? 0
+            : status === "submitted"
+              ? 1 + (op.call % 3)
+              : 2 + (op.call % 2);
         const steps: ExecutionStep[] = [
           { type: "submitted" },
           { type: "acknowledged", jobId: `j-${callId}` },
@@ -251,15 +283,24 @@ function simulate(ops: Op[]) {
         const step = steps[op.step ?? natural] ?? { type: "submitted" };
         const before = state;
         attempt(() => recordExecution(state, callId, step));
+        // A held call (awaiting, rejected, rate limited) takes no executor step at all.
+        if (["awaiting_approval", "rejected", "rate_limited"].includes(status ?? ""))
+          expect(state).toBe(before);
         if (state !== before && step.type === "submitted") {
-          // Only admitted calls reach the executor, in batch order.
+          // Only admitted calls reach the executor, in batch order; a call that awaited approval only once approved.
           expect(admitted.has(callId)).toBe(true);
           const call = state.calls.get(callId);
           if (call === undefined) throw new Error("submitted an unknown call");
+          if (call.approval !== undefined) {
+            expect(approved.has(callId)).toBe(true);
+            expect(["ui", "api"]).toContain(call.approval.by ?? "none");
+          }
           const batch = state.batches.get(call.batchId)?.callIds ?? [];
           for (const earlier of batch.slice(0, call.index)) {
             const status = state.calls.get(earlier)?.status;
-            expect(["acknowledged", "completed", "failed", "skipped"]).toContain(status ?? "unknown");
+            expect(["acknowledged", "completed", "failed", "skipped", "rejected", "rate_limited"]).toContain(
+              status ?? "unknown",
+            );
           }
           const order = submittedOrder.get(call.batchId) ?? [];
           expect(order.every((index) => index < call.index)).toBe(true);
@@ -279,18 +320,77 @@ function simulate(ops: Op[]) {
         }
         break;
       }
+      case "hold": {
+        const claimedIds = callIds.filter((id) => state.calls.get(id)?.status === "claimed");
+        const callId = pick(op.call % 2 === 0 && claimedIds.length > 0 ? claimedIds : callIds, op.call);
+        if (callId === undefined) break;
+        const status = state.calls.get(callId)?.status;
+        const before = state;
+        attempt(() =>
+          op.kind === "approval"
+            ? requestApproval(state, callId, { rule: "always", expiresAt: 0 })
+            : limitRate(state, callId, { limit: "per_minute", reason: "over" }),
+        );
+        // Only a claimed call can be held.
+        if (status !== "claimed") expect(state).toBe(before);
+        break;
+      }
+      case "decide": {
+        const awaitingIds = callIds.filter((id) => state.calls.get(id)?.status === "awaiting_approval");
+        const callId = pick(op.awaiting && awaitingIds.length > 0 ? awaitingIds : callIds, op.call);
+        if (callId === undefined) break;
+        const call = state.calls.get(callId);
+        const sha = argumentsSha256(
+          op.otherArguments ? `${call?.canonicalArgs}x` : (call?.canonicalArgs ?? ""),
+        );
+        const before = state;
+        attempt(() =>
+          decideApproval(state, callId, {
+            decision: op.approve ? "approve" : "reject",
+            by: "api",
+            reason: "r",
+            argsSha256: sha,
+          }),
+        );
+        const decided = state !== before;
+        // A decision applies exactly to a call awaiting approval, named with its own arguments' digest.
+        expect(decided).toBe(call?.status === "awaiting_approval" && !op.otherArguments);
+        if (decided) {
+          expect(state.calls.get(callId)?.status).toBe(op.approve ? "approved" : "rejected");
+          if (op.approve) approved.add(callId);
+        }
+        break;
+      }
+      case "expire": {
+        const awaitingIds = callIds.filter((id) => state.calls.get(id)?.status === "awaiting_approval");
+        const callId = pick(awaitingIds, op.call);
+        if (callId === undefined) break;
+        apply(expireApproval(state, callId, "timeout", "no decision"));
+        expect(state.calls.get(callId)?.status).toBe("rejected");
+        break;
+      }
       case "close":
         apply(closeAdmission(state, "cancelled"));
         closed = true;
+        // Nothing awaits approval in a closed ledger: it would wait for a decision that can no longer let it run.
+        expect(summarizeLedger(state).awaitingApproval).toEqual([]);
         break;
       case "restart": {
         const live = summarizeLedger(state);
         const replayed = replayJournal(journal);
+        // A call that awaited approval is rejected by the restart: never runnable again.
+        const awaiting = live.awaitingApproval.length;
         expect(summarizeLedger(replayed)).toEqual({
           ...live,
+          counts: {
+            ...live.counts,
+            awaiting_approval: 0,
+            rejected: (live.counts.rejected ?? 0) + awaiting,
+          },
           admission: "closed",
           interrupted: true,
           uncertain: live.unfinished,
+          awaitingApproval: [],
         });
         // What a restarted sidecar does: fold the journal, then journal the interruption.
         apply(interruptLedger(foldJournal(journal)));

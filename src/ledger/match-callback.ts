@@ -164,6 +164,10 @@ function decideById(state: LedgerState, tool: string, args: string, callId: stri
         reason: `call ${name} was skipped: ${call.reason ?? "a later call ran"}`,
       };
     case "claimed":
+    case "awaiting_approval":
+    case "approved":
+    case "rejected":
+    case "rate_limited":
     case "submitted":
     case "acknowledged":
     case "completed":

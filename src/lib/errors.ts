@@ -11,6 +11,8 @@ export type ErrorKind =
   | "authentication"
   /** Known route, unknown object (episode id, session). */
   | "not_found"
+  /** The object is no longer in the state the request needs (a call already decided, other arguments). */
+  | "conflict"
   /** Body or image over a configured limit; final. */
   | "request_too_large"
   /** The episode is closed for model work (provider_error, cancelled, finished, turn cap). */
@@ -30,6 +32,7 @@ const statusByKind: Record<ErrorKind, number> = {
   invalid_request: 400,
   authentication: 401,
   not_found: 404,
+  conflict: 409,
   request_too_large: 400,
   episode_closed: 400,
   upstream_transient: 503,

@@ -1,9 +1,34 @@
 /**
  * A tool manifest: the robot tools an episode serves over MCP. Lives in
- * manifests/tools/*.json; the default one is embedded in the binary.
+ * manifests/tools/*.json; the default one is embedded in the binary. Each tool may
+ * carry a policy (src/manifest/tool-policy.ts, docs/approvals.md): whether a person
+ * must approve a call before it runs, and how often it may run.
  */
 import { z } from "zod";
 import { privateArgumentKeys } from "../clients/private-arguments.ts";
+
+/**
+ * `never` (the default when absent), `always`, or `{when: <JSON Schema>}`: a call
+ * needs approval when its arguments are valid against that schema. A condition is
+ * data checked by the JSON Schema validator, never code that runs.
+ */
+export const toolApprovalSchema = z.union([
+  z.enum(["never", "always"]),
+  z.object({ when: z.record(z.string(), z.unknown()) }).strict(),
+]);
+export type ToolApproval = z.infer<typeof toolApprovalSchema>;
+
+/** Per episode and tool: at most `per_minute` calls in any 60 s, at least `min_interval_ms` between two. */
+export const toolRateSchema = z
+  .object({
+    per_minute: z.number().int().positive().optional(),
+    min_interval_ms: z.number().int().positive().optional(),
+  })
+  .strict()
+  .refine((rate) => rate.per_minute !== undefined || rate.min_interval_ms !== undefined, {
+    message: "name per_minute, min_interval_ms or both",
+  });
+export type ToolRate = z.infer<typeof toolRateSchema>;
 
 export const manifestToolSchema = z
   .object({
@@ -14,6 +39,10 @@ export const manifestToolSchema = z
     mode: z.enum(["foreground", "background"]).default("foreground"),
     /** The executor route this tool submits to. */
     route: z.string().min(1),
+    /** Whether a person must approve a call before it runs; absent = never. */
+    approval: toolApprovalSchema.optional(),
+    /** How often the tool may run in one episode; absent = no limit. */
+    rate: toolRateSchema.optional(),
   })
   .strict()
   .superRefine((tool, ctx) => {

@@ -2,7 +2,8 @@
  * One MCP `tools/call` of an episode, from raw params to the MCP result:
  *   identity (raw `_meta` / `_callID`, read before anything else) → strip the
  *   clients' private arguments → ledger admission (a callback that matches no
- *   delivered, unclaimed call is refused and journaled by the ledger) → input
+ *   delivered, unclaimed call is refused and journaled by the ledger; the tool's
+ *   rate limit and approval, docs/approvals.md, may refuse or hold it there) → input
  *   schema check → executor submit → acknowledgement → receipt.
  * Foreground tools answer with the receipt; background tools answer on
  * acknowledgement and their receipt is journaled when it arrives. A finish
@@ -65,7 +66,10 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
   let admission: Admission;
   ctx.onState?.("admitting");
   try {
-    admission = await episode.ledger.admit({ tool: params.name, args, ...(identity ? { identity } : {}) });
+    admission = await episode.ledger.admit(
+      { tool: params.name, args, ...(identity ? { identity } : {}) },
+      { onApprovalRequested: () => ctx.onState?.("awaiting_approval") },
+    );
   } catch (error) {
     return refuse(toSidecarError(error).message);
   }

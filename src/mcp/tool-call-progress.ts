@@ -10,7 +10,7 @@
  */
 
 /** Where a held call is; the order in which handleToolCall passes through them. */
-export type ToolCallState = "admitting" | "submitting" | "acknowledged";
+export type ToolCallState = "admitting" | "awaiting_approval" | "submitting" | "acknowledged";
 
 export type ProgressToken = string | number;
 
@@ -51,6 +51,8 @@ export function describeToolCallState(state: ToolCallState, elapsedMs: number, j
   switch (state) {
     case "admitting":
       return `admitting: waiting for this call's delivery and for the earlier calls of its batch (${seconds})`;
+    case "awaiting_approval":
+      return `awaiting an operator's approval (${seconds})`;
     case "submitting":
       return `submitting to the robot controller (${seconds})`;
     case "acknowledged":

@@ -7,6 +7,7 @@
 import type { JsonSchemaType } from "@modelcontextprotocol/sdk/validation";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { Manifest } from "../manifest/manifest-schema.ts";
+import { approvalProblem } from "../manifest/tool-policy.ts";
 
 export type ArgumentsCheck = (args: unknown) => { valid: true } | { valid: false; message: string };
 
@@ -52,7 +53,7 @@ export const maxManifestBytes = 256 * 1024;
  * naming the tool and the schema path instead of a 500 at MCP initialize (after
  * which the CLIs silently drop the tools): bounded size and depth, then every
  * input schema compiled as the MCP server will compile it (unknown `$ref`,
- * invalid keywords …). Returns the problem, or undefined.
+ * invalid keywords …), then every approval condition likewise. Returns the problem, or undefined.
  */
 export function manifestProblem(manifest: Manifest): { param: string; message: string } | undefined {
   for (const [i, tool] of manifest.tools.entries()) {
@@ -61,6 +62,14 @@ export function manifestProblem(manifest: Manifest): { param: string; message: s
       return {
         param: `manifest.tools[${i}].input_schema`,
         message: `the input schema of tool ${tool.name} nests deeper than ${maxSchemaDepth} levels (at ${deep})`,
+      };
+    }
+    const condition = typeof tool.approval === "object" ? tool.approval.when : undefined;
+    const deepCondition = deepestPath(condition, maxSchemaDepth);
+    if (deepCondition !== undefined) {
+      return {
+        param: `manifest.tools[${i}].approval`,
+        message: `the approval condition of tool ${tool.name} nests deeper than ${maxSchemaDepth} levels (at ${deepCondition})`,
       };
     }
   }
@@ -80,7 +89,7 @@ export function manifestProblem(manifest: Manifest): { param: string; message: s
       };
     }
   }
-  return undefined;
+  return approvalProblem(manifest);
 }
 
 /** The JSON path of the first value nested deeper than `limit`, if any (iterative: the input may be very deep). */

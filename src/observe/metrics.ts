@@ -125,7 +125,7 @@ export function createMetrics(sources: MetricsSources) {
   });
   const toolCalls = new Counter({
     name: "ura_tool_calls_total",
-    help: "Tool call transitions by manifest tool and outcome: delivered, admitted (claimed), refused, completed (receipt), failed, revoked, skipped, skipped (ura_tool_calls_uncertain counts those uncertain after a restart).",
+    help: "Tool call transitions by manifest tool and outcome: delivered, admitted (claimed), refused, completed (receipt), failed, revoked, skipped, approval_requested, approved, rejected (by an operator, or unanswered), rate_limited (ura_tool_calls_uncertain counts those uncertain after a restart).",
     labelNames: ["tool", "outcome"],
     registers,
   });
@@ -326,8 +326,14 @@ export function createMetrics(sources: MetricsSources) {
         break;
       case "failed":
       case "skipped":
+      case "rejected":
+      case "rate_limited":
         count(line.type);
         calls.delete(`${episode}/${line.callId}`);
+        break;
+      case "approval_requested":
+      case "approved":
+        count(line.type);
         break;
     }
   }

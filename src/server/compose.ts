@@ -262,6 +262,7 @@ export async function composeApp(options: ComposeOptions) {
       controlPassword,
       shutdown: () => void lifecycle.shutdown("control API"),
       shippingStatus: shipping ? (id) => shipping.shipper.status(id) : undefined,
+      clock,
     },
     version: options.version,
     demoUpstream: demo && options.upstreamFetch === undefined,

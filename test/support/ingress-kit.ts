@@ -78,6 +78,12 @@ const expectedAnswers: Record<ErrorKind, [responses: Answer, gemini: Answer, mes
     [400, "FAILED_PRECONDITION"],
     [400, "invalid_request_error"],
   ],
+  /** Never reaches an ingress (an operator's decision on a settled call); mapped for completeness. */
+  conflict: [
+    [409, "invalid_request_error"],
+    [409, "FAILED_PRECONDITION"],
+    [400, "invalid_request_error"],
+  ],
   authentication: [
     [401, "authentication_error"],
     [401, "UNAUTHENTICATED"],

@@ -17,6 +17,7 @@ export function geminiStatus(kind: ErrorKind): string {
     case "not_found":
       return "NOT_FOUND";
     case "episode_closed":
+    case "conflict":
       return "FAILED_PRECONDITION";
     case "upstream_transient":
     case "unavailable":

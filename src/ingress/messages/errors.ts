@@ -25,6 +25,7 @@ export function toAnthropicError(kind: ErrorKind): { status: number; type: Anthr
     case "request_too_large":
     case "episode_closed":
     case "upstream_rejected":
+    case "conflict":
       return { status: 400, type: "invalid_request_error" };
     case "authentication":
       return { status: 401, type: "authentication_error" };

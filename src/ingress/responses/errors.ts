@@ -26,6 +26,7 @@ function errorType(kind: ErrorKind): string {
     case "episode_closed":
     case "upstream_rejected":
     case "not_found":
+    case "conflict":
       return "invalid_request_error";
     case "authentication":
       return "authentication_error";

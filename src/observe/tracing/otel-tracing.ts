@@ -228,6 +228,24 @@ export function createOtelTracing(options: TracingOptions): Tracing {
       case "acknowledged":
         call?.span?.addEvent(line.type, {}, at);
         return;
+      case "approval_requested":
+      case "approved":
+        call?.span?.addEvent(line.type, raw.by ? { "ura.approval.by": String(raw.by) } : {}, at);
+        return;
+      case "rejected":
+      case "rate_limited":
+        if (call?.span) {
+          const attributes = {
+            "ura.reason": line.reason ?? "",
+            ...(raw.by ? { "ura.approval.by": String(raw.by) } : {}),
+          };
+          call.span.addEvent(line.type, attributes, at);
+          call.span.setAttribute("error.type", line.type);
+          call.span.setStatus({ code: SpanStatusCode.ERROR, message: line.reason ?? "" });
+          call.span.end(at);
+        }
+        calls.delete(key);
+        return;
       case "receipt":
         call?.span?.addEvent("receipt", {}, at);
         call?.span?.end(at);
