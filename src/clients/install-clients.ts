@@ -8,7 +8,14 @@ import { type ClientName, clientManifests, clientNameSchema, clientNames } from 
 import { installedClient } from "./installed-clients.ts";
 
 const repoRoot = resolve(import.meta.dir, "../..");
-export const clientsRoot = join(repoRoot, ".clients");
+/**
+ * `.clients/` of the checkout, or `URA_CLIENTS_DIR`: a folder laid out the same way
+ * holding other versions (a candidate pin, the compatibility runs), so the
+ * end-to-end tests and the fixture capture can run against them.
+ */
+export const clientsRoot = process.env.URA_CLIENTS_DIR
+  ? resolve(process.env.URA_CLIENTS_DIR)
+  : join(repoRoot, ".clients");
 
 export function clientDir(client: ClientName): string {
   return join(clientsRoot, client);
@@ -33,7 +40,10 @@ async function run(cmd: string[], cwd: string): Promise<{ code: number; out: str
   return { code, out: `${out}${err}` };
 }
 
-/** Installs each named client at its pinned version; returns the --version output of each. */
+/**
+ * Installs each named client at its pinned version (in a URA_CLIENTS_DIR, only a client
+ * missing there); returns the --version output of each.
+ */
 export async function installClients(
   names: readonly ClientName[] = clientNames,
 ): Promise<Record<string, string>> {
@@ -41,7 +51,9 @@ export async function installClients(
   for (const client of names) {
     const m = clientManifests[client];
     const dir = clientDir(client);
-    if (installedVersion(client) !== m.version) {
+    // A URA_CLIENTS_DIR holds the versions under test: what is there stays.
+    const kept = process.env.URA_CLIENTS_DIR !== undefined && installedVersion(client) !== undefined;
+    if (!kept && installedVersion(client) !== m.version) {
       // Inside the tests' loopback-only namespace npm would hang on the registry: fail at once.
       if (process.env.URA_E2E_NETNS === "1") {
         throw new Error(

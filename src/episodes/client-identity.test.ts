@@ -1,12 +1,14 @@
 import { describe, expect, test } from "bun:test";
+import { clientManifests } from "../clients/client-manifests.ts";
 import { SidecarError } from "../lib/errors.ts";
-import { createClientIdentity, type McpSeen } from "./client-identity.ts";
+import { createClientIdentity, type McpSeen, maxSessionIds } from "./client-identity.ts";
 
-const claudeUa = "claude-cli/2.1.197 (external, sdk-cli)";
+const claudePin = clientManifests.claude.version;
+const claudeUa = `claude-cli/${claudePin} (external, sdk-cli)`;
 const connected: McpSeen = {
   initialized: true,
   tools_listed: true,
-  user_agent: "claude-code/2.1.197 (sdk-cli)",
+  user_agent: `claude-code/${claudePin} (sdk-cli)`,
 };
 const notConnected: McpSeen = { initialized: false, tools_listed: false, user_agent: undefined };
 const headers = (ua: string) => new Headers({ "user-agent": ua });
@@ -21,6 +23,103 @@ function refusal(fn: () => void): SidecarError | undefined {
   return undefined;
 }
 
+describe("proven versions", () => {
+  // A Claude Code manifest with an older proven version beside the pin.
+  const pin = clientManifests.claude.version;
+  const manifests = {
+    ...clientManifests,
+    claude: { ...clientManifests.claude, proven_versions: ["2.1.100", pin] },
+  };
+  const ua = (version: string) => `claude-cli/${version} (external, sdk-cli)`;
+  const mcp = (version: string): McpSeen => ({
+    ...connected,
+    user_agent: `claude-code/${version} (sdk-cli)`,
+  });
+  const identity = (requirePinned: boolean) =>
+    createClientIdentity({
+      episodeId: "ep_1",
+      expected: "claude",
+      requirePinned,
+      mcpRequired: "warn",
+      manifests,
+    });
+
+  test("require_pinned_client accepts a proven version that is not the pin; the status lists the proven versions", () => {
+    const id = identity(true);
+    expect(refusal(() => id.checkModelRequest(headers(ua("2.1.100")), mcp("2.1.100")))).toBeUndefined();
+    expect(id.describe(mcp("2.1.100"))).toMatchObject({
+      pinned_version: pin,
+      proven_versions: ["2.1.100", pin],
+      model_client: { client: "claude", version: "2.1.100" },
+      pinned: true,
+      unpinned_reason: null,
+      flags: [],
+    });
+  });
+
+  test("a version that is not proven is reported and, when the pin is required, refused naming the proven versions", () => {
+    const lenient = identity(false);
+    lenient.checkModelRequest(headers(ua("2.1.150")), mcp("2.1.150"));
+    const status = lenient.describe(mcp("2.1.150"));
+    expect(status).toMatchObject({ pinned: false, flags: ["unpinned_client"] });
+    expect(status.unpinned_reason).toContain(`claude 2.1.150, not a proven version`);
+    expect(status.unpinned_reason).toContain(`proven: 2.1.100, ${pin}`);
+
+    const strict = identity(true);
+    const error = refusal(() => strict.checkModelRequest(headers(ua("2.1.150")), mcp("2.1.150")));
+    expect(error?.kind).toBe("invalid_request");
+    expect(error?.message).toContain("require_pinned_client");
+    expect(error?.message).toContain(`proven: 2.1.100, ${pin}`);
+  });
+
+  test("the MCP side is judged the same way: a proven model side with an unproven MCP side is not proven", () => {
+    const id = identity(false);
+    id.checkModelRequest(headers(ua("2.1.100")), mcp("2.1.150"));
+    expect(id.describe(mcp("2.1.150")).unpinned_reason).toContain("MCP requests come from claude 2.1.150");
+  });
+});
+
+describe("the client's own session id", () => {
+  const id = () =>
+    createClientIdentity({
+      episodeId: "ep_1",
+      expected: "claude",
+      requirePinned: false,
+      mcpRequired: "warn",
+    });
+  const withSession = (session: string) =>
+    new Headers({ "user-agent": claudeUa, "x-claude-code-session-id": session });
+
+  test("at most maxSessionIds distinct ids are kept; the rest are counted", () => {
+    const identity = id();
+    for (let i = 0; i < maxSessionIds + 3; i++) identity.checkModelRequest(withSession(`s-${i}`), connected);
+    identity.checkModelRequest(withSession("s-0"), connected);
+    const status = identity.describe(connected);
+    expect(status.session_ids).toHaveLength(maxSessionIds);
+    expect(status.session_ids[0]).toBe("s-0");
+    expect(status.session_ids_beyond_limit).toBe(3);
+  });
+
+  test("a long value is cut; a request refused for its version still names its session", () => {
+    const strict = createClientIdentity({
+      episodeId: "ep_1",
+      expected: "claude",
+      requirePinned: true,
+      mcpRequired: "warn",
+    });
+    const headers = new Headers({
+      "user-agent": "claude-cli/2.0.1 (external, sdk-cli)",
+      "x-claude-code-session-id": "x".repeat(500),
+    });
+    expect(refusal(() => strict.checkModelRequest(headers, connected))?.kind).toBe("invalid_request");
+    expect(strict.describe(connected).session_ids).toEqual(["x".repeat(200)]);
+  });
+
+  test("before any model request: no ids, no header", () => {
+    expect(id().describe(notConnected)).toMatchObject({ session_ids: [], session_header: null });
+  });
+});
+
 describe("client identity", () => {
   test("reports the detected pinned client and version without refusing by default", () => {
     const id = createClientIdentity({
@@ -33,9 +132,9 @@ describe("client identity", () => {
     id.checkModelRequest(headers(claudeUa), connected);
     expect(id.describe(connected)).toMatchObject({
       expected: "claude",
-      pinned_version: "2.1.197",
-      model_client: { client: "claude", version: "2.1.197" },
-      mcp_client: { client: "claude", version: "2.1.197" },
+      pinned_version: claudePin,
+      model_client: { client: "claude", version: claudePin },
+      mcp_client: { client: "claude", version: claudePin },
       pinned: true,
       flags: [],
     });
@@ -61,7 +160,7 @@ describe("client identity", () => {
     const error = refusal(() => strict.checkModelRequest(headers(old), connected));
     expect(error?.status).toBe(400);
     expect(error?.message).toContain("claude 2.0.1");
-    expect(error?.message).toContain("@anthropic-ai/claude-code@2.1.197");
+    expect(error?.message).toContain(`@anthropic-ai/claude-code@${claudePin}`);
     expect(refusal(() => strict.checkModelRequest(headers(claudeUa), connected))).toBeUndefined();
   });
 

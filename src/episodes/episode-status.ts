@@ -34,9 +34,12 @@ const detectedClientSchema = z.object({ client: z.string(), version: z.string().
 export const clientIdentityStatusSchema = z.looseObject({
   expected: z.string().nullable(),
   pinned_version: z.string().nullable(),
+  /** Absent in the status of an episode recorded before versions other than the pin were proven. */
+  proven_versions: z.array(z.string()).readonly().nullable().optional(),
   model_user_agent: z.string().nullable(),
   model_client: detectedClientSchema.nullable(),
   mcp_client: detectedClientSchema.nullable(),
+  /** The client seen is the expected one at a proven version (the pin or another in proven_versions). */
   pinned: z.boolean().nullable(),
   unpinned_reason: z.string().nullable(),
   require_pinned_client: z.boolean(),
@@ -44,6 +47,10 @@ export const clientIdentityStatusSchema = z.looseObject({
   mcp_connected: z.boolean(),
   model_requests: z.number(),
   model_requests_without_mcp: z.number(),
+  /** The client's own session ids (absent in an episode recorded before they were kept). */
+  session_ids: z.array(z.string()).optional(),
+  session_header: z.string().nullable().optional(),
+  session_ids_beyond_limit: z.number().optional(),
   flags: z.array(z.string()),
 });
 

@@ -171,9 +171,12 @@ export function createEpisode(init: EpisodeInit) {
     argumentsOf(callId: string): string | undefined {
       return modelArguments.get(callId);
     },
-    /** Version pin and MCP-connected checks of a model request; throws (400) when it must be refused. */
-    checkModelRequest(headers: Headers): void {
-      clientIdentity.checkModelRequest(headers, mcp);
+    /**
+     * Version pin and MCP-connected checks of a model request; throws (400) when it must
+     * be refused. Returns the client's own session id on it, when it sent one.
+     */
+    checkModelRequest(headers: Headers): string | undefined {
+      return clientIdentity.checkModelRequest(headers, mcp);
     },
     /** Whether model exchanges may still run; the reason when not. */
     closedReason(): string | undefined {

@@ -32,6 +32,9 @@ export function planClaudeKit(input: KitInput): KitPlan {
             url: episode.urls.mcp,
             headers: { Authorization: `Bearer ${mcpTokenReference}` },
             timeout: toolTimeoutMs,
+            // The robot's tools are in the prompt from the first turn, never deferred behind
+            // Claude Code's tool search (a model would first have to find them; docs/clients.md).
+            alwaysLoad: true,
           },
         },
       }),

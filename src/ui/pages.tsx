@@ -4,6 +4,7 @@
  * reload while an episode runs), so the page works air-gapped.
  */
 import type { Child, FC } from "hono/jsx";
+import { clientIdentityStatusSchema } from "../episodes/episode-status.ts";
 import type { FoundImage } from "./find-images.ts";
 import type { Line, Timeline, TimelineExchange } from "./read-timeline.ts";
 
@@ -237,6 +238,32 @@ const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode
   );
 };
 
+/**
+ * The client's own session ids (X-Claude-Code-Session-Id, Codex's thread-id, OpenCode's
+ * x-session-id), so an episode can be matched to the client's own logs.
+ */
+const ClientSession: FC<{ identity: unknown }> = ({ identity }) => {
+  const parsed = clientIdentityStatusSchema
+    .pick({ session_ids: true, session_header: true })
+    .safeParse(identity);
+  const { session_ids: ids = [], session_header: header } = parsed.success ? parsed.data : {};
+  return (
+    <p id="client-session">
+      {ids.length === 0 ? (
+        "the client sent no session id of its own"
+      ) : (
+        <>
+          client session{" "}
+          {ids.map((id) => (
+            <code>{id}</code>
+          ))}{" "}
+          ({String(header)})
+        </>
+      )}
+    </p>
+  );
+};
+
 export const TimelinePage: FC<{
   episode: Line;
   timeline: Timeline;
@@ -259,6 +286,7 @@ export const TimelinePage: FC<{
         · client {String(episode.client ?? "unknown")} · model {String(episode.model)} · started{" "}
         {String(episode.created_at)}
       </p>
+      <ClientSession identity={episode.client_identity} />
       {episode.failure ? <Json value={episode.failure} /> : null}
       {episode.result ? (
         <p>

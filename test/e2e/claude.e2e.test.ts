@@ -6,8 +6,9 @@
  *      Claude Code's own: the calls the sidecar admitted are claimed by the
  *      tool_use ids it delivered (`_meta["claudecode/toolUseId"]`), nothing
  *      provider-only goes upstream, and the final answer reaches the user;
- *   2. a failing upstream against the compiled binary (`serve`): 529, one client
- *      retry, a final 400. Claude Code launched through its kit.
+ *   2. a failing upstream against the compiled binary (`serve`): the sidecar's own
+ *      retries, then a final 400 (which 2.1.332 retries with fewer features, each
+ *      refused at once). Claude Code launched through its kit.
  * Everything runs in a loopback-only network namespace when one can be made
  * (test/support/loopback-namespace.ts), so Claude Code cannot reach any vendor host.
  */
@@ -33,12 +34,18 @@ async function deliveredToolUseIds(recordsDir: string): Promise<string[]> {
   });
 }
 
-function resultMessage(stdout: string): { type?: string; result?: string; is_error?: boolean } | undefined {
+type OutputMessage = { type?: string; result?: string; is_error?: boolean; session_id?: string };
+
+/** Claude Code's stream-json output, one message a line. */
+function jsonLines(stdout: string): OutputMessage[] {
   return stdout
     .split("\n")
     .filter((l) => l.startsWith("{"))
-    .map((l) => JSON.parse(l) as { type?: string; result?: string; is_error?: boolean })
-    .find((m) => m.type === "result");
+    .map((l) => JSON.parse(l) as OutputMessage);
+}
+
+function resultMessage(stdout: string): OutputMessage | undefined {
+  return jsonLines(stdout).find((m) => m.type === "result");
 }
 
 describeInLoopbackNamespace(
@@ -73,6 +80,14 @@ describeInLoopbackNamespace(
           expect(wire).not.toContain('thinking":{');
         }
 
+        // The episode kept Claude Code's own session id: the one its output names.
+        const sessions = new Set(jsonLines(smoke.stdout).map((m) => m.session_id));
+        expect(sessions.size).toBe(1);
+        expect(smoke.status.client_identity).toMatchObject({
+          session_ids: [...sessions],
+          session_header: "x-claude-code-session-id",
+        });
+
         // The final answer reached the user.
         const result = resultMessage(smoke.stdout);
         expect(result?.is_error).toBe(false);
@@ -87,7 +102,7 @@ describeInLoopbackNamespace(
      * buy a backoff and a retry into that 400) and stops — no further upstream work.
      */
     test(
-      "upstream failure: a final 400 at once, no client retry, no more upstream work",
+      "upstream failure: a final 400 at once, no more upstream work",
       () =>
         runAgainstFailingUpstream("claude", timeoutMs - 30_000, ({ upstream, run, status, statuses }) => {
           const errors = statuses.map((s) => s.error as { kind: string; http_status: number });
@@ -95,7 +110,14 @@ describeInLoopbackNamespace(
             `claude stopped ${run.ms} ms after start; errors ${JSON.stringify(errors.map((e) => e.http_status))}`,
           );
           expect(run.kit.plan.env.CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC).toBe("1");
-          expect(errors).toMatchObject([{ kind: "upstream_transient", http_status: 400 }]);
+          // 2.1.197 stops at the first 400. 2.1.332 retries a 400 with fewer features (no
+          // thinking display, then no tool search: up to five more requests); the failed
+          // episode refuses each at once, and none reaches the upstream.
+          const [first, ...later] = errors;
+          expect(first).toMatchObject({ kind: "upstream_transient", http_status: 400 });
+          expect(later.length).toBeLessThanOrEqual(5);
+          for (const error of later)
+            expect(error).toMatchObject({ kind: "episode_closed", http_status: 400 });
           expect(status.state).toBe("failed");
           // The sidecar's own attempts (retry config: 3), and nothing after the episode failed.
           expect(upstream.scripted.received).toHaveLength(3);

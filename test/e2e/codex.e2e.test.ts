@@ -39,7 +39,17 @@ describeInLoopbackNamespace("Codex end to end", { file: import.meta.path, timeou
   test(
     "Codex smoke episode (validate): every check, namespace calls, claims by _meta.callId",
     async () => {
-      const { recordsDir, upstreamRequests, stdout } = await validateSmokeEpisode("codex");
+      const { recordsDir, upstreamRequests, stdout, status } = await validateSmokeEpisode("codex");
+
+      // The episode kept Codex's own thread id, the one its --json output starts with.
+      const threads = stdout
+        .split("\n")
+        .filter((l) => l.startsWith("{"))
+        .map((l) => JSON.parse(l) as { type?: string; thread_id?: string })
+        .filter((e) => e.type === "thread.started")
+        .map((e) => e.thread_id);
+      expect(threads).toHaveLength(1);
+      expect(status.client_identity).toMatchObject({ session_ids: threads, session_header: "thread-id" });
 
       // Every claim used the call id Codex put in `_meta.callId`, and the claimed ids are
       // exactly the function-call ids the sidecar delivered (observe, record, record, finish).

@@ -48,6 +48,8 @@ describeInLoopbackNamespace(
         expect(status.counters.failed_exchanges).toBe(0);
         expect(upstreamRequests).toHaveLength(4);
         expect(sidecarLog).toContain(":countTokens");
+        // Gemini CLI (API key) sends no session id of its own: none is kept, none made up.
+        expect(status.client_identity).toMatchObject({ session_ids: [], session_header: null });
       },
       cliTimeoutMs + 30_000,
     );

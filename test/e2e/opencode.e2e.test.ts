@@ -72,6 +72,19 @@ describeInLoopbackNamespace(
           .map((t) => t.function.name);
         expect(new Set(toolNames)).toEqual(new Set(["ura_observe", "ura_record", "ura_finish"]));
 
+        // The episode kept OpenCode's own session id, the one its JSON events name.
+        const sessions = new Set(
+          smoke.stdout
+            .split("\n")
+            .filter((l) => l.startsWith("{"))
+            .map((l) => (JSON.parse(l) as { sessionID?: string }).sessionID),
+        );
+        expect(sessions.size).toBe(1);
+        expect(smoke.status.client_identity).toMatchObject({
+          session_ids: [...sessions],
+          session_header: "x-session-id",
+        });
+
         // Every exchange (the title request and the four agent turns) was delivered.
         const { statuses } = expectEveryExchangeDelivered(recordsDir);
         expect(smoke.stdout).toContain("The episode is complete");

@@ -235,3 +235,84 @@ describe("recorded Claude Code requests", () => {
     messages.expectGolden("title", hub);
   });
 });
+
+/**
+ * Claude Code 2.1.332 (beside the older pin's cases above): tool search. Its first
+ * request declares a `DeferredToolPlaceholder` with `defer_loading`, on every request;
+ * with the kit's `alwaysLoad` the robot tool is declared plainly, without it the tool is
+ * found through ToolSearch, whose result is a `tool_reference` that loads it.
+ */
+describe("recorded Claude Code 2.1.332 requests", () => {
+  const placeholderNote = (i: number) =>
+    `tools[${i}] (DeferredToolPlaceholder): defer_loading, and no tool_reference in the history loads it: not offered upstream`;
+
+  test("main turn (kit: robot tools always loaded): the deferred placeholder is withheld and recorded, the robot tool offered", () => {
+    const { body, betaFlags } = claudeCase("claude-2.1.332-main-turn");
+    expect(messages.meta("claude-2.1.332-main-turn").version).toBe("2.1.332");
+    const hub = translateFixture("messages", body, { "anthropic-beta": betaFlags.join(",") });
+    const declared = (body.tools as { name: string; defer_loading?: boolean }[]).map((t) => t.name);
+    const placeholder = declared.indexOf("DeferredToolPlaceholder");
+    expect(placeholder).toBeGreaterThanOrEqual(0);
+    expect(hub.tools.map((t) => t.name)).toEqual(declared.filter((n) => n !== "DeferredToolPlaceholder"));
+    expect(hub.tools.map((t) => t.name)).toContain("mcp__ura__observe");
+    expect(body).toMatchObject({
+      thinking: { type: "adaptive" },
+      context_management: { edits: [{ type: "clear_thinking_20251015" }] },
+      output_config: { effort: "high" },
+    });
+    expect(hub.ignored).toEqual([
+      "cache_control at system[1], system[2], messages[1].content[0]",
+      placeholderNote(placeholder),
+      "thinking (adaptive)",
+      "context_management",
+      "output_config.effort (high)",
+      "metadata.user_id",
+      `anthropic-beta: ${betaFlags.join(",")}`,
+    ]);
+    const chat = toGoldenUpstream(hub);
+    expect(JSON.stringify(chat)).not.toContain("defer_loading");
+    expect(JSON.stringify(chat)).not.toContain("DeferredToolPlaceholder");
+    messages.expectGolden("claude-2.1.332-main-turn", hub);
+  });
+
+  test("tool_result image: the observe result reaches Qwen as at the older pin", () => {
+    const { body, betaFlags } = claudeCase("claude-2.1.332-tool-result-image");
+    const hub = translateFixture("messages", body, { "anthropic-beta": betaFlags.join(",") });
+    const tool = hub.messages.at(-1);
+    expect(tool).toMatchObject({ role: "tool", name: "mcp__ura__observe" });
+    expect(tool?.role === "tool" && tool.content.map((p) => p.type)).toEqual(["text", "image", "text"]);
+    expectImageAfterToolMessage(hub, tool?.role === "tool" ? tool.toolCallId : "");
+    messages.expectGolden("claude-2.1.332-tool-result-image", hub);
+  });
+
+  test("without alwaysLoad the first turn declares no robot tool: ToolSearch is offered, the placeholder is not", () => {
+    const { body, betaFlags } = claudeCase("claude-2.1.332-deferred-first-turn");
+    const hub = translateFixture("messages", body, { "anthropic-beta": betaFlags.join(",") });
+    const names = hub.tools.map((t) => t.name);
+    expect(names).toContain("ToolSearch");
+    expect(names).not.toContain("DeferredToolPlaceholder");
+    expect(names).not.toContain("mcp__ura__observe");
+    // The robot tool is announced by name, to be loaded through ToolSearch.
+    expect(JSON.stringify(hub.messages)).toContain("mcp__ura__observe");
+    messages.expectGolden("claude-2.1.332-deferred-first-turn", hub);
+  });
+
+  test("a tool_reference loads the deferred robot tool: offered upstream, the reference read as its definition", () => {
+    const { body, betaFlags } = claudeCase("claude-2.1.332-tool-search-reference");
+    const declared = body.tools as { name: string; defer_loading?: boolean; input_schema: unknown }[];
+    expect(declared.find((t) => t.name === "mcp__ura__observe")?.defer_loading).toBe(true);
+    const hub = translateFixture("messages", body, { "anthropic-beta": betaFlags.join(",") });
+    expect(hub.tools.map((t) => t.name)).toContain("mcp__ura__observe");
+    expect(hub.tools.map((t) => t.name)).not.toContain("DeferredToolPlaceholder");
+    const result = hub.messages.at(-1);
+    expect(result).toMatchObject({ role: "tool", name: "ToolSearch" });
+    const text = result?.role === "tool" && result.content[0]?.type === "text" ? result.content[0].text : "";
+    const definition = JSON.parse(/<function>(.*)<\/function>/.exec(text)?.[1] ?? "null");
+    expect(definition).toEqual({
+      description: expect.any(String),
+      name: "mcp__ura__observe",
+      parameters: declared.find((t) => t.name === "mcp__ura__observe")?.input_schema,
+    });
+    messages.expectGolden("claude-2.1.332-tool-search-reference", hub);
+  });
+});

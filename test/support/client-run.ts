@@ -25,6 +25,7 @@ import {
   startSidecarProcess,
 } from "./sidecar-process.ts";
 import { varTmp } from "./var-tmp.ts";
+import { versionUnderTest } from "./version-under-test.ts";
 
 export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
 
@@ -32,9 +33,10 @@ export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
 export function assertPrerequisites(client: ClientName): void {
   if (!existsSync(binaryPath)) throw new Error(`${binaryPath} is missing: run \`make build\` first`);
   const manifest = clientManifests[client];
-  if (installedVersion(client) !== manifest.version) {
+  const version = versionUnderTest(client);
+  if (installedVersion(client) !== version) {
     throw new Error(
-      `${manifest.package}@${manifest.version} is not installed: run \`bun src/clients/install-clients.ts ${client}\``,
+      `${manifest.package}@${version} is not installed: run \`bun src/clients/install-clients.ts ${client}\``,
     );
   }
 }

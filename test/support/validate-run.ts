@@ -16,6 +16,7 @@ import { runLaunch } from "../../src/kits/run-launch.ts";
 import { insideNamespaceEnv } from "../../src/validate/network-namespace.ts";
 import { binaryPath, type EpisodeStatus } from "./sidecar-process.ts";
 import { varTmp } from "./var-tmp.ts";
+import { clientsDirArguments, versionUnderTest } from "./version-under-test.ts";
 
 const repoRoot = resolve(import.meta.dir, "../..");
 /** Longer than any test that runs validate waits: a hung run is killed rather than left behind. */
@@ -38,13 +39,16 @@ export type ValidateRun = {
   summary: { passed: boolean; clients: ClientValidation[] } | undefined;
 };
 
-/** Runs `ura-sidecar validate <args> --out <fresh dir>` with a bare environment (plus `env`). */
+/**
+ * Runs `ura-sidecar validate <args> --out <fresh dir>` with a bare environment (plus
+ * `env`), on the clients the tests run (version-under-test.ts).
+ */
 export async function runValidate(args: string[], env: Record<string, string> = {}): Promise<ValidateRun> {
   const out = mkdtempSync(join(varTmp(), "validate-"));
   const inside = process.env[insideNamespaceEnv];
   const { stdout, stderr, code } = await runLaunch(
     {
-      cmd: [binaryPath, "validate", ...args, "--out", out],
+      cmd: [binaryPath, "validate", ...args, ...clientsDirArguments(), "--out", out],
       cwd: repoRoot,
       env: {
         PATH: process.env.PATH ?? "/usr/bin:/bin",
@@ -72,7 +76,8 @@ export function expectClientValidated(run: ValidateRun, client: ClientName): Cli
   ) as ClientValidation;
   expect(run.summary?.passed).toBe(true);
   expect(run.summary?.clients.map((c) => c.client)).toEqual([client]);
-  expect(perClient).toMatchObject({ client, passed: true, pinned: true });
+  const version = versionUnderTest(client);
+  expect(perClient).toMatchObject({ client, passed: true, version });
   expect(perClient.checks.filter((c) => !c.pass)).toEqual([]);
   expect(perClient.checks.map((c) => c.name)).toContain("MCP side connected (initialize and tools/list)");
   expect(perClient.checks.length).toBeGreaterThanOrEqual(9);

@@ -65,6 +65,32 @@ describe("/ui routes", () => {
     expect((await get("/episodes/ep_0000000000000000")).status).toBe(404);
   });
 
+  test("the episode page shows the client's own session id, from the header the client sent", async () => {
+    const { get, sidecar } = await ui();
+    const episode = sidecar.createEpisode();
+    const before = await (await get(`/episodes/${episode.id}`)).text();
+    expect(before).toContain("the client sent no session id of its own");
+    const session = "ses_dd3d58791ffe8nqMMcpl1h3Pyi";
+    const res = await postJson(
+      sidecar.app,
+      `/e/${episode.id}/v1/responses`,
+      { model: "ura-qwen", input: "hello", stream: false },
+      {
+        authorization: `Bearer ${episode.ingressKey}`,
+        "user-agent": "opencode/1.18.33 ai-sdk/provider-utils/4.0.40 runtime/bun/1.3.14",
+        "x-session-id": session,
+      },
+    );
+    expect(res.status).toBe(200);
+    await res.text();
+    expect(episode.describe().client_identity).toMatchObject({
+      session_ids: [session],
+      session_header: "x-session-id",
+    });
+    const page = await (await get(`/episodes/${episode.id}`)).text();
+    expect(page).toContain(`client session <code>${session}</code> (x-session-id)`);
+  });
+
   test("images are served by digest from the blob store alone: they still load with the record files gone", async () => {
     const { get, app: ui_, sidecar } = await ui();
     const episode = sidecar.createEpisode();

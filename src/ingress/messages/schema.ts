@@ -9,7 +9,8 @@
  * `metadata.user_id`, `citations` on text blocks, `thinking` /
  * `redacted_thinking` blocks in the history, and the `anthropic-beta` header's
  * flags. `output_config.format` (structured output) is forwarded as the hub
- * response format.
+ * response format. Tool search (`defer_loading` tools, `tool_reference` results)
+ * is carried out by to-hub.ts; docs/clients.md has the table of what each member does.
  *
  * String content (message, system, tool_result) is normalised to one text block
  * before validation, so every path a 400 names points into block arrays.
@@ -45,11 +46,24 @@ export const imageBlockSchema = z.strictObject({
   cache_control: cacheControlSchema,
 });
 
+/**
+ * Tool search's answer (beta `advanced-tool-use-2025-11-20`): a reference to a tool the
+ * request declares with `defer_loading`, which loads that tool from then on.
+ */
+export const toolReferenceBlockSchema = z.strictObject({
+  type: z.literal("tool_reference"),
+  tool_name: z.string().min(1),
+  cache_control: cacheControlSchema,
+});
+
 export const toolResultBlockSchema = z.strictObject({
   type: z.literal("tool_result"),
   tool_use_id: z.string().min(1),
   content: z
-    .preprocess(asTextBlocks, z.array(z.discriminatedUnion("type", [textBlockSchema, imageBlockSchema])))
+    .preprocess(
+      asTextBlocks,
+      z.array(z.discriminatedUnion("type", [textBlockSchema, imageBlockSchema, toolReferenceBlockSchema])),
+    )
     .optional(),
   is_error: z.boolean().optional(),
   cache_control: cacheControlSchema,
@@ -98,6 +112,8 @@ export const customToolSchema = z.strictObject({
   description: z.string().optional(),
   input_schema: z.record(z.string(), z.unknown()),
   cache_control: cacheControlSchema,
+  /** Tool search: the tool stays out of the model's context until a `tool_reference` loads it. */
+  defer_loading: z.boolean().optional(),
 });
 
 /** A server tool (`web_search_20250305`, `bash_20250124`, …) is refused by name: we cannot run it. */
@@ -151,6 +167,7 @@ export const messagesRequestSchema = z.strictObject({
 export type TextBlock = z.infer<typeof textBlockSchema>;
 export type ImageBlock = z.infer<typeof imageBlockSchema>;
 export type ToolResultBlock = z.infer<typeof toolResultBlockSchema>;
+export type ToolReferenceBlock = z.infer<typeof toolReferenceBlockSchema>;
 export type MessagesMessage = z.infer<typeof messageSchema>;
 export type ToolChoice = z.infer<typeof toolChoiceSchema>;
 export type MessagesTool = z.infer<typeof customToolSchema>;

@@ -269,6 +269,119 @@ describe("messagesToHub", () => {
   });
 });
 
+describe("tool search: deferred tools (defer_loading) and tool_reference", () => {
+  const observe = {
+    name: "mcp__ura__observe",
+    description: "Look.",
+    input_schema: { type: "object", properties: { camera: { type: "string" } } },
+    defer_loading: true,
+  };
+  const search = { name: "ToolSearch", input_schema: { type: "object" } };
+  const placeholder = {
+    name: "DeferredToolPlaceholder",
+    input_schema: { type: "object" },
+    defer_loading: true,
+  };
+  const searched = (content: unknown[]) => [
+    { role: "user", content: "look" },
+    {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "s1", name: "ToolSearch", input: { query: "q" } }],
+    },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "s1", content }] },
+  ];
+
+  test("a deferred tool no reference loaded is not offered upstream, and the record says so", () => {
+    const hub = messagesToHub({ ...minimal, tools: [search, placeholder, observe] });
+    expect(hub.tools.map((t) => t.name)).toEqual(["ToolSearch"]);
+    expect(hub.ignored).toEqual([
+      "tools[1] (DeferredToolPlaceholder): defer_loading, and no tool_reference in the history loads it: not offered upstream",
+      "tools[2] (mcp__ura__observe): defer_loading, and no tool_reference in the history loads it: not offered upstream",
+    ]);
+  });
+
+  test("defer_loading: false is an ordinary tool", () => {
+    const hub = messagesToHub({ ...minimal, tools: [{ ...observe, defer_loading: false }] });
+    expect(hub.tools.map((t) => t.name)).toEqual(["mcp__ura__observe"]);
+    expect(hub.ignored).toEqual([]);
+  });
+
+  test("a tool_reference loads the tool it names and reads as that tool's definition", () => {
+    const hub = messagesToHub({
+      ...minimal,
+      tools: [search, placeholder, observe],
+      messages: searched([{ type: "tool_reference", tool_name: "mcp__ura__observe" }]),
+    });
+    expect(hub.tools.map((t) => t.name)).toEqual(["ToolSearch", "mcp__ura__observe"]);
+    expect(hub.messages.at(-1)).toEqual({
+      role: "tool",
+      toolCallId: "s1",
+      name: "ToolSearch",
+      content: [
+        {
+          type: "text",
+          text: `<functions>\n<function>${JSON.stringify({ description: "Look.", name: "mcp__ura__observe", parameters: observe.input_schema })}</function>\n</functions>`,
+        },
+      ],
+      source: "messages[2].content[0]",
+    });
+    expect(hub.ignored).toEqual([
+      "tools[1] (DeferredToolPlaceholder): defer_loading, and no tool_reference in the history loads it: not offered upstream",
+    ]);
+  });
+
+  test("a reference to a tool the request does not declare reads as unavailable and is recorded", () => {
+    const hub = messagesToHub({
+      ...minimal,
+      tools: [search],
+      messages: searched([{ type: "tool_reference", tool_name: "mcp__gone__tool" }]),
+    });
+    expect(hub.tools.map((t) => t.name)).toEqual(["ToolSearch"]);
+    const last = hub.messages.at(-1);
+    expect(last?.role === "tool" && last.content).toEqual([
+      { type: "text", text: "Tool mcp__gone__tool is not declared in this request; it cannot be called." },
+    ]);
+    expect(hub.ignored).toEqual([
+      "messages[2].content[0].content[0]: tool_reference to undeclared tool mcp__gone__tool",
+    ]);
+  });
+
+  test("tool_choice naming a deferred tool that nothing loaded is refused, naming the field", () => {
+    const error = errorOf(() =>
+      messagesToHub({
+        ...minimal,
+        tools: [observe],
+        tool_choice: { type: "tool", name: "mcp__ura__observe" },
+      }),
+    );
+    expect(error).toMatchObject({ kind: "invalid_request", param: "tool_choice.name" });
+    expect(error.message).toContain("defer_loading");
+  });
+
+  test("a bad tool_reference is refused, naming the field", () => {
+    const error = errorOf(() =>
+      messagesToHub({ ...minimal, tools: [search], messages: searched([{ type: "tool_reference" }]) }),
+    );
+    expect(error.param).toBe("messages[2].content[0].content[0].tool_name");
+  });
+
+  test("a repeated tool list with the same deferred tools gives the same offered list every turn", () => {
+    const repeated = createRepeatedMembers(["tools"]);
+    // Long enough to be kept as a repeated member (short ones are parsed afresh).
+    const long = { ...search, description: "Find deferred tools. ".repeat(60) };
+    const text = (messages: unknown[]) =>
+      JSON.stringify({ ...minimal, tools: [long, placeholder, observe], messages });
+    const first = toHub(parseJsonBody(text([{ role: "user", content: "a" }]), repeated)).hub;
+    const later = toHub(parseJsonBody(text([{ role: "user", content: "b" }]), repeated)).hub;
+    expect(Object.isFrozen(later.tools)).toBe(true);
+    expect(later.tools).toBe(first.tools);
+    const loaded = toHub(
+      parseJsonBody(text(searched([{ type: "tool_reference", tool_name: "mcp__ura__observe" }])), repeated),
+    ).hub;
+    expect(loaded.tools.map((t) => t.name)).toEqual(["ToolSearch", "mcp__ura__observe"]);
+  });
+});
+
 describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
   const request = JSON.parse(
     readFileSync(

@@ -12,6 +12,11 @@
  *   which Claude Code echoes in `_meta["claudecode/toolUseId"]`.
  * - `thinking`/`redacted_thinking` history, cache_control and the other
  *   provider-only options are recorded in `ignored` (see schema.ts).
+ * - Tool search, as the Messages API defines it: a tool declared with
+ *   `defer_loading: true` is not in the model's context (not offered upstream)
+ *   until a `tool_reference` block in a tool result of the history names it; from
+ *   then on it is offered, and the reference reads as the tool's definition (the
+ *   `<functions>` line Claude Code's ToolSearch tells the model to expect).
  */
 
 import type { Translation } from "../../exchange/run-exchange.ts";
@@ -20,6 +25,7 @@ import type {
   HubPart,
   HubRequest,
   HubTextPart,
+  HubTool,
   HubToolCall,
   HubToolChoice,
 } from "../../hub/schema.ts";
@@ -35,6 +41,7 @@ import type {
   MessagesTool,
   TextBlock,
   ToolChoice,
+  ToolReferenceBlock,
   ToolResultBlock,
 } from "./schema.ts";
 import { renderStream } from "./stream.ts";
@@ -89,6 +96,39 @@ const toHubTools = deriveOncePerFrozen((tools: readonly MessagesTool[]) =>
   })),
 );
 
+/**
+ * The tools offered upstream: all of them but the deferred ones no reference loaded.
+ * For a repeated (frozen) tool list the same selection is the same array every turn,
+ * so the upstream body keeps reusing its JSON.
+ */
+const offeredSelections = new WeakMap<HubTool[], Map<string, HubTool[]>>();
+function offeredTools(tools: HubTool[], withheld: ReadonlySet<number>): HubTool[] {
+  if (withheld.size === 0) return tools;
+  const select = () => tools.filter((_, i) => !withheld.has(i));
+  if (!Object.isFrozen(tools)) return select();
+  let selections = offeredSelections.get(tools);
+  if (selections === undefined) {
+    selections = new Map();
+    offeredSelections.set(tools, selections);
+  }
+  const key = [...withheld].join(",");
+  let selection = selections.get(key);
+  if (selection === undefined) {
+    selection = select();
+    Object.freeze(selection);
+    selections.set(key, selection);
+  }
+  return selection;
+}
+
+/** What a `tool_reference` reads as: the definition it loads, as ToolSearch's own description promises. */
+function referenceText(block: ToolReferenceBlock, tool: MessagesTool | undefined): string {
+  if (tool === undefined)
+    return `Tool ${block.tool_name} is not declared in this request; it cannot be called.`;
+  const definition = { description: tool.description ?? "", name: tool.name, parameters: tool.input_schema };
+  return `<functions>\n<function>${JSON.stringify(definition)}</function>\n</functions>`;
+}
+
 /** A repeated system prompt (frozen) becomes one frozen hub message: measured and serialised once too. */
 const toHubSystem = deriveOncePerFrozen(
   (blocks: readonly TextBlock[]): HubMessage => ({ role: "system", content: blocks.map(toTextPart) }),
@@ -119,6 +159,13 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
   const ignored = createIgnoredFields();
   const messages: HubMessage[] = [];
   const toolNames = new Map<string, string>();
+  const declared = request.tools ?? [];
+  const history: ToolHistory = {
+    callNames: toolNames,
+    declared: new Map(declared.map((tool) => [tool.name, tool])),
+    loaded: new Set(),
+    ignored,
+  };
 
   const systemBlocks = request.system ?? [];
   systemBlocks.forEach((block, i) => {
@@ -187,7 +234,7 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
               parts.push(toImagePart(block, at(j)));
               break;
             case "tool_result":
-              messages.push(toToolMessage(block, at(j), toolNames, ignored));
+              messages.push(toToolMessage(block, at(j), history));
               break;
             default: {
               const never: never = block;
@@ -205,17 +252,24 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
     }
   });
 
-  const declared = request.tools ?? [];
+  const withheld = new Set<number>();
   declared.forEach((tool, i) => {
     noteCacheControl(ignored, `tools[${i}]`, tool);
+    if (tool.defer_loading === true && !history.loaded.has(tool.name)) {
+      withheld.add(i);
+      ignored.add(
+        `tools[${i}] (${tool.name}): defer_loading, and no tool_reference in the history loads it: not offered upstream`,
+      );
+    }
   });
-  const tools = toHubTools(declared);
+  const allTools = toHubTools(declared);
   const names = new Set<string>();
-  tools.forEach((tool, i) => {
+  allTools.forEach((tool, i) => {
     if (names.has(tool.name))
       throw invalidField(`tools[${i}].name`, `tool name ${tool.name} is declared twice`);
     names.add(tool.name);
   });
+  const tools = offeredTools(allTools, withheld);
 
   if (request.thinking !== undefined) ignored.add(`thinking (${request.thinking.type})`);
   if (request.context_management !== undefined) ignored.add("context_management");
@@ -226,6 +280,13 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
     ignored.add(`anthropic-beta: ${context.betaFlags.join(",")}`);
 
   const choice = request.tool_choice;
+  if (choice?.type === "tool" && history.declared.get(choice.name)?.defer_loading === true) {
+    if (!history.loaded.has(choice.name))
+      throw invalidField(
+        "tool_choice.name",
+        `tool ${choice.name} is deferred (defer_loading) and no tool_reference in the history loads it`,
+      );
+  }
   const format = request.output_config?.format;
   return {
     model: request.model,
@@ -247,19 +308,41 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
   };
 }
 
-function toToolMessage(
-  block: ToolResultBlock,
-  path: string,
-  toolNames: Map<string, string>,
-  ignored: IgnoredFields,
-): HubMessage {
-  const name = toolNames.get(block.tool_use_id);
+/** What the tool results of a request's history are read against. */
+type ToolHistory = {
+  /** The name of each earlier tool_use, by id. */
+  callNames: Map<string, string>;
+  declared: Map<string, MessagesTool>;
+  /** Deferred tools loaded by a `tool_reference` so far. */
+  loaded: Set<string>;
+  ignored: IgnoredFields;
+};
+
+function toToolMessage(block: ToolResultBlock, path: string, history: ToolHistory): HubMessage {
+  const name = history.callNames.get(block.tool_use_id);
   if (name === undefined) {
     throw invalidField(`${path}.tool_use_id`, `no earlier tool_use has id ${block.tool_use_id}`);
   }
   const content = (block.content ?? []).map((part, k): HubPart => {
-    noteCacheControl(ignored, `${path}.content[${k}]`, part);
-    return part.type === "text" ? toTextPart(part) : toImagePart(part, `${path}.content[${k}]`);
+    const at = `${path}.content[${k}]`;
+    noteCacheControl(history.ignored, at, part);
+    switch (part.type) {
+      case "text":
+        return toTextPart(part);
+      case "image":
+        return toImagePart(part, at);
+      case "tool_reference": {
+        const tool = history.declared.get(part.tool_name);
+        if (tool === undefined)
+          history.ignored.add(`${at}: tool_reference to undeclared tool ${part.tool_name}`);
+        else history.loaded.add(part.tool_name);
+        return { type: "text", text: referenceText(part, tool) };
+      }
+      default: {
+        const never: never = part;
+        throw new Error(`unknown tool_result part ${JSON.stringify(never)}`);
+      }
+    }
   });
   return {
     role: "tool",
