@@ -274,7 +274,7 @@ export async function composeApp(options: ComposeOptions) {
     episodeRoutes: episodeRouteGroups,
     memory,
     admission: createBodyAdmission(config.body_bytes_in_flight),
-    ui: { episodes, dataDir },
+    ui: { episodes, dataDir, clock },
     ...(tracing ? { tracing } : {}),
   });
 

@@ -1,9 +1,13 @@
 /**
  * The timeline pages, server-rendered with hono's JSX: no client build step, no
- * external assets, one small inline style sheet and one inline script (live
- * reload while an episode runs), so the page works air-gapped.
+ * external assets, one small inline style sheet and inline scripts (live reload
+ * while an episode runs, unless an operator is typing a rejection reason; the
+ * waiting time of pending approvals), so the page works air-gapped. Calls awaiting
+ * an operator's approval come first on their episode's page, each with the latest
+ * images the model saw and an Approve and a Reject form (docs/approvals.md).
  */
 import type { Child, FC } from "hono/jsx";
+import type { PendingApprovalView } from "../control/approvals.ts";
 import { clientIdentityStatusSchema } from "../episodes/episode-status.ts";
 import type { FoundImage } from "./find-images.ts";
 import type { Line, Timeline, TimelineExchange } from "./read-timeline.ts";
@@ -15,7 +19,11 @@ main{padding:1rem;max-width:1200px;margin:auto}
 table{border-collapse:collapse;width:100%;background:#fff}td,th{border:1px solid #dde;padding:.3rem .5rem;text-align:left;vertical-align:top}
 .exchange{background:#fff;border:1px solid #dde;border-radius:6px;margin:0 0 1rem;padding:.6rem 1rem}
 .exchange h2{font-size:1rem;margin:.2rem 0}.state{font-weight:600}
-.failed,.refused,.revoked{color:#b00020}.delivered,.finished,.receipt{color:#08660d}
+.failed,.refused,.revoked,.rejected,.rate_limited{color:#b00020}.delivered,.finished,.receipt,.approved{color:#08660d}
+.awaiting_approval{color:#8a5a00}
+.approvals{border:2px solid #d89b00;background:#fffaf0}.approval{border-top:1px solid #eed;padding:.5rem 0}
+.approval form{display:inline-block;margin:.3rem 1rem .3rem 0}.approval input[name=reason]{width:22rem}
+.approval button{font-weight:600;padding:.3rem .8rem}.approve{background:#08660d;color:#fff}.reject{background:#b00020;color:#fff}
 .images{display:flex;gap:1rem;flex-wrap:wrap}.images figure{margin:0;border:1px solid #dde;padding:.3rem}
 .images img{max-width:240px;max-height:180px;display:block;image-rendering:pixelated}
 pre{white-space:pre-wrap;word-break:break-all;background:#f0f1f4;padding:.4rem;margin:.2rem 0}
@@ -40,9 +48,9 @@ export const Layout: FC<{ title: string; children?: Child; liveStamp?: { url: st
       <main>{children}</main>
       {liveStamp ? (
         <script
-          // Polls the records' size; reloads when something was appended.
+          // Polls the records' size; reloads when something was appended, unless a rejection reason is being written.
           dangerouslySetInnerHTML={{
-            __html: `setInterval(async()=>{try{const r=await fetch(${JSON.stringify(liveStamp.url)});const j=await r.json();if(j.stamp!==${liveStamp.stamp})location.reload()}catch{}},1500)`,
+            __html: `setInterval(async()=>{try{if([...document.querySelectorAll("input[name=reason]")].some(i=>i.value||i===document.activeElement))return;const r=await fetch(${JSON.stringify(liveStamp.url)});const j=await r.json();if(j.stamp!==${liveStamp.stamp})location.reload()}catch{}},1500)`,
           }}
         />
       ) : null}
@@ -157,8 +165,75 @@ const Json: FC<{ value: unknown }> = ({ value }) => <pre>{JSON.stringify(value, 
 const transition = (e: Line) => {
   const extra = e.type === "refused" ? ` ${e.code}: ${e.reason}` : e.reason ? `: ${e.reason}` : "";
   const job = e.jobId ? ` job ${e.jobId}` : "";
-  return `${new Date(Number(e.at)).toISOString().slice(11, 23)} ${e.type}${job}${extra}`;
+  const by = e.type === "approved" || e.type === "rejected" ? ` by ${String(e.by)}` : "";
+  return `${new Date(Number(e.at)).toISOString().slice(11, 23)} ${e.type}${by}${job}${extra}`;
 };
+
+/** One of the episode's latest images, by the URL the page serves it at. */
+export type LatestImage = { src: string; mediaType: string; bytes: number };
+
+const waited = (ms: number) => `${Math.floor(ms / 1000)} s`;
+
+/** The calls awaiting a decision, each with Approve and Reject (a reason required), posted back to /ui. */
+const Approvals: FC<{ episode: string; approvals: PendingApprovalView[]; images: LatestImage[] }> = ({
+  episode,
+  approvals,
+  images,
+}) => (
+  <section class="exchange approvals" id="approvals">
+    <h2>
+      <span class="awaiting_approval">{approvals.length} call(s) awaiting your approval</span>
+    </h2>
+    {images.length > 0 ? (
+      <div class="images latest">
+        {images.map((image, i) => (
+          <figure data-side="latest">
+            <img src={image.src} alt={`what the model saw last (${i + 1})`} />
+            <figcaption>
+              latest {image.mediaType} · {sizeOf(image.bytes)}
+            </figcaption>
+          </figure>
+        ))}
+      </div>
+    ) : null}
+    {approvals.map((a) => (
+      <div class="approval" data-approval={a.call_id}>
+        <p>
+          <strong>{a.tool}</strong> ({a.model_name}) {a.call_id} · waiting{" "}
+          <span class="waited" data-requested-at={Date.parse(a.requested_at)}>
+            {waited(a.waited_ms)}
+          </span>{" "}
+          · rejected unless decided by {a.expires_at.slice(11, 19)} UTC · rule: {a.rule}
+        </p>
+        <pre class="arguments">{JSON.stringify(a.arguments, null, 1)}</pre>
+        <p class="digest">
+          arguments SHA-256 <code>{a.args_sha256}</code>
+        </p>
+        <form method="post" action={`/ui/episodes/${episode}/approvals/${encodeURIComponent(a.call_id)}`}>
+          <input type="hidden" name="decision" value="approve" />
+          <input type="hidden" name="args_sha256" value={a.args_sha256} />
+          <button type="submit" class="approve">
+            Approve
+          </button>
+        </form>
+        <form method="post" action={`/ui/episodes/${episode}/approvals/${encodeURIComponent(a.call_id)}`}>
+          <input type="hidden" name="decision" value="reject" />
+          <input type="hidden" name="args_sha256" value={a.args_sha256} />
+          <input name="reason" required placeholder="reason (the model is told)" maxlength={1000} />
+          <button type="submit" class="reject">
+            Reject
+          </button>
+        </form>
+      </div>
+    ))}
+    <script
+      // Counts the waiting time up between reloads.
+      dangerouslySetInnerHTML={{
+        __html: `setInterval(()=>{for(const e of document.querySelectorAll(".waited[data-requested-at]"))e.textContent=Math.max(0,Math.floor((Date.now()-Number(e.dataset.requestedAt))/1000))+" s"},1000)`,
+      }}
+    />
+  </section>
+);
 
 const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode, exchange: x }) => {
   const status = String(x.status?.status ?? "in flight");
@@ -270,7 +345,11 @@ export const TimelinePage: FC<{
   page: number;
   pages: number;
   exchanges: TimelineExchange[];
-}> = ({ episode, timeline, page, pages, exchanges }) => {
+  approvals?: PendingApprovalView[];
+  latestImages?: LatestImage[];
+  /** Why the last decision posted from this page changed nothing. */
+  approvalError?: string;
+}> = ({ episode, timeline, page, pages, exchanges, approvals = [], latestImages = [], approvalError }) => {
   const id = String(episode.id);
   return (
     <Layout
@@ -287,6 +366,8 @@ export const TimelinePage: FC<{
         {String(episode.created_at)}
       </p>
       <ClientSession identity={episode.client_identity} />
+      {approvalError ? <p class="note failed approval-error">{approvalError}</p> : null}
+      {approvals.length > 0 ? <Approvals episode={id} approvals={approvals} images={latestImages} /> : null}
       {episode.failure ? <Json value={episode.failure} /> : null}
       {episode.result ? (
         <p>

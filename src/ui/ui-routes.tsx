@@ -5,21 +5,49 @@
  * password (never the password itself), which every other /ui request must carry.
  * Images are served by URL, never inlined into the page: an image in the blob store
  * by its digest (one file read, cacheable for good: the name is the content), one
- * kept inline in a record line (older records) from that line.
+ * kept inline in a record line (older records) from that line. Calls awaiting an
+ * operator's approval are decided here too (POST …/approvals/{call_id}, the same
+ * checks and journal as the control API, `by: "ui"`; docs/approvals.md): the
+ * SameSite=Strict cookie keeps another site's page from posting a decision.
  */
 import { join } from "node:path";
 import { type Context, Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
+import { decideApproval, parseApprovalDecision, viewPendingApproval } from "../control/approvals.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../episodes/ids.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { blobDigestPattern } from "../records/blob-store.ts";
 import { sniffImageType } from "../records/image-references.ts";
 import { openRecords } from "../records/read-records.ts";
-import { EpisodeListPage, type EpisodeRow, LoginPage, TimelinePage } from "./pages.tsx";
-import { exchangeImage, readTimeline, recordsStamp } from "./read-timeline.ts";
+import { EpisodeListPage, type EpisodeRow, type LatestImage, LoginPage, TimelinePage } from "./pages.tsx";
+import { exchangeImage, readTimeline, recordsStamp, type Timeline } from "./read-timeline.ts";
 
-export type UiDeps = { episodes: EpisodeStore; dataDir: string; controlPassword: string };
+export type UiDeps = {
+  episodes: EpisodeStore;
+  dataDir: string;
+  controlPassword: string;
+  /** Milliseconds since the epoch (how long a call has waited); default Date.now. */
+  clock?: () => number;
+};
+
+/** How many of the latest client images a pending approval shows. */
+const latestImageCount = 2;
+
+/** The last images of the newest exchange that has any: what the model saw just before its calls. */
+function latestImages(episode: string, timeline: Timeline): LatestImage[] {
+  const exchange = timeline.exchanges.findLast((x) => x.clientImages.length > 0);
+  if (exchange === undefined) return [];
+  const first = Math.max(0, exchange.clientImages.length - latestImageCount);
+  return exchange.clientImages.slice(first).map((image, i) => ({
+    src:
+      image.kind === "blob"
+        ? `/ui/blobs/${image.digest}`
+        : `/ui/episodes/${episode}/exchanges/${exchange.id}/images/client/${first + i}`,
+    mediaType: image.mediaType,
+    bytes: image.bytes,
+  }));
+}
 
 const cookieName = "ura_ui";
 const episodesPerPage = 50;
@@ -38,6 +66,7 @@ export function createUiRoutes(deps: UiDeps): Hono {
   const app = new Hono();
   const records = openRecords(deps.dataDir);
   const token = sessionToken(deps.controlPassword);
+  const clock = deps.clock ?? Date.now;
   app.onError((err, c) => {
     const error = err instanceof SidecarError ? err : new SidecarError("internal", err.message);
     return c.text(error.message, error.status as 404);
@@ -91,6 +120,9 @@ export function createUiRoutes(deps: UiDeps): Hono {
     const pages = Math.ceil(timeline.exchanges.length / exchangesPerPage);
     const page = pageOf(c.req.query("page"), pages);
     const exchanges = timeline.exchanges.slice((page - 1) * exchangesPerPage, page * exchangesPerPage);
+    const now = clock();
+    const approvals = episode.ledger.pendingApprovals().map((p) => viewPendingApproval(p, now));
+    const approvalError = c.req.query("approval_error");
     return c.html(
       <TimelinePage
         episode={episode.describe() as unknown as Record<string, unknown>}
@@ -98,8 +130,33 @@ export function createUiRoutes(deps: UiDeps): Hono {
         page={page}
         pages={pages}
         exchanges={exchanges}
+        approvals={approvals}
+        latestImages={approvals.length > 0 ? latestImages(episode.id, timeline) : []}
+        {...(approvalError ? { approvalError } : {})}
       />,
     );
+  });
+  /** A decision from the page's forms; back to the page, with why when it changed nothing. */
+  app.post("/episodes/:id/approvals/:call_id", async (c) => {
+    const { episode } = episodeDir(c.req.param("id"));
+    const form = await c.req.parseBody();
+    const field = (name: string) => {
+      const value = form[name];
+      return typeof value === "string" && value !== "" ? value : undefined;
+    };
+    const page = `/ui/episodes/${episode.id}`;
+    try {
+      const body = parseApprovalDecision({
+        decision: field("decision"),
+        ...(field("reason") === undefined ? {} : { reason: field("reason") }),
+        ...(field("args_sha256") === undefined ? {} : { args_sha256: field("args_sha256") }),
+      });
+      decideApproval(episode, c.req.param("call_id"), body, "ui");
+      return c.redirect(page, 303);
+    } catch (error) {
+      if (!(error instanceof SidecarError) || error.kind === "internal") throw error;
+      return c.redirect(`${page}?approval_error=${encodeURIComponent(error.message)}`, 303);
+    }
   });
   app.get("/episodes/:id/stamp", (c) => {
     const { episode, dir } = episodeDir(c.req.param("id"));
