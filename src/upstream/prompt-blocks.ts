@@ -1,0 +1,91 @@
+/**
+ * A Chat Completions request as the provider's context cache sees it: the prompt the
+ * model's chat template renders (the tool declarations, then the messages in order),
+ * cut into content blocks, each with a digest of its content, its tokens and whether it
+ * carries an explicit `cache_control` marker.
+ *
+ * Model Studio's context cache serves only an unchanged prefix of that prompt, and its
+ * explicit markers are counted in content blocks (at most 4 markers, each looking back
+ * at most 20 blocks, at least 1024 tokens; docs/prompt-cache.md). So the sidecar places
+ * its markers on these blocks, the scripted upstream emulates the cache over them, and
+ * cache efficiency is measured over them — one definition of "the prompt" for all three.
+ *
+ * A block: a message's string content, or one part of its content array; an assistant
+ * message's text and tool calls are one block; the tool list is one block. A block's
+ * digest covers its role, whether it opens its message, the call it answers and its
+ * content, never its marker (a marker does not change what the model reads). Tokens are
+ * an estimate, as the scripted upstream counts them: text at ~4 characters a token, an
+ * image by its patches (`tokensPerImage`), not by its base64 length.
+ */
+
+/** Tokens a Qwen-VL image costs at most: one per 28×28 patch of a 1280×720 frame. */
+export const tokensPerImage = 1200;
+
+export interface PromptBlock {
+  /** Digest of what the model reads in this block (and where it stands in its message). */
+  digest: string;
+  tokens: number;
+  /** Carries `cache_control: {"type":"ephemeral"}`. */
+  marked: boolean;
+}
+
+type LooseMessage = {
+  role?: unknown;
+  content?: unknown;
+  tool_calls?: unknown;
+  tool_call_id?: unknown;
+};
+
+const textTokens = (text: string) => Math.ceil(text.length / 4);
+
+function digestOf(text: string): string {
+  return Bun.hash(text).toString(36);
+}
+
+/** Whether a content part carries an explicit cache marker. */
+export function hasCacheMarker(part: unknown): boolean {
+  const control = (part as { cache_control?: { type?: unknown } } | null)?.cache_control;
+  return typeof control === "object" && control !== null && control.type === "ephemeral";
+}
+
+function partBlock(head: string, part: unknown): PromptBlock {
+  const marked = hasCacheMarker(part);
+  const { cache_control: _marker, ...content } = (part ?? {}) as Record<string, unknown>;
+  const url = (content.image_url as { url?: unknown } | undefined)?.url;
+  if (content.type === "image_url" && typeof url === "string") {
+    // The data URL itself is digested: no second copy of megabytes of base64.
+    return { digest: digestOf(`${head}|image|${digestOf(url)}`), tokens: tokensPerImage, marked };
+  }
+  const json = JSON.stringify(content);
+  return { digest: digestOf(`${head}|${json}`), tokens: textTokens(json), marked };
+}
+
+/** The blocks of a Chat Completions request body (parsed JSON), in the order the template renders them. */
+export function listPromptBlocks(body: { tools?: unknown; messages?: unknown }): PromptBlock[] {
+  const blocks: PromptBlock[] = [];
+  if (Array.isArray(body.tools) && body.tools.length > 0) {
+    const json = JSON.stringify(body.tools);
+    blocks.push({ digest: digestOf(`tools|${json}`), tokens: textTokens(json), marked: false });
+  }
+  const messages = Array.isArray(body.messages) ? (body.messages as LooseMessage[]) : [];
+  for (const message of messages) {
+    const role = String(message.role);
+    const answers = typeof message.tool_call_id === "string" ? message.tool_call_id : "";
+    const head = (first: boolean) => `${role}|${first ? "open" : "more"}|${answers}`;
+    if (role === "assistant") {
+      const json = JSON.stringify([message.content ?? null, message.tool_calls ?? null]);
+      blocks.push({ digest: digestOf(`${head(true)}|${json}`), tokens: textTokens(json), marked: false });
+      continue;
+    }
+    if (Array.isArray(message.content)) {
+      message.content.forEach((part, i) => {
+        blocks.push(partBlock(head(i === 0), part));
+      });
+      continue;
+    }
+    const text =
+      typeof message.content === "string" ? message.content : JSON.stringify(message.content ?? null);
+    blocks.push({ digest: digestOf(`${head(true)}|${text}`), tokens: textTokens(text), marked: false });
+  }
+  return blocks;
+}
