@@ -105,7 +105,7 @@ test("--new-episode --context-policy body_budget creates a camera episode with t
   const id = /kit for episode (\S+)/.exec(lines.join("\n"))?.[1] ?? "";
   expect(sidecar.episodes.get(id).context).toMatchObject({
     policy: "body_budget",
-    image_eviction_batch_size: 8,
+    low_water_fraction: 0.6,
   });
   expect(readFileSync(join(out, "credentials.env"), "utf8")).toContain(sidecar.episodes.get(id).mcpToken);
 });

@@ -51,8 +51,9 @@ describe("loadConfig", () => {
     const bodyBudget = {
       policy: "body_budget" as const,
       min_recent_tool_images: 6,
-      image_eviction_batch_size: 8,
+      image_eviction_batch_size: 1,
       keep_recent_blocks: 2,
+      low_water_fraction: 0.6,
     };
     expect(loadConfig({ config: file, "context-policy": "body_budget" }, {}).context).toEqual(bodyBudget);
     expect(loadConfig({ config: file }, { URA_CONTEXT_POLICY: "body_budget" }).context).toEqual(bodyBudget);

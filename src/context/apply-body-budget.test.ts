@@ -89,7 +89,7 @@ describe("body_budget", () => {
     const budget = 200_000;
     const { request: out, decision } = await run(
       request,
-      policy({ max_body_bytes: budget, image_eviction_batch_size: 4 }),
+      policy({ max_body_bytes: budget, image_eviction_batch_size: 4, low_water_fraction: 1 }),
     );
     expect(jsonBytes(out)).toBeLessThanOrEqual(budget);
     const kept = framesLeft(out);
@@ -120,7 +120,7 @@ describe("body_budget", () => {
     // blocks go, dozens of text-only ones before any frame.
     const request = cameraRequest(69);
     const budget = 100_000;
-    const tight = policy({ max_body_bytes: budget });
+    const tight = policy({ max_body_bytes: budget, image_eviction_batch_size: 8, low_water_fraction: 1 });
     const { request: out, decision } = await run(request, tight);
     expect(jsonBytes(out)).toBeLessThanOrEqual(budget);
     expect(decision.images_omitted).toHaveLength(56);

@@ -8,7 +8,13 @@
  *    `image_eviction_batch_size`, never the newest `min_recent_tool_images`
  *    (user images are never touched);
  * 2. then the oldest call/result blocks go whole, never the newest `keep_recent_blocks`.
- * It takes the fewest batches, then the fewest blocks, that fit. System prompt, tool
+ * It keeps the prompt's prefix stable (docs/context-policies.md): a request that fits
+ * with the episode's previous reduction (`previous`, the same batches omitted and blocks
+ * removed, at the same calls) gets exactly that one again, so the history only appends;
+ * one that no longer fits is reduced to the low-water mark (`low_water_fraction` of the
+ * budget) with the fewest batches, then the fewest blocks, so that several turns can
+ * append again before the next reduction; when the most reduced request is over the
+ * low-water mark but under the budget, it is that one. System prompt, tool
  * declarations, user messages and assistant text are protected; when the body is
  * still over budget it fails with `request_too_large` (a ContextPolicyError carrying
  * the decision) naming the client's field of the largest protected item.
@@ -16,7 +22,7 @@
  * The candidates form one sequence, each keeping a subset of the previous one's
  * images: no batch omitted, one, …, every evictable batch, then one block removed, two, ….
  * The body only shrinks along it, so the answer is found walking back from the
- * most reduced candidate while the body still fits. Sizes come from `body`, an exact
+ * most reduced candidate while the body still fits the target. Sizes come from `body`, an exact
  * model of the rendered body (nothing is rendered here); an image whose upstream
  * size is not known yet (a PNG not converted) is sized through `resolve` only when
  * the candidate being tried keeps it, newest first, and only until that candidate is
@@ -25,6 +31,7 @@
  */
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
 import { listToolImages } from "./apply-sliding-window.ts";
+import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
@@ -43,6 +50,8 @@ export type BodyBudgetOptions = {
   body: BodyMeasure;
   /** Makes these images' upstream sizes known to `body` (converts them). */
   resolve: (images: HubImagePart[]) => Promise<void>;
+  /** The episode's previous reduction: kept while the request still fits with it. */
+  previous?: ContextCut;
 };
 
 type Candidate = { omitted: number; removed: number };
@@ -59,6 +68,8 @@ export type BodyBudgetResult = {
    * again: it is then converted again.)
    */
   stale: HubImagePart[];
+  /** This reduction, for the episode's next request. */
+  cut: ContextCut;
 };
 
 export async function applyBodyBudget(
@@ -68,6 +79,7 @@ export async function applyBodyBudget(
   options: BodyBudgetOptions,
 ): Promise<BodyBudgetResult> {
   const budget = Math.min(policy.max_body_bytes ?? options.providerLimitBytes, options.providerLimitBytes);
+  const lowWater = Math.floor(budget * policy.low_water_fraction);
   const messages = request.messages;
   const images = listToolImages(messages);
   const batch = policy.image_eviction_batch_size;
@@ -79,10 +91,17 @@ export async function applyBodyBudget(
     removed: Math.max(0, step - batches),
   });
   const kept = keptMessages(messages, images, blocks);
-  const withBudget = (bytesAfter: number): ContextDecision => ({
+  const withBudget = (bytesAfter: number, keptPrevious: boolean): ContextDecision => ({
     ...decision,
-    body_budget: { max_body_bytes: budget, bytes_before: bytesBefore(), bytes_after: bytesAfter },
+    body_budget: {
+      max_body_bytes: budget,
+      low_water_bytes: lowWater,
+      kept_previous: keptPrevious,
+      bytes_before: bytesBefore(),
+      bytes_after: bytesAfter,
+    },
   });
+  const cutOf = (candidate: Candidate) => cutAt(messages, images, blocks, candidate);
   // Before: the whole history's body, images not sized counted at their client data length.
   const bytesBefore = () => withUnsized(options.body.measure(messages));
 
@@ -91,12 +110,12 @@ export async function applyBodyBudget(
    * still fit. Those that would fit even at their client size (a PNG's WebP is smaller)
    * are sized together: the one-by-one walk would size every one of them anyway.
    */
-  const bytesIfFits = async (candidate: Candidate): Promise<number | undefined> => {
+  const bytesIfFits = async (candidate: Candidate, target = budget): Promise<number | undefined> => {
     const list = kept(candidate);
     let size = options.body.measure(list);
-    while (size.bytes <= budget && size.unknown.length > 0) {
+    while (size.bytes <= target && size.unknown.length > 0) {
       const next: HubImagePart[] = [];
-      let room = budget - size.bytes;
+      let room = target - size.bytes;
       for (const image of size.unknown.toReversed()) {
         if (next.length > 0 && image.data.length > room) break;
         next.push(image);
@@ -105,8 +124,13 @@ export async function applyBodyBudget(
       await options.resolve(next);
       size = options.body.measure(list);
     }
-    return size.bytes <= budget ? size.bytes : undefined;
+    return size.bytes <= target ? size.bytes : undefined;
   };
+
+  // The previous reduction (none at the episode's start), if this request still fits with it.
+  const previous = usablePrevious(options.previous, { batch, batches, removable }, cutOf);
+  const again = await bytesIfFits(previous);
+  if (again !== undefined) return chosenResult(previous, again, true);
 
   const last = batches + removable;
   const mostReduced = candidateAt(last);
@@ -121,28 +145,53 @@ export async function applyBodyBudget(
       removed: mostReduced.removed,
       policy,
       decision: {
-        ...withBudget(withUnsized(options.body.measure(kept(mostReduced)))),
+        ...withBudget(withUnsized(options.body.measure(kept(mostReduced))), false),
         ...reduction(mostReduced, messages, images, blocks),
       },
     });
   }
+  // Over with the previous reduction: down to the low-water mark, or as far as the policy allows.
   let step = last;
   while (step > 0) {
-    const fewer = await bytesIfFits(candidateAt(step - 1));
+    const fewer = await bytesIfFits(candidateAt(step - 1), lowWater);
     if (fewer === undefined) break;
     bytes = fewer;
     step -= 1;
   }
-  if (step === 0) return { request, decision: withBudget(bytes), stale: [] };
-  const chosen = candidateAt(step);
-  return {
-    request: { ...request, messages: kept(chosen) },
-    decision: { ...withBudget(bytes), ...reduction(chosen, messages, images, blocks) },
-    stale: images.slice(0, Math.max(0, chosen.omitted - batch)).map(({ messageIndex, partIndex }) => {
-      const message = messages[messageIndex] as HubMessage & { role: "tool" };
-      return message.content[partIndex] as HubImagePart;
-    }),
-  };
+  return chosenResult(candidateAt(step), bytes, false);
+
+  function chosenResult(chosen: Candidate, bytes: number, keptPrevious: boolean): BodyBudgetResult {
+    const cut = cutOf(chosen);
+    if (chosen.omitted === 0 && chosen.removed === 0)
+      return { request, decision: withBudget(bytes, keptPrevious), stale: [], cut };
+    return {
+      request: { ...request, messages: kept(chosen) },
+      decision: { ...withBudget(bytes, keptPrevious), ...reduction(chosen, messages, images, blocks) },
+      stale: images.slice(0, Math.max(0, chosen.omitted - batch)).map(({ messageIndex, partIndex }) => {
+        const message = messages[messageIndex] as HubMessage & { role: "tool" };
+        return message.content[partIndex] as HubImagePart;
+      }),
+      cut,
+    };
+  }
+}
+
+/**
+ * The previous reduction as a candidate of this request: the same number of batches
+ * omitted and blocks removed, ending at the same calls (a client that edited or
+ * shortened its history gets none), and allowed by the policy here. Otherwise no reduction.
+ */
+function usablePrevious(
+  previous: ContextCut | undefined,
+  limits: { batch: number; batches: number; removable: number },
+  cutOf: (candidate: Candidate) => ContextCut,
+): Candidate {
+  const none = { omitted: 0, removed: 0 };
+  if (previous === undefined) return none;
+  const { omitted, removed } = previous;
+  if (omitted % limits.batch !== 0 || omitted > limits.batches * limits.batch || removed > limits.removable)
+    return none;
+  return cutOf({ omitted, removed }).anchor === previous.anchor ? { omitted, removed } : none;
 }
 
 /** A measured size with the images not sized yet counted at their client data length. */

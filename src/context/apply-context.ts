@@ -7,6 +7,7 @@
  */
 import type { HubImagePart, HubRequest } from "../hub/schema.ts";
 import { applySlidingWindow } from "./apply-sliding-window.ts";
+import type { ContextCut } from "./context-cut.ts";
 import type { ContextDecision } from "./decision-schema.ts";
 import { estimateTokens } from "./estimate.ts";
 import type { ContextPolicy } from "./policy-schema.ts";
@@ -25,13 +26,19 @@ export interface ContextResult {
    * cached WebP. body_budget finds its own after the conversion (apply-body-budget.ts).
    */
   stale: HubImagePart[];
+  /** sliding_window's reduction, for the episode's next request (body_budget's comes after the conversion). */
+  cut?: ContextCut;
 }
 
 /**
  * Throws SidecarError `invalid_request` (broken history) or ContextPolicyError
  * (`request_too_large`, over target; carries the decision for the failure record).
  */
-export function applyContextPolicy(request: HubRequest, policy: ContextPolicy): ContextResult {
+export function applyContextPolicy(
+  request: HubRequest,
+  policy: ContextPolicy,
+  previous?: ContextCut,
+): ContextResult {
   validateToolHistory(request.messages);
   switch (policy.policy) {
     // body_budget acts after the WebP conversion (applyBodyBudget); here it passes the request on.
@@ -52,7 +59,7 @@ export function applyContextPolicy(request: HubRequest, policy: ContextPolicy): 
       };
     }
     case "sliding_window":
-      return applySlidingWindow(request, policy);
+      return applySlidingWindow(request, policy, previous);
     default: {
       const unknown: never = policy;
       throw new Error(`unknown context policy ${JSON.stringify(unknown)}`);

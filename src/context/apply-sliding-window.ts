@@ -22,11 +22,18 @@
  * shows one). A client that shortens its history may send a stale frame again; it is
  * then converted again.
  *
+ * Cache-stable: the episode's previous reduction (`previous`, context-cut.ts) is kept
+ * while the request with it stays at or under `max_input_tokens`, so the history only
+ * appends between reductions and the provider's cache can serve its prefix; each
+ * reduction goes down to `target_input_tokens` (the low-water mark). The stale images
+ * stay stale: a kept reduction omits at least what the last fresh one did.
+ *
  * Message sizes are measured once and the total is kept incrementally (JSON of
  * the request = JSON without messages + each message + the commas between), so
  * the work is linear in the size of the history.
  */
 import type { HubImagePart, HubMessage, HubPart, HubRequest, HubToolMessage } from "../hub/schema.ts";
+import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
 import { measureJsonBytes, measureMessageBytes, tokensFromBytes } from "./estimate.ts";
@@ -41,90 +48,126 @@ export interface ToolImage {
   imageNumber: number;
 }
 
-/** Expects a history that passed validateToolHistory. */
+/**
+ * Expects a history that passed validateToolHistory. `previous`: the episode's previous
+ * reduction; while the request with that very reduction is at or under
+ * `max_input_tokens` it is kept (the prompt only appends, its prefix stays cacheable);
+ * otherwise the request is reduced toward `target_input_tokens` afresh.
+ */
 export function applySlidingWindow(
   request: HubRequest,
   policy: SlidingWindowPolicy,
-): { request: HubRequest; decision: ContextDecision; stale: HubImagePart[] } {
+  previous?: ContextCut,
+): { request: HubRequest; decision: ContextDecision; stale: HubImagePart[]; cut: ContextCut } {
   const messages = request.messages;
   const baseBytes = measureJsonBytes({ ...request, messages: [] });
   const messageBytes = messages.map(measureMessageBytes);
-  let messageBytesSum = messageBytes.reduce((sum, bytes) => sum + bytes, 0);
-  let messageCount = messages.length;
-  const estimate = () => tokensFromBytes(baseBytes + messageBytesSum + Math.max(0, messageCount - 1));
-
-  const estimateBefore = estimate();
-  const decision: ContextDecision = {
-    policy: "sliding_window",
-    estimate_before: estimateBefore,
-    estimate_after: estimateBefore,
-    reduced: false,
-    images_omitted: [],
-    blocks_removed: [],
-  };
-  if (estimateBefore <= policy.max_input_tokens) return { request, decision, stale: [] };
-  const overTarget = () => estimate() > policy.target_input_tokens;
-
   const images = listToolImages(messages);
+  const blocks = findToolBlocks(messages);
+  const sumBefore = messageBytes.reduce((sum, bytes) => sum + bytes, 0);
+  const estimateBefore = tokensFromBytes(baseBytes + sumBefore + Math.max(0, messages.length - 1));
+  const unchanged = {
+    request,
+    decision: {
+      policy: "sliding_window" as const,
+      estimate_before: estimateBefore,
+      estimate_after: estimateBefore,
+      reduced: false,
+      images_omitted: [],
+      blocks_removed: [],
+    },
+    stale: [],
+    cut: cutAt(messages, images, blocks, { omitted: 0, removed: 0 }),
+  };
+  if (estimateBefore <= policy.max_input_tokens) return unchanged;
   const evictable =
     Math.floor(
       Math.max(0, images.length - policy.min_recent_tool_images) / policy.image_eviction_batch_size,
     ) * policy.image_eviction_batch_size;
-  const rewritten = new Map<number, HubPart[]>();
-  const stale: HubImagePart[] = [];
-  for (let next = 0; next < evictable && overTarget(); ) {
-    for (const end = next + policy.image_eviction_batch_size; next < end; next++) {
-      const image = images[next] as ToolImage;
-      const message = messages[image.messageIndex] as HubToolMessage;
-      let content = rewritten.get(image.messageIndex);
-      if (!content) {
-        content = [...message.content];
-        rewritten.set(image.messageIndex, content);
-      }
-      stale.push(message.content[image.partIndex] as HubImagePart);
-      const notice = createOmissionNotice(message.toolCallId, image.imageNumber);
-      const delta = measureJsonBytes(notice) - measureJsonBytes(content[image.partIndex]);
-      content[image.partIndex] = notice;
-      messageBytes[image.messageIndex] = (messageBytes[image.messageIndex] ?? 0) + delta;
-      messageBytesSum += delta;
-      decision.images_omitted.push({ toolCallId: message.toolCallId, index: image.partIndex });
-    }
-  }
-
-  const blocks = findToolBlocks(messages);
   const removable = Math.max(0, blocks.length - policy.keep_recent_blocks);
-  const removed = new Uint8Array(messages.length);
-  for (let b = 0; b < removable && overTarget(); b++) {
-    const block = blocks[b];
-    if (!block) break;
-    for (const index of block.messageIndexes) {
-      removed[index] = 1;
-      messageBytesSum -= messageBytes[index] ?? 0;
-      messageCount--;
-    }
-    decision.blocks_removed.push({ toolCallIds: block.toolCallIds });
+  const replay =
+    previous !== undefined &&
+    (previous.omitted > 0 || previous.removed > 0) &&
+    previous.omitted <= evictable &&
+    previous.omitted % policy.image_eviction_batch_size === 0 &&
+    previous.removed <= removable &&
+    cutAt(messages, images, blocks, previous).anchor === previous.anchor
+      ? previous
+      : undefined;
+  if (replay) {
+    const kept = reduce({ images: replay.omitted, blocks: replay.removed });
+    if (kept.decision.estimate_after <= policy.max_input_tokens) return kept;
   }
+  return reduce(undefined);
 
-  decision.estimate_after = estimate();
-  if (overTarget()) {
-    throw new ContextPolicyError(
-      `context policy sliding_window: the request is still ~${decision.estimate_after} tokens ` +
-        `after omitting ${decision.images_omitted.length} tool-result images and removing ` +
-        `${decision.blocks_removed.length} call/result blocks, over target_input_tokens ` +
-        `${policy.target_input_tokens} (from ~${estimateBefore}); the rest is protected: system prompt, ` +
-        `tool declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks ` +
-        `and the ${policy.min_recent_tool_images} most recent tool images`,
-      decision,
-    );
+  /** Omits and removes the given numbers, or (none given) as few as bring it to the target. */
+  function reduce(counts: { images: number; blocks: number } | undefined) {
+    const sizes = [...messageBytes];
+    let messageBytesSum = sumBefore;
+    let messageCount = messages.length;
+    const estimate = () => tokensFromBytes(baseBytes + messageBytesSum + Math.max(0, messageCount - 1));
+    const overTarget = () => estimate() > policy.target_input_tokens;
+    const decision: ContextDecision = { ...unchanged.decision, images_omitted: [], blocks_removed: [] };
+    const rewritten = new Map<number, HubPart[]>();
+    const stale: HubImagePart[] = [];
+    const moreImages = (next: number) => (counts ? next < counts.images : overTarget());
+    for (let next = 0; next < evictable && moreImages(next); ) {
+      for (const end = next + policy.image_eviction_batch_size; next < end; next++) {
+        const image = images[next] as ToolImage;
+        const message = messages[image.messageIndex] as HubToolMessage;
+        let content = rewritten.get(image.messageIndex);
+        if (!content) {
+          content = [...message.content];
+          rewritten.set(image.messageIndex, content);
+        }
+        stale.push(message.content[image.partIndex] as HubImagePart);
+        const notice = createOmissionNotice(message.toolCallId, image.imageNumber);
+        const delta = measureJsonBytes(notice) - measureJsonBytes(content[image.partIndex]);
+        content[image.partIndex] = notice;
+        sizes[image.messageIndex] = (sizes[image.messageIndex] ?? 0) + delta;
+        messageBytesSum += delta;
+        decision.images_omitted.push({ toolCallId: message.toolCallId, index: image.partIndex });
+      }
+    }
+
+    const removed = new Uint8Array(messages.length);
+    const moreBlocks = (b: number) => (counts ? b < counts.blocks : overTarget());
+    for (let b = 0; b < removable && moreBlocks(b); b++) {
+      const block = blocks[b];
+      if (!block) break;
+      for (const index of block.messageIndexes) {
+        removed[index] = 1;
+        messageBytesSum -= sizes[index] ?? 0;
+        messageCount--;
+      }
+      decision.blocks_removed.push({ toolCallIds: block.toolCallIds });
+    }
+
+    decision.estimate_after = estimate();
+    if (counts === undefined && overTarget()) {
+      throw new ContextPolicyError(
+        `context policy sliding_window: the request is still ~${decision.estimate_after} tokens ` +
+          `after omitting ${decision.images_omitted.length} tool-result images and removing ` +
+          `${decision.blocks_removed.length} call/result blocks, over target_input_tokens ` +
+          `${policy.target_input_tokens} (from ~${estimateBefore}); the rest is protected: system prompt, ` +
+          `tool declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks ` +
+          `and the ${policy.min_recent_tool_images} most recent tool images`,
+        decision,
+      );
+    }
+    decision.reduced = true;
+    const kept: HubMessage[] = [];
+    messages.forEach((message, i) => {
+      if (removed[i]) return;
+      const content = rewritten.get(i);
+      kept.push(content && message.role === "tool" ? { ...message, content } : message);
+    });
+    const cut = cutAt(messages, images, blocks, {
+      omitted: decision.images_omitted.length,
+      removed: decision.blocks_removed.length,
+    });
+    return { request: { ...request, messages: kept }, decision, stale, cut };
   }
-  decision.reduced = true;
-  const kept: HubMessage[] = [];
-  messages.forEach((message, i) => {
-    if (removed[i]) return;
-    const content = rewritten.get(i);
-    kept.push(content && message.role === "tool" ? { ...message, content } : message);
-  });
-  return { request: { ...request, messages: kept }, decision, stale };
 }
 
 /** Every image part inside a tool message, oldest first. */

@@ -19,6 +19,10 @@ export const contextDecisionSchema = z.object({
   body_budget: z
     .object({
       max_body_bytes: z.number().int().positive(),
+      /** Where a reduction brings the body (max_body_bytes × low_water_fraction). */
+      low_water_bytes: z.number().int().nonnegative().optional(),
+      /** The episode's previous reduction was kept (the prompt's prefix unchanged). */
+      kept_previous: z.boolean().optional(),
       bytes_before: z.number().int().nonnegative(),
       bytes_after: z.number().int().nonnegative(),
     })

@@ -7,14 +7,14 @@
 import fc from "fast-check";
 import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
 
-type Segment =
+export type Segment =
   | { kind: "user"; text: string; images: number[] }
   | { kind: "assistant_text"; text: string }
   | { kind: "block"; calls: { name: string; args: string; text: string; images: number[] }[] };
 
 const imageSizes = (max: number) => fc.array(fc.integer({ min: 0, max: 3000 }), { maxLength: max });
 
-const segmentArbitrary: fc.Arbitrary<Segment> = fc.oneof(
+export const segmentArbitrary: fc.Arbitrary<Segment> = fc.oneof(
   {
     arbitrary: fc.record({
       kind: fc.constant("user" as const),

@@ -43,13 +43,17 @@ export const bodyBudgetPolicySchema = z.strictObject({
   max_body_bytes: z.number().int().positive().optional(),
   /** The newest tool-result images that are never replaced by an omission notice. */
   min_recent_tool_images: z.number().int().nonnegative().default(6),
-  /**
-   * Tool-result images are omitted in whole batches of this many, oldest first: a larger
-   * batch changes the history's prefix less often (better for the provider's prompt cache).
-   */
-  image_eviction_batch_size: z.number().int().positive().default(8),
+  /** Tool-result images are omitted in whole batches of this many, oldest first. */
+  image_eviction_batch_size: z.number().int().positive().default(1),
   /** The newest call/result blocks that are never removed (at least the one being answered). */
   keep_recent_blocks: z.number().int().min(1).default(2),
+  /**
+   * Once over the budget, reduce to this share of it, so that the next turns only append
+   * and the prompt keeps its prefix (the provider's cache can serve it) until the budget
+   * is reached again. Lower: fewer reductions, fewer frames on average; 1: the fewest
+   * omitted each turn (the prefix changes on nearly every turn).
+   */
+  low_water_fraction: z.number().gt(0).max(1).default(0.6),
 });
 
 export const contextPolicySchema = z

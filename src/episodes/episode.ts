@@ -6,6 +6,7 @@
 
 import type { z } from "zod";
 import { manifestToolFor } from "../clients/tool-names.ts";
+import { createContextMemory } from "../context/context-cut.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { Executor } from "../executor/executor.ts";
 import {
@@ -140,6 +141,8 @@ export function createEpisode(init: EpisodeInit) {
   const episode = {
     ...init,
     ledger,
+    /** The context policy's previous reduction, so the next turn keeps the prompt's prefix. */
+    contextMemory: createContextMemory(),
     /** Changed only by the verbs below, each of which decides how soon episode.json is rewritten. */
     counters: counters as Readonly<EpisodeCounters>,
     mcp: mcp as Readonly<EpisodeMcp>,

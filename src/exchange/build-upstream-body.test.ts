@@ -1,5 +1,6 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { applyContextPolicy } from "../context/apply-context.ts";
+import { type ContextMemory, createContextMemory } from "../context/context-cut.ts";
 import { type BodyBudgetPolicy, contextPolicySchema } from "../context/policy-schema.ts";
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
 import { type Codecs, loadCodecs } from "../images/codecs.ts";
@@ -68,9 +69,10 @@ const imagesWith = (converter: PngToWebp, cache: ImageCache = createImageCache(6
   createImageConverter({ converter, settings, cache, owner: "e1" });
 
 /**
- * The policy's rule as it was run before the size model: convert every frame, then
- * render every candidate (batches of frames omitted oldest first, then blocks removed
- * oldest first) and send the first whose body fits.
+ * The policy's rule without the episode's previous reduction, by brute force: convert
+ * every frame, then render every candidate (batches of frames omitted oldest first, then
+ * blocks removed oldest first); the whole history if it fits, else the first candidate
+ * under the low-water mark, else the most reduced one if it fits.
  */
 async function firstFittingBody(request: HubRequest, policy: BodyBudgetPolicy): Promise<string> {
   const { request: converted } = await imagesWith(convertOnThisThread(codecs)).convertRequest(request);
@@ -79,7 +81,9 @@ async function firstFittingBody(request: HubRequest, policy: BodyBudgetPolicy): 
   const batches = Math.floor(Math.max(0, results.length - policy.min_recent_tool_images) / batch);
   const blocks = Math.max(0, results.length - policy.keep_recent_blocks);
   const budget = Math.min(policy.max_body_bytes ?? limit, limit);
-  for (let step = 0; step <= batches + blocks; step++) {
+  const lowWater = Math.floor(budget * policy.low_water_fraction);
+  const last = batches + blocks;
+  for (let step = 0; step <= last; step++) {
     const omitted = Math.min(step, batches) * batch;
     const removed = Math.max(0, step - batches);
     const messages = converted.messages.flatMap((message, i): HubMessage[] => {
@@ -91,7 +95,8 @@ async function firstFittingBody(request: HubRequest, policy: BodyBudgetPolicy): 
       return [{ ...message, content: [message.content[0] as never, { type: "text", text: notice }] }];
     });
     const body = JSON.stringify(buildChatRequest({ ...converted, messages }, target));
-    if (Buffer.byteLength(body) <= budget) return body;
+    const bytes = Buffer.byteLength(body);
+    if (bytes <= (step === 0 || step === last ? budget : lowWater)) return body;
   }
   throw new Error("nothing fits");
 }
@@ -100,16 +105,23 @@ const policies = [
   {},
   { image_eviction_batch_size: 2, min_recent_tool_images: 2 },
   { max_body_bytes: 30_000, min_recent_tool_images: 9, keep_recent_blocks: 3 },
+  { image_eviction_batch_size: 8, low_water_fraction: 1 },
 ].map((extra) => contextPolicySchema.parse({ policy: "body_budget", ...extra }) as BodyBudgetPolicy);
 
 /** The camera history of `turns` turns through body_budget, converted by `images`; and the turns whose frame was sent. */
-async function sendHistory(turns: number, policy: BodyBudgetPolicy, images: ImageConverter) {
+async function sendHistory(
+  turns: number,
+  policy: BodyBudgetPolicy,
+  images: ImageConverter,
+  memory?: ContextMemory,
+) {
   const request = cameraHistory(turns);
   const { decision } = applyContextPolicy(request, policy);
   const built = await buildUpstreamBody(request, policy, decision, {
     target,
     providerLimitBytes: limit,
     images,
+    memory,
   });
   const sent = built.request.messages.flatMap((m) =>
     m.role === "tool" && m.content.some((p) => p.type === "image") ? [Number(m.toolCallId.slice(5))] : [],
@@ -130,7 +142,9 @@ describe("buildUpstreamBody under body_budget", () => {
   });
 
   test("frames older than the newest batch left out are never given to the converter, with a cold cache or a warm one", async () => {
-    const policy = policies[0] as BodyBudgetPolicy;
+    // Reducing to the budget itself (low_water_fraction 1): with a lower mark and no previous
+    // reduction (a restart), the newest frames between the mark and the budget are sized too.
+    const policy = policies[3] as BodyBudgetPolicy;
     const warm = createImageCache(64 * 1024 * 1024);
     const digestOf = (i: number) => sha256Hex(Buffer.from(frames[i] as string, "base64"));
     for (const turns of [45, 60, 61, 100]) {
@@ -158,11 +172,17 @@ describe("buildUpstreamBody under body_budget", () => {
   test("turn after turn with one cache, each turn converts its new frame and nothing the budget drops", async () => {
     for (const policy of policies) {
       const cache = createImageCache(64 * 1024 * 1024);
+      const memory = createContextMemory();
       const converter = countingConverter();
       let sentBefore = new Set<number>();
       for (let turns = 1; turns <= 80; turns++) {
         const convertedBefore = converter.converted.length;
-        const { built, sent: sentList } = await sendHistory(turns, policy, imagesWith(converter, cache));
+        const { built, sent: sentList } = await sendHistory(
+          turns,
+          policy,
+          imagesWith(converter, cache),
+          memory,
+        );
         const sent = new Set(sentList);
         // Every frame sent was sent the turn before too, or is new; a frame dropped once stays dropped.
         for (const turn of sent) expect(sentBefore.has(turn) || turn === turns - 1).toBe(true);

@@ -6,6 +6,7 @@
  * lets go of the cached WebP of the frames left out for good.
  */
 import { applyBodyBudget, type ContextDecision } from "../context/apply-context.ts";
+import type { ContextMemory } from "../context/context-cut.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { HubImagePart, HubRequest } from "../hub/schema.ts";
 import type { ImageConverter, ImageStats } from "../images/convert-request.ts";
@@ -38,6 +39,8 @@ export async function buildUpstreamBody(
     images: ImageConverter;
     /** Images of the client's request the context stage left out for good (ContextResult.stale). */
     stale?: readonly HubImagePart[];
+    /** The episode's previous body_budget reduction, tried first and replaced by this one's. */
+    memory?: ContextMemory;
   },
 ): Promise<UpstreamBody> {
   const render = (converted: HubRequest, stats: ImageStats) => {
@@ -57,7 +60,9 @@ export async function buildUpstreamBody(
     providerLimitBytes: options.providerLimitBytes,
     body: createChatBodySizer(request, options.target, images.formOf),
     resolve: images.resolve,
+    previous: options.memory?.previous,
   });
+  if (options.memory) options.memory.previous = budgeted.cut;
   // What the budget has dropped for good is not kept in the image cache for this episode.
   const { request: converted, stats } = await images.finish(budgeted.request, { forget: budgeted.stale });
   const upstream = render(converted, stats);

@@ -173,7 +173,13 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     const { hub } = translation;
     const model = deps.models.resolve(episode.model);
     if (!model.ok) throw new SidecarError("invalid_request", model.problem, { param: "model" });
-    const { request: filtered, decision, stale } = applyContextPolicy(hub, episode.context);
+    const {
+      request: filtered,
+      decision,
+      stale,
+      cut,
+    } = applyContextPolicy(hub, episode.context, episode.contextMemory.previous);
+    if (cut) episode.contextMemory.previous = cut;
     // The translated request is kept only when the policy changed it; otherwise the
     // upstream_request line already shows it, and writing it twice doubled the cost.
     episode.records.exchange(exchangeId, "after_context", {
@@ -190,6 +196,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       },
       providerLimitBytes: deps.sizeLimits.max_request_bytes,
       stale,
+      memory: episode.contextMemory,
       images: createImageConverter({
         ...deps.images,
         maxPixels: deps.sizeLimits.max_image_pixels,

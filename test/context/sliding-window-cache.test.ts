@@ -78,7 +78,7 @@ function slidingEpisode(settings: Record<string, number>) {
     const { decision } = stage("after_context") as { decision: ContextDecision };
     return { body: bodies.at(-1) as string, converted: images.converted, decision };
   };
-  return post;
+  return Object.assign(post, { episode });
 }
 
 const cached = (png: string) => s.imageCache.peek(sha256OfBase64(png)) !== undefined;
@@ -138,13 +138,22 @@ test("a frame left out only with its removed block stays cached, and comes back 
   // A longer history may keep that block again: its frames stay cached.
   expect([cached(big), cached(again as string)]).toEqual([true, true]);
 
-  // One more frame makes the big one omissible: a notice for it is enough, the block comes back.
+  // One more frame: the episode keeps its reduction while the request fits with it (the
+  // prompt only appends, docs/context-policies.md): the block stays out, its frames cached.
+  const kept = await post([first, second, third]);
+  expect(kept.body).not.toContain('"call_0"');
+  expect(kept.converted).toBe(1);
+  expect([cached(big), cached(again as string)]).toEqual([true, true]);
+
+  // A fresh decision (as after a restart, which forgets the reduction): the big frame is now
+  // omissible, a notice for it is enough, and the block comes back.
+  post.episode.contextMemory.previous = undefined;
   const three = await post([first, second, third]);
   expect(three.body).toContain(notice("call_0", 1));
   expect(three.body).not.toContain(notice("call_0", 2));
   expect(three.body).toContain('"call_0"');
-  // Its second frame is sent again from the cache: only the new frame is converted.
-  expect(three.converted).toBe(1);
+  // Its second frame is sent again from the cache: nothing is converted.
+  expect(three.converted).toBe(0);
   expect(cached(again as string)).toBe(true);
   // The big frame is now omitted for good: the episode lets go of it.
   expect(cached(big)).toBe(false);
