@@ -19,6 +19,15 @@ export type ChatAnswer = {
   usage: { prompt_tokens: number; completion_tokens: number } | undefined;
 };
 
+/** An error event in place of a chunk (the provider failed after its 200 head); `data` is the event's JSON. */
+export class ChatStreamError extends SidecarError {
+  readonly data: string;
+  constructor(data: string) {
+    super("upstream_invalid", `upstream reported an error mid-stream: ${data.slice(0, 300)}`);
+    this.data = data;
+  }
+}
+
 export function emptyChatAnswer(): ChatAnswer {
   return {
     id: "",
@@ -47,12 +56,7 @@ export function foldChatChunk(answer: ChatAnswer, data: string): void {
       `upstream stream carried a frame that is not JSON: ${data.slice(0, 120)}`,
     );
   }
-  if (typeof json === "object" && json !== null && "error" in json) {
-    throw new SidecarError(
-      "upstream_invalid",
-      `upstream reported an error mid-stream: ${JSON.stringify(json).slice(0, 300)}`,
-    );
-  }
+  if (typeof json === "object" && json !== null && "error" in json) throw new ChatStreamError(data);
   const parsed = chatChunkSchema.safeParse(json);
   if (!parsed.success) {
     throw new SidecarError(

@@ -210,6 +210,38 @@ describe("classifyUpstreamFailure: no answer", () => {
   });
 });
 
+describe("classifyUpstreamFailure: an error event in a 200 stream", () => {
+  const event = (code: string, message: string) => JSON.stringify({ error: { code, message } });
+  test("read by the provider's code, like an HTTP answer", () => {
+    expect(
+      classifyUpstreamFailure({
+        kind: "stream_error",
+        body: event("DataInspectionFailed", "Output data may contain inappropriate content."),
+      }),
+    ).toMatchObject({ cause: "data_inspection", retry: "final" });
+    expect(
+      classifyUpstreamFailure({
+        kind: "stream_error",
+        body: event("Throttling.AllocationQuota", "Allocated quota exceeded"),
+      }),
+    ).toMatchObject({ cause: "allocation_quota", retry: "transient", throttle: true });
+  });
+  test("an unknown code is the provider's own failure: transient", () => {
+    const result = classifyUpstreamFailure({
+      kind: "stream_error",
+      body: event("InternalError", "An internal error has occured."),
+    });
+    expect(result).toMatchObject({
+      cause: "server_error",
+      retry: "transient",
+      providerCode: "InternalError",
+    });
+    expect(result.message).toBe(
+      "the upstream failed (InternalError, an error event in the stream): An internal error has occured.",
+    );
+  });
+});
+
 describe("readProviderError", () => {
   test("reads both of Model Studio's shapes, and plain text", () => {
     expect(readProviderError(openai("m", "c", "t"))).toEqual({ code: "c", type: "t", message: "m" });

@@ -20,7 +20,9 @@ export type FailureSignal =
   /** Nothing arrived from the upstream (head or body) for `idleMs`. */
   | { kind: "idle_timeout"; idleMs: number }
   /** The stream ended cleanly but without its `data: [DONE]` sentinel. */
-  | { kind: "stream_cut"; detail: string };
+  | { kind: "stream_cut"; detail: string }
+  /** A `data:` event carrying an error object instead of a chunk, after a 200 head; `body` is its JSON. */
+  | { kind: "stream_error"; body: string };
 
 /** Stable names for the records, the metrics and docs/upstream-errors.md. */
 export type FailureCause =
@@ -166,8 +168,8 @@ const rows: Record<FailureCause, Row> = {
 const is = (value: string | undefined, ...names: string[]) =>
   value !== undefined && names.some((name) => value.toLowerCase() === name.toLowerCase());
 
-/** The row for an HTTP error answer: the provider's code first, its message next, the status last. */
-function rowForHttp(status: number, error: ProviderError): Row {
+/** The row the provider's code (or, failing that, its message) names; undefined when neither is known. */
+function rowForCode(error: ProviderError): Row | undefined {
   const { code, type } = error;
   const message = error.message ?? "";
   const named = (...names: string[]) => is(code, ...names) || is(type, ...names);
@@ -184,32 +186,53 @@ function rowForHttp(status: number, error: ProviderError): Row {
   )
     return rows.allocation_quota;
   if (/rate increased too quickly/i.test(message)) return rows.burst;
-  if (named("Throttling") || (code ?? "").startsWith("Throttling") || status === 429) return rows.throttled;
+  if ((code ?? "").startsWith("Throttling")) return rows.throttled;
   if (named("DataInspectionFailed", "data_inspection_failed")) return rows.data_inspection;
   if (named("ModelNotFound", "model_not_found")) return rows.model_not_found;
   if (named("AccessDenied", "access_denied")) return rows.access_denied;
+  return undefined;
+}
+
+const namesInvalidParameter = (error: ProviderError) =>
+  is(error.code, "InvalidParameter", "invalid_parameter_error") ||
+  is(error.type, "InvalidParameter", "invalid_parameter_error");
+
+/** The row for an HTTP error answer: the provider's code first, its message next, the status last. */
+function rowForHttp(status: number, error: ProviderError): Row {
+  const named = rowForCode(error);
+  if (named) return named;
+  if (status === 429) return rows.throttled;
   if (status >= 500 || status === 408) return rows.server_error;
-  if (named("InvalidParameter", "invalid_parameter_error")) return rows.invalid_parameter;
+  if (namesInvalidParameter(error)) return rows.invalid_parameter;
   if (status === 401) return rows.invalid_api_key;
   if (status === 403) return rows.access_denied;
   if (status === 404) return rows.model_not_found;
   return status === 400 ? rows.invalid_parameter : rows.rejected;
 }
 
+/** One failure's fields for the records and the client. */
+function describe(row: Row, error: ProviderError, where: string): FailureClass {
+  const providerCode = error.code ?? error.type;
+  const label = [providerCode, where].filter(Boolean).join(", ");
+  return {
+    ...classOf(row),
+    ...(providerCode !== undefined ? { providerCode } : {}),
+    message: `${row.says} (${label})${error.message ? `: ${error.message}` : ""}${row.hint ? ` — ${row.hint}` : ""}`,
+  };
+}
+
 export function classifyUpstreamFailure(signal: FailureSignal): FailureClass {
   switch (signal.kind) {
     case "http": {
       const error = readProviderError(signal.body);
-      const row = rowForHttp(signal.status, error);
-      const providerCode = error.code ?? error.type;
-      const label = [providerCode, `HTTP ${signal.status}`].filter(Boolean).join(", ");
-      return {
-        retry: row.retry,
-        cause: row.cause,
-        throttle: row.throttle ?? false,
-        ...(providerCode !== undefined ? { providerCode } : {}),
-        message: `${row.says} (${label})${error.message ? `: ${error.message}` : ""}${row.hint ? ` — ${row.hint}` : ""}`,
-      };
+      return describe(rowForHttp(signal.status, error), error, `HTTP ${signal.status}`);
+    }
+    case "stream_error": {
+      // After a 200 head: only the provider's code says what it was; an unknown one is the provider's fault.
+      const error = readProviderError(signal.body);
+      const row =
+        rowForCode(error) ?? (namesInvalidParameter(error) ? rows.invalid_parameter : rows.server_error);
+      return describe(row, error, "an error event in the stream");
     }
     case "connection":
       return { ...classOf(rows.connection), message: `${rows.connection.says}: ${signal.detail}` };

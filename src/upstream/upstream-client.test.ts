@@ -155,6 +155,29 @@ describe("upstream client against the scripted upstream", () => {
     expect(result.response.toolCalls.map((c) => c.name)).toEqual(["ura_observe"]);
   });
 
+  test("an error event inside a 200 stream is classified by its code: an unknown one is retried", async () => {
+    let calls = 0;
+    const erroring = (async (input: string | URL | Request, init?: RequestInit) => {
+      calls += 1;
+      if (calls > 1) return fetch(input, init);
+      const event = { error: { code: "InternalError", message: "An internal error has occured." } };
+      return new Response(`data: ${JSON.stringify(event)}\n\n`, {
+        headers: { "content-type": "text/event-stream" },
+      });
+    }) as typeof fetch;
+    const result = await client({ fetch: erroring }).complete(smokeRequest, new AbortController().signal, {
+      episodeId: "e1",
+    });
+    expect(result.attempts[0]).toMatchObject({
+      status: 200,
+      ended: "stream_error",
+      provider_code: "InternalError",
+      classification: "transient",
+      cause: "server_error",
+    });
+    expect(result.attempts[1]?.ended).toBe("answered");
+  });
+
   test("a silent upstream (no response head) is cut at the idle timeout, at the upstream too, and retried", async () => {
     upstream.scripted.enqueueFaults([{ kind: "timeout" }]);
     const result = await client({ idleTimeoutMs: 300 }).complete(smokeRequest, new AbortController().signal, {

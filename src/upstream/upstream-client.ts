@@ -17,7 +17,12 @@ import type { HubResponse } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import { parseSseText } from "../sse/read-sse.ts";
-import { emptyChatAnswer, foldChatChunk, validateChatAnswer } from "./accumulate-chat-stream.ts";
+import {
+  ChatStreamError,
+  emptyChatAnswer,
+  foldChatChunk,
+  validateChatAnswer,
+} from "./accumulate-chat-stream.ts";
 import type { ChatRequest } from "./chat-schema.ts";
 import {
   classifyUpstreamFailure,
@@ -41,6 +46,8 @@ export type AttemptEnd =
   | "connection"
   /** The stream ended without its [DONE]. */
   | "stream_cut"
+  /** The stream carried an error event instead of the answer. */
+  | "stream_error"
   /** An answer that must not be delivered (invalid arguments, undeclared tool, over max_response_bytes …). */
   | "invalid_answer";
 
@@ -205,7 +212,7 @@ type AttemptResult =
   | { ended: "invalid_answer"; error: SidecarError; raw: string }
   | { ended: "deadline" }
   | {
-      ended: "http_error" | "idle_timeout" | "connection" | "stream_cut";
+      ended: "http_error" | "idle_timeout" | "connection" | "stream_cut" | "stream_error";
       failure: FailureClass;
       status?: number;
       raw?: string;
@@ -277,6 +284,10 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     } catch (error) {
       if (exchange.timedOut()) return { ended: "deadline" };
       if (exchange.signal.aborted) throw exchange.signal.reason ?? error;
+      if (error instanceof ChatStreamError) {
+        const failure = classifyUpstreamFailure({ kind: "stream_error", body: error.data });
+        return { ended: "stream_error", failure, status: 200, raw };
+      }
       if (error instanceof SidecarError) return { ended: "invalid_answer", error, raw };
       if (watchdog.fired()) {
         return { ended: "idle_timeout", failure: classifyUpstreamFailure({ kind: "idle_timeout", idleMs }) };
