@@ -23,7 +23,12 @@ import type { ModelCatalog } from "../models/model-catalog.ts";
 import { RecordsWriteError } from "../records/append-file.ts";
 import type { DataDirBudget } from "../records/data-dir-budget.ts";
 import type { buildChatRequest } from "../upstream/build-chat-request.ts";
-import { type UpstreamClient, UpstreamFailure } from "../upstream/upstream-client.ts";
+import {
+  type UpstreamAttempt,
+  UpstreamCancelled,
+  type UpstreamClient,
+  UpstreamFailure,
+} from "../upstream/upstream-client.ts";
 import { buildUpstreamBody } from "./build-upstream-body.ts";
 
 export type Protocol = "responses" | "gemini" | "messages";
@@ -245,16 +250,16 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     });
   } catch (error) {
     if (error instanceof RecordsWriteError) return fail(exchangeError(error));
-    if (error instanceof UpstreamFailure) {
+    // Every attempt, cut or failed, is recorded: a failed exchange's and a cancelled one's too.
+    const recordAttempts = (attempts: UpstreamAttempt[], raw: string | null, message: string) => {
       try {
-        episode.records.exchange(exchangeId, "upstream_response", {
-          attempts: error.attempts,
-          raw: error.rawResponse ?? null,
-          error: error.message,
-        });
+        episode.records.exchange(exchangeId, "upstream_response", { attempts, raw, error: message });
       } catch (recordsError) {
         log.error("cannot record the upstream failure", { message: (recordsError as Error).message });
       }
+    };
+    if (error instanceof UpstreamFailure) {
+      recordAttempts(error.attempts, error.rawResponse ?? null, error.message);
       return fail(error);
     }
     if (signal.aborted) {
@@ -263,12 +268,13 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
         : episode.abortSignal.aborted
           ? "the episode was cancelled"
           : "the client closed the request";
-      return fail(
-        new SidecarError(
-          deps.shutdownSignal.aborted ? "unavailable" : "episode_closed",
-          `upstream request cancelled: ${reason}`,
-        ),
+      const cancelled = new SidecarError(
+        deps.shutdownSignal.aborted ? "unavailable" : "episode_closed",
+        `upstream request cancelled: ${reason}`,
       );
+      if (error instanceof UpstreamCancelled && error.attempts.length > 0)
+        recordAttempts(error.attempts, null, cancelled.message);
+      return fail(cancelled);
     }
     return fail(toSidecarError(error));
   }

@@ -4,7 +4,7 @@ import { SidecarError } from "../lib/errors.ts";
 import type { Fault } from "../scripted-upstream/faults.ts";
 import { serveScriptedUpstream } from "../scripted-upstream/serve-scripted-upstream.ts";
 import type { ChatRequest } from "./chat-schema.ts";
-import { createUpstreamClient, UpstreamFailure } from "./upstream-client.ts";
+import { createUpstreamClient, UpstreamCancelled, UpstreamFailure } from "./upstream-client.ts";
 
 let upstream: Awaited<ReturnType<typeof serveScriptedUpstream>>;
 beforeAll(async () => {
@@ -323,7 +323,12 @@ describe("upstream client against the scripted upstream", () => {
     // Cancelled once the upstream holds the request (on a loaded machine that can take over 100 ms).
     await until(() => upstream.scripted.received.length > 0);
     controller.abort(new Error("shutdown"));
-    await expect(pending).rejects.toThrow("shutdown");
+    const cancelled = await pending.catch((error: unknown) => error);
+    expect(cancelled).toBeInstanceOf(UpstreamCancelled);
+    expect((cancelled as UpstreamCancelled).message).toBe("shutdown");
+    expect((cancelled as UpstreamCancelled).attempts).toEqual([
+      expect.objectContaining({ ended: "cancelled" }),
+    ]);
     await until(() => upstream.scripted.received[0]?.aborted === true);
     expect(upstream.scripted.received[0]?.aborted).toBe(true);
 

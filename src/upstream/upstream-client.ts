@@ -48,6 +48,8 @@ export type AttemptEnd =
   | "stream_cut"
   /** The stream carried an error event instead of the answer. */
   | "stream_error"
+  /** The exchange was cancelled (episode cancelled, client gone, shutdown) during the attempt. */
+  | "cancelled"
   /** An answer that must not be delivered (invalid arguments, undeclared tool, over max_response_bytes …). */
   | "invalid_answer";
 
@@ -114,7 +116,7 @@ export type CompleteOptions = {
 export interface UpstreamClient {
   /**
    * Runs the exchange; throws UpstreamFailure (kind upstream_*) or, when `signal` is
-   * aborted (episode cancelled, client gone, shutdown), its reason.
+   * aborted (episode cancelled, client gone, shutdown), UpstreamCancelled.
    */
   complete(chat: ChatRequest, signal: AbortSignal, context: CompleteOptions): Promise<UpstreamExchange>;
 }
@@ -132,6 +134,19 @@ export class UpstreamFailure extends SidecarError {
     super(cause.kind, cause.message, { cause });
     this.attempts = attempts;
     this.rawResponse = rawResponse;
+  }
+}
+
+/**
+ * Thrown by `complete` when its signal is aborted (episode cancelled, client gone,
+ * shutdown): the abort's reason as the cause and message, with the attempts made so far.
+ */
+export class UpstreamCancelled extends Error {
+  readonly attempts: UpstreamAttempt[];
+  constructor(reason: unknown, attempts: UpstreamAttempt[]) {
+    super(errorText(reason), { cause: reason });
+    this.name = "UpstreamCancelled";
+    this.attempts = attempts;
   }
 }
 
@@ -239,7 +254,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     body: string,
     declared: ReadonlySet<string>,
     exchange: { signal: AbortSignal; timedOut: () => boolean },
-    onHead: () => void,
+    onHead: (status: number) => void,
   ): Promise<AttemptResult> {
     const headers: Record<string, string> = {
       "content-type": "application/json",
@@ -260,7 +275,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         timeout: false,
       });
       watchdog.touch();
-      onHead();
+      onHead(res.status);
       // The whole exchange is buffered before anything is delivered, so the body is
       // read in one piece and its frames parsed synchronously afterwards.
       raw = await readCapped(res, options.maxResponseBytes ?? defaultMaxResponseBytes, watchdog.touch);
@@ -327,7 +342,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       );
     /** A rejected wait (queue or backoff): the deadline's end, or the caller's cancel as it is. */
     const waitFailed = (error: unknown, where: string): unknown =>
-      exchange.timedOut() ? deadlinePassed(where) : exchange.signal.aborted ? exchange.signal.reason : error;
+      exchange.timedOut()
+        ? deadlinePassed(where)
+        : exchange.signal.aborted
+          ? new UpstreamCancelled(exchange.signal.reason ?? error, attempts)
+          : error;
 
     try {
       for (let n = 1; ; n++) {
@@ -353,20 +372,25 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         let outcome: AttemptOutcome = "failed";
         let wait: number;
         try {
-          const result = await attemptOnce(body, declared, exchange, () => {
-            record.first_byte_ms = clock() - started;
-          });
+          let result: AttemptResult;
+          try {
+            result = await attemptOnce(body, declared, exchange, (status) => {
+              record.first_byte_ms = clock() - started;
+              record.status = status;
+            });
+          } catch (error) {
+            record.ended = "cancelled";
+            throw new UpstreamCancelled(exchange.signal.reason ?? error, attempts);
+          }
           record.ms = clock() - started;
           record.ended = result.ended;
           if (result.ended === "answered") {
-            record.status = 200;
             outcome = "answered";
             return { response: result.response, rawResponse: result.raw, attempts };
           }
           if (result.ended === "invalid_answer") {
             // The provider took the request and answered; the answer is what must not pass.
             outcome = "answered";
-            if (record.first_byte_ms !== undefined) record.status = 200;
             record.classification = "final";
             record.cause = "invalid_answer";
             record.error = result.error.message;

@@ -46,17 +46,23 @@ afterAll(async () => {
 
 const kit = ingressKits.responses;
 
-async function exchange(faults: Fault[]) {
+function send(episode: LaunchInfo) {
+  return fetch(`${sidecar.url}${kit.path(episode.id, "qwen3-vl-plus", false)}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...kit.headers(episode.ingress_key) },
+    body: JSON.stringify(kit.firstTurn(false)),
+  });
+}
+
+async function exchange(faults: Fault[], whileWaiting?: (episode: LaunchInfo) => Promise<void>) {
   upstream.scripted.received.length = 0;
   await fetch(`${upstream.origin}/__script/reset`, { method: "POST" });
   upstream.scripted.enqueueFaults(faults);
   const episode = await sidecar.createEpisode();
   const started = Date.now();
-  const res = await fetch(`${sidecar.url}${kit.path(episode.id, "qwen3-vl-plus", false)}`, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...kit.headers(episode.ingress_key) },
-    body: JSON.stringify(kit.firstTurn(false)),
-  });
+  const pending = send(episode);
+  await whileWaiting?.(episode);
+  const res = await pending;
   const body = await res.json();
   return { episode, res, body, ms: Date.now() - started };
 }
@@ -172,4 +178,21 @@ test("a silent upstream is cut at the idle timeout and asked again; both attempt
   ]);
   expect(attempts[0]?.ms).toBeGreaterThanOrEqual(idleTimeoutMs - 10);
   expect(attempts[0]?.retry_in_ms).toBeGreaterThanOrEqual(initialBackoffMs);
+});
+
+test("an episode cancelled while its upstream attempt is in flight: the attempt is recorded as cancelled", async () => {
+  const { episode, res } = await exchange(
+    [{ kind: "trickle", head_ms: 0, every_ms: 200, chunks: 50 }],
+    async (e) => {
+      for (let waited = 0; upstream.scripted.received.length === 0 && waited < 5_000; waited += 20)
+        await Bun.sleep(20);
+      await Bun.sleep(300);
+      expect((await sidecar.control(`/episodes/${e.id}/cancel`, { method: "POST" })).status).toBe(200);
+    },
+  );
+  expect(res.status).toBe(400);
+  expect(upstream.scripted.received).toHaveLength(1);
+  const attempts = await attemptsOf(episode);
+  expect(attempts).toEqual([expect.objectContaining({ attempt: 1, status: 200, ended: "cancelled" })]);
+  expect(attempts[0]?.first_byte_ms).toBeDefined();
 });
