@@ -298,6 +298,32 @@ describe("upstream client against the scripted upstream", () => {
     expect(upstream.scripted.received).toHaveLength(1);
   });
 
+  test("the deadline bounds the wait at the gate too: the exchange ends there, naming where it was", async () => {
+    const closedGate = {
+      admit: ({ signal }: { signal: AbortSignal }) =>
+        new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+    };
+    const started = Date.now();
+    const failure = await failureOf([], client({ gate: closedGate, deadlineMs: 200 }));
+    expect(Date.now() - started).toBeLessThan(2_000);
+    expect(failure.kind).toBe("upstream_transient");
+    expect(failure.message).toContain(
+      "deadline (upstream.deadline_ms, 200 ms) while waiting in the upstream queue",
+    );
+    expect(failure.attempts).toEqual([]);
+    expect(upstream.scripted.received).toHaveLength(0);
+  });
+
+  test("a Retry-After beyond the retry budget ends the exchange at once instead of waiting in vain", async () => {
+    const retry = retrySchema.parse({ initial_backoff_ms: 1, max_backoff_ms: 5, max_wait_ms: 2_000 });
+    const started = Date.now();
+    const failure = await failureOf([{ kind: "status", status: 429, retry_after: "30" }], client({ retry }));
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(failure.message).toContain("Retry-After");
+    expect(failure.attempts).toHaveLength(1);
+    expect(failure.attempts[0]?.retry_in_ms).toBeUndefined();
+  });
+
   test("the gate hears each attempt's outcome: throttled, failed, answered", async () => {
     const outcomes: string[] = [];
     const gate = {
