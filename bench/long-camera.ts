@@ -26,7 +26,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cameraLikePng } from "../src/images/synthetic-frames.ts";
 import { directoryBytes } from "../src/records/data-dir-budget.ts";
-import { openRecords } from "../src/records/read-records.ts";
+import type { ExchangeStage } from "../src/records/exchange-lines.ts";
+import { openRecords, type RecordedExchange } from "../src/records/read-records.ts";
 import { imageTurnRequest } from "../test/support/image-turn.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { type CameraHistory, geminiCameraHistory, responsesCameraHistory } from "./camera-history.ts";
@@ -125,18 +126,18 @@ async function runEpisode(
     );
     const underLimit = upstreamBytes.filter((bytes) => bytes > 0 && bytes <= providerLimit).length;
     const blobBytes = directoryBytes(join(dataDir, "blobs"));
-    const lineBytes = (stage: string) =>
+    const lineBytes = (stage: ExchangeStage) =>
       episode.exchanges.reduce((sum, exchange) => sum + (exchange.stage(stage)?.text.length ?? 0) + 1, 0);
     const allLines = directoryBytes(join(dataDir, "episodes"));
     const last = episode.exchanges.at(-1);
     // Distinct text: the last exchange's request lines (the whole text history once), plus every
     // exchange's own answer lines (new each turn).
-    const historyStages = ["client_request", "after_context", "upstream_request"];
+    const historyStages: ExchangeStage[] = ["client_request", "after_context", "upstream_request"];
     const lastHistory = historyStages.reduce(
       (sum, stage) => sum + (last?.stage(stage)?.text.length ?? 0) + 1,
       0,
     );
-    const answers = ["upstream_response", "delivered", "status"].reduce(
+    const answers = (["upstream_response", "delivered", "status"] as const).reduce(
       (sum, stage) => sum + lineBytes(stage),
       0,
     );
@@ -175,13 +176,11 @@ async function runEpisode(
 }
 
 /** PNGs the episode's exchanges converted to WebP (cache misses), from their upstream_request lines. */
-export function countConversions(
-  exchanges: { stage: (name: string) => { value: unknown } | undefined }[],
-): number {
-  return exchanges.reduce((sum, exchange) => {
-    const line = exchange.stage("upstream_request")?.value as { images?: { converted?: number } } | undefined;
-    return sum + (line?.images?.converted ?? 0);
-  }, 0);
+export function countConversions(exchanges: Pick<RecordedExchange, "line">[]): number {
+  return exchanges.reduce(
+    (sum, exchange) => sum + (exchange.line("upstream_request")?.images?.converted ?? 0),
+    0,
+  );
 }
 
 const percentile99 = (values: number[]) =>

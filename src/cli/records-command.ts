@@ -9,6 +9,7 @@
  * The data directory is --data-dir, else URA_DATA_DIR, else ./ura-data (as `serve`).
  */
 import { existsSync, writeFileSync } from "node:fs";
+import type { ExchangeStage } from "../records/exchange-lines.ts";
 import { type EpisodeRecordsView, openRecords, type RecordedExchange } from "../records/read-records.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
 
@@ -35,14 +36,13 @@ function exchangeIdOf(value: string): string | undefined {
 }
 
 function summaryLine(exchange: RecordedExchange): string {
-  const status = exchange.stage("status")?.value;
-  const bytes = (stage: string) => exchange.stage(stage)?.text.length ?? 0;
-  const images = (exchange.stage("upstream_request")?.value.images ?? {}) as { images?: number };
+  const status = exchange.line("status");
+  const bytes = (stage: ExchangeStage) => exchange.stage(stage)?.text.length ?? 0;
   return [
     exchange.id,
-    String(status?.status ?? "unfinished"),
-    `protocol=${String(exchange.stage("client_request")?.value.protocol ?? "?")}`,
-    `images=${images.images ?? 0}`,
+    status?.status ?? "unfinished",
+    `protocol=${exchange.line("client_request")?.protocol ?? "?"}`,
+    `images=${exchange.line("upstream_request")?.images?.images ?? 0}`,
     `record_bytes=${exchange.lines.reduce((sum, line) => sum + line.text.length + 1, 0)}`,
     `upstream_line_bytes=${bytes("upstream_request")}`,
   ].join(" ");

@@ -9,6 +9,7 @@ import claudeJson from "../../manifests/clients/claude.json" with { type: "json"
 import codexJson from "../../manifests/clients/codex.json" with { type: "json" };
 import geminiJson from "../../manifests/clients/gemini.json" with { type: "json" };
 import opencodeJson from "../../manifests/clients/opencode.json" with { type: "json" };
+import { protocolSchema } from "../hub/protocol.ts";
 
 export const clientNames = ["opencode", "gemini", "claude", "codex"] as const;
 export const clientNameSchema = z.enum(clientNames);
@@ -27,7 +28,7 @@ export const clientManifestSchema = z
      */
     proven_versions: z.array(z.string()).min(1),
     bin: z.string(),
-    protocol: z.enum(["responses", "gemini", "messages"]),
+    protocol: protocolSchema,
     user_agent_pattern: z.string(),
     mcp_user_agent_pattern: z.string(),
     /**

@@ -14,12 +14,13 @@
 import { existsSync } from "node:fs";
 import { type StoredEpisode, storedEpisodeSchema } from "../lifecycle/stored-episode.ts";
 import { createBlobStore } from "../records/blob-store.ts";
+import type { ExchangeStage } from "../records/exchange-lines.ts";
 import { type EpisodeRecordsView, openRecords, RecordFileUnreadable } from "../records/read-records.ts";
 
 export type ExchangeStages = {
   id: string;
   /** Each recorded stage's line by stage name (client_request, after_context, upstream_request, …). */
-  stages: Record<string, Record<string, unknown>>;
+  stages: Partial<Record<ExchangeStage, Record<string, unknown>>>;
 };
 
 export type EpisodeRecordsRead = {

@@ -5,8 +5,9 @@
  * byte was handed to the socket, or revoke if the client went away.
  * Every stage is recorded; every failure is rendered in the client's envelope.
  */
-import { applyContextPolicy, contextFailureRecord } from "../context/apply-context.ts";
+import { applyContextPolicy, type ContextDecision, contextFailureRecord } from "../context/apply-context.ts";
 import type { Episode } from "../episodes/episode.ts";
+import type { Protocol } from "../hub/protocol.ts";
 import type { HubRequest, HubResponse } from "../hub/schema.ts";
 import { createImageConverter } from "../images/convert-request.ts";
 import type { ImageCache } from "../images/image-cache.ts";
@@ -31,7 +32,7 @@ import {
 } from "../upstream/upstream-client.ts";
 import { buildUpstreamBody } from "./build-upstream-body.ts";
 
-export type Protocol = "responses" | "gemini" | "messages";
+export type { Protocol };
 
 /** A rendered answer: whole frames (SSE) or one JSON document, each written in one piece. */
 export type Rendered = { contentType: string; chunks: string[] };
@@ -103,19 +104,18 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     // (includes: a regular expression took ~4× as long over a large body)
     const { reduced } = received.received;
     const verbatim = received.parsed && !reduced.includes("\n") && !reduced.includes("\r");
-    episode.records.exchange(
+    episode.records.clientRequest(
       exchangeId,
-      "client_request",
       {
         protocol: spec.protocol,
         path: spec.path,
-        ...(overBudget ? { body_omitted: "records.max_bytes" } : {}),
+        ...(overBudget ? { body_omitted: "records.max_bytes" as const } : {}),
       },
       overBudget
-        ? {}
+        ? undefined
         : verbatim
-          ? { json: { body: { split: received.received, known: (received.parsed && received.known) || [] } } }
-          : { text: { body_text: wholeText(received.received) } },
+          ? { json: { split: received.received, known: (received.parsed && received.known) || [] } }
+          : { text: wholeText(received.received) },
     );
   } catch (error) {
     // No record, no exchange: nothing goes upstream for a request we could not record.
@@ -124,7 +124,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   }
 
   let holdsTurn = false;
-  const fail = (error: SidecarError, extra: Record<string, unknown> = {}): Response => {
+  const fail = (error: SidecarError, extra: { context_decision?: ContextDecision } = {}): Response => {
     episode.exchangeFailed({
       heldTurn: holdsTurn,
       ...(isProviderFailure(error) ? { providerError: error.message } : {}),
@@ -132,7 +132,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     holdsTurn = false;
     const answer = finalOnceEnded(error, episode);
     try {
-      episode.records.exchange(exchangeId, "status", {
+      episode.records.status(exchangeId, {
         status: "failed",
         error: {
           kind: error.kind,
@@ -187,7 +187,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     if (cut) episode.contextMemory.previous = cut;
     // The translated request is kept only when the policy changed it; otherwise the
     // upstream_request line already shows it, and writing it twice doubled the cost.
-    episode.records.exchange(exchangeId, "after_context", {
+    episode.records.afterContext(exchangeId, {
       request: filtered === hub ? "identical to the translated request" : filtered,
       ...(filtered === hub ? {} : { translated: hub }),
       decision,
@@ -220,15 +220,14 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     checkImageSizes(upstream.request, deps.sizeLimits);
     checkUpstreamSize(body, deps.sizeLimits);
     // The body as sent, spliced in: stringifying it again doubled the cost of large (image) requests.
-    episode.records.exchange(
+    episode.records.upstreamRequest(
       exchangeId,
-      "upstream_request",
       {
         images: upstream.stats,
         ignored: hub.ignored,
         ...(upstream.budget ? { context: upstream.budget } : {}),
       },
-      { json: { body: { text: body, known: upstream.known } } },
+      { text: body, known: upstream.known },
     );
   } catch (error) {
     // A context failure (protected content over target) is recorded with its decision.
@@ -243,7 +242,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
       .complete(upstreamRequest, signal, { episodeId: episode.id, body: upstreamBody })
       .finally(linked.dispose);
     response = exchange.response;
-    episode.records.exchange(exchangeId, "upstream_response", {
+    episode.records.upstreamResponse(exchangeId, {
       attempts: exchange.attempts,
       raw: exchange.rawResponse,
       validated: response,
@@ -253,7 +252,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     // Every attempt, cut or failed, is recorded: a failed exchange's and a cancelled one's too.
     const recordAttempts = (attempts: UpstreamAttempt[], raw: string | null, message: string) => {
       try {
-        episode.records.exchange(exchangeId, "upstream_response", { attempts, raw, error: message });
+        episode.records.upstreamResponse(exchangeId, { attempts, raw, error: message });
       } catch (recordsError) {
         log.error("cannot record the upstream failure", { message: (recordsError as Error).message });
       }
@@ -370,18 +369,11 @@ function deliver(
   const settleRecords = (outcome: "delivered" | "revoked", reason?: string) => {
     if (outcome === "delivered") {
       episode.exchangeDelivered(batchId);
-      const delivered = rendered.chunks.join("");
-      const isJson = rendered.contentType.startsWith("application/json");
-      episode.records.exchange(
-        exchangeId,
-        "delivered",
-        { content_type: rendered.contentType },
-        isJson ? { json: { body: delivered } } : { text: { body: delivered } },
-      );
-      episode.records.exchange(exchangeId, "status", { status: "delivered", batch: batchId ?? null });
+      episode.records.delivered(exchangeId, { content_type: rendered.contentType }, rendered.chunks.join(""));
+      episode.records.status(exchangeId, { status: "delivered", batch: batchId ?? null });
     } else {
       episode.exchangeRevoked(batchId);
-      episode.records.exchange(exchangeId, "status", {
+      episode.records.status(exchangeId, {
         status: "revoked",
         reason: reason ?? "client went away",
         frames_sent: next,

@@ -6,11 +6,12 @@
  * shutdown, or a restored episode) do not change the answer; the miss is logged.
  */
 import type { Episode } from "../episodes/episode.ts";
+import type { Protocol } from "../hub/protocol.ts";
 import type { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 
 export type AuxiliaryEntry = {
-  protocol: "responses" | "gemini" | "messages";
+  protocol: Protocol;
   operation: string;
   path: string;
 } & Record<string, unknown>;

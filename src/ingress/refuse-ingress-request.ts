@@ -7,6 +7,7 @@
  * keep their own envelope.
  */
 import { credentialMatches } from "../episodes/ids.ts";
+import type { Protocol } from "../hub/protocol.ts";
 import type { SidecarError } from "../lib/errors.ts";
 import type { RouteDeps } from "../server/route-deps.ts";
 import { answerAuxiliary } from "./answer-auxiliary.ts";
@@ -16,23 +17,19 @@ import * as messages from "./messages/errors.ts";
 import { recordedPath } from "./recorded-path.ts";
 import * as responses from "./responses/errors.ts";
 
-export type IngressProtocol = "responses" | "gemini" | "messages";
-
 const ingressPath = /^\/e\/([^/]+)\/(?:(v1\/responses)$|(gemini)\/|(anthropic)\/)/;
 
-const renderers: Record<IngressProtocol, (error: SidecarError) => Response> = {
+const renderers: Record<Protocol, (error: SidecarError) => Response> = {
   responses: responses.renderError,
   gemini: gemini.renderError,
   messages: messages.renderError,
 };
 
 /** Which ingress protocol a path belongs to, with its (still encoded) episode id segment. */
-export function ingressProtocolOf(
-  path: string,
-): { protocol: IngressProtocol; episodeId: string } | undefined {
+export function ingressProtocolOf(path: string): { protocol: Protocol; episodeId: string } | undefined {
   const match = ingressPath.exec(path);
   if (!match?.[1]) return undefined;
-  const protocol: IngressProtocol = match[2] ? "responses" : match[3] ? "gemini" : "messages";
+  const protocol: Protocol = match[2] ? "responses" : match[3] ? "gemini" : "messages";
   return { protocol, episodeId: match[1] };
 }
 

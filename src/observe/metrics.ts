@@ -8,17 +8,9 @@
  * refusal code, status class); episode and call ids belong to traces and records.
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { ExchangeStage } from "../records/exchange-lines.ts";
 import type { ObservedEvent, Observer } from "./observer.ts";
-import {
-  afterContextSchema,
-  auxiliarySchema,
-  clientRequestSchema,
-  exchangeStatusSchema,
-  ledgerLineSchema,
-  statusClass,
-  upstreamRequestSchema,
-  upstreamResponseSchema,
-} from "./record-shapes.ts";
+import { auxiliarySchema, ledgerLineSchema, statusClass } from "./record-shapes.ts";
 
 export type MetricsSources = {
   version: string;
@@ -50,7 +42,7 @@ const tokenBuckets = [1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144, 10485
 /** In-flight bookkeeping is bounded: a call never settled (client gone) must not grow memory forever. */
 const maxTracked = 10_000;
 
-type ExchangeTimes = { protocol: string; times: Partial<Record<string, number>> };
+type ExchangeTimes = { protocol: string; times: Partial<Record<ExchangeStage, number>> };
 type CallTimes = { tool: string; submittedAt?: number };
 
 export function createMetrics(sources: MetricsSources) {
@@ -218,73 +210,71 @@ export function createMetrics(sources: MetricsSources) {
     if (map.size >= maxTracked) map.delete(map.keys().next().value as string);
     map.set(key, value);
   };
-  const between = (times: ExchangeTimes["times"], from: string, to: string, stage: string) => {
+  const between = (times: ExchangeTimes["times"], from: ExchangeStage, to: ExchangeStage, stage: string) => {
     const start = times[from];
     const end = times[to];
     if (start !== undefined && end !== undefined) stageSeconds.observe({ stage }, (end - start) / 1000);
   };
 
+  /** Exchange lines arrive as written (typed by records/exchange-lines.ts): nothing to parse. */
   function onExchange(event: Extract<ObservedEvent, { kind: "exchange_stage" }>) {
     const key = `${event.episode}/${event.exchange}`;
-    if (event.stage === "client_request") {
-      const parsed = clientRequestSchema.safeParse(event.data);
-      remember(inFlight, key, { protocol: parsed.data?.protocol ?? "unknown", times: {} });
-    }
+    const { line } = event;
+    if (line.stage === "client_request") remember(inFlight, key, { protocol: line.protocol, times: {} });
     const exchange = inFlight.get(key);
     if (!exchange) return;
-    exchange.times[event.stage] = event.at;
-    if (event.stage === "after_context") {
-      const decision = afterContextSchema.safeParse(event.data).data?.decision;
-      if (decision) {
-        imagesOmitted.inc(decision.images_omitted.length);
-        blocksRemoved.inc(decision.blocks_removed.length);
-      }
-    } else if (event.stage === "upstream_request") {
-      const line = upstreamRequestSchema.safeParse(event.data).data;
-      if (line?.images) {
+    exchange.times[line.stage] = event.at;
+    switch (line.stage) {
+      case "after_context":
+        imagesOmitted.inc(line.decision.images_omitted.length);
+        blocksRemoved.inc(line.decision.blocks_removed.length);
+        return;
+      case "upstream_request":
         pngBytes.inc(line.images.bytesBefore);
         webpBytes.inc(line.images.bytesAfter);
+        // body_budget decides after the conversion: what it left out is in this line, not in after_context.
+        if (line.context) {
+          imagesOmitted.inc(line.context.images_omitted.length);
+          blocksRemoved.inc(line.context.blocks_removed.length);
+        }
+        return;
+      case "upstream_response": {
+        for (const attempt of line.attempts) {
+          upstreamAttempts.inc({ status_class: statusClass(attempt.status) });
+          if (attempt.attempt > 1) upstreamRetries.inc();
+          if (attempt.first_byte_ms !== undefined) firstByte.observe(attempt.first_byte_ms / 1000);
+          queueWait.observe((attempt.queue_ms ?? 0) / 1000);
+          if (attempt.status === 429) throttledAttempts.inc();
+          const ok = attempt.status !== undefined && attempt.status < 400 && !attempt.error;
+          operationSeconds.observe(
+            {
+              gen_ai_operation_name: "chat",
+              gen_ai_provider_name: "openai",
+              error_type: ok ? "" : attempt.status ? String(attempt.status) : "error",
+            },
+            attempt.ms / 1000,
+          );
+        }
+        const usage = line.validated?.usage;
+        if (usage) {
+          const labels = { gen_ai_operation_name: "chat", gen_ai_provider_name: "openai" };
+          tokenUsage.observe({ ...labels, gen_ai_token_type: "input" }, usage.inputTokens);
+          tokenUsage.observe({ ...labels, gen_ai_token_type: "output" }, usage.outputTokens);
+        }
+        return;
       }
-      // body_budget decides after the conversion: what it left out is in this line, not in after_context.
-      if (line?.context) {
-        imagesOmitted.inc(line.context.images_omitted.length);
-        blocksRemoved.inc(line.context.blocks_removed.length);
+      case "status": {
+        inFlight.delete(key);
+        exchanges.inc({ protocol: exchange.protocol, outcome: line.status });
+        if (line.status === "failed")
+          exchangeFailures.inc({ protocol: exchange.protocol, kind: line.error.kind });
+        const t = exchange.times;
+        between(t, "client_request", "after_context", "context");
+        between(t, "after_context", "upstream_request", "images");
+        between(t, "upstream_request", "upstream_response", "upstream");
+        if (line.status !== "failed") between(t, "upstream_response", "status", "deliver");
+        return;
       }
-    } else if (event.stage === "upstream_response") {
-      const response = upstreamResponseSchema.safeParse(event.data).data;
-      for (const attempt of response?.attempts ?? []) {
-        upstreamAttempts.inc({ status_class: statusClass(attempt.status) });
-        if (attempt.attempt > 1) upstreamRetries.inc();
-        if (attempt.first_byte_ms !== undefined) firstByte.observe(attempt.first_byte_ms / 1000);
-        queueWait.observe((attempt.queue_ms ?? 0) / 1000);
-        if (attempt.status === 429) throttledAttempts.inc();
-        const ok = attempt.status !== undefined && attempt.status < 400 && !attempt.error;
-        operationSeconds.observe(
-          {
-            gen_ai_operation_name: "chat",
-            gen_ai_provider_name: "openai",
-            error_type: ok ? "" : attempt.status ? String(attempt.status) : "error",
-          },
-          attempt.ms / 1000,
-        );
-      }
-      const usage = response?.validated?.usage;
-      if (usage) {
-        const labels = { gen_ai_operation_name: "chat", gen_ai_provider_name: "openai" };
-        tokenUsage.observe({ ...labels, gen_ai_token_type: "input" }, usage.inputTokens);
-        tokenUsage.observe({ ...labels, gen_ai_token_type: "output" }, usage.outputTokens);
-      }
-    } else if (event.stage === "status") {
-      inFlight.delete(key);
-      const status = exchangeStatusSchema.safeParse(event.data).data;
-      if (!status) return;
-      exchanges.inc({ protocol: exchange.protocol, outcome: status.status });
-      if (status.error) exchangeFailures.inc({ protocol: exchange.protocol, kind: status.error.kind });
-      const t = exchange.times;
-      between(t, "client_request", "after_context", "context");
-      between(t, "after_context", "upstream_request", "images");
-      between(t, "upstream_request", "upstream_response", "upstream");
-      if (status.status !== "failed") between(t, "upstream_response", "status", "deliver");
     }
   }
 

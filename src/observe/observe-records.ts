@@ -4,6 +4,7 @@
  * `records_failure` event before the error goes on to the caller.
  */
 import type { EpisodeRecords } from "../records/episode-records.ts";
+import { exchangeVerbs, type WriteExchangeLine } from "../records/exchange-verbs.ts";
 import type { Observer } from "./observer.ts";
 
 export function observeRecords(
@@ -20,15 +21,16 @@ export function observeRecords(
       throw error;
     }
   };
+  const exchangeLine: WriteExchangeLine = (exchange, line, spliced) => {
+    guarded("exchanges.jsonl", () => records.exchangeLine(exchange, line, spliced));
+    observer.observe({ kind: "exchange_stage", episode, exchange, at: clock(), line });
+  };
   // Inherits from the records so every other member, getters included (frozen,
   // failure), reads the live value; only the writes are wrapped.
   const observed: EpisodeRecords = Object.create(records);
   return Object.assign(observed, {
-    exchange(...args: Parameters<EpisodeRecords["exchange"]>) {
-      const [exchange, stage, data] = args;
-      guarded("exchanges.jsonl", () => records.exchange(...args));
-      observer.observe({ kind: "exchange_stage", episode, exchange, stage, at: clock(), data });
-    },
+    exchangeLine,
+    ...exchangeVerbs(exchangeLine),
     ledger(event: Record<string, unknown>) {
       guarded("ledger.jsonl", () => records.ledger(event));
       observer.observe({ kind: "ledger", episode, at: clock(), event });

@@ -6,17 +6,17 @@
  * records stay the single account of what happened, and metrics, traces and the
  * timeline page cannot disagree with them.
  */
-import type { ExchangeStage } from "../records/episode-records.ts";
+import type { ExchangeLine } from "../records/exchange-lines.ts";
 
 export type ObservedEvent =
   | {
       kind: "exchange_stage";
       episode: string;
       exchange: string;
-      stage: ExchangeStage;
       /** Milliseconds since the epoch, from the sidecar's clock. */
       at: number;
-      data: Record<string, unknown>;
+      /** The line's fields as written (without its spliced bodies). */
+      line: ExchangeLine;
     }
   | { kind: "ledger"; episode: string; at: number; event: Record<string, unknown> }
   | { kind: "auxiliary"; episode: string; at: number; data: Record<string, unknown> }

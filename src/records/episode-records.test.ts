@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { failedStatus, noImages } from "../../test/support/exchange-line-fields.ts";
 import { heldDatasync, turn } from "../../test/support/held-datasync.ts";
 import { RecordsWriteError } from "./append-file.ts";
 import { createBlobStore } from "./blob-store.ts";
@@ -20,13 +21,8 @@ test("every kind of line reaches its file, with or without a byte counter", () =
         blobs: createBlobStore(dir),
         ...(counted ? { written: (file: string, n: number) => (bytes[file] = (bytes[file] ?? 0) + n) } : {}),
       });
-      records.exchange(
-        "ex_0001",
-        "client_request",
-        { protocol: "responses", path: "/v1/responses" },
-        { json: { body: "{}" } },
-      );
-      records.exchange("ex_0001", "status", { status: "failed" });
+      records.clientRequest("ex_0001", { protocol: "responses", path: "/v1/responses" }, { json: "{}" });
+      records.status("ex_0001", failedStatus);
       records.ledger({ type: "closed" });
       records.auxiliary({ path: "/count" });
       for (const [file, lines] of [
@@ -110,13 +106,12 @@ describe("a line is never durable before the blobs it refers to", () => {
   test("the exchange file's fdatasync starts only once its blob's file and name are synced; the ledger's does not wait", async () => {
     const lineDisk = heldDatasync();
     const { dir, blobDisk, records } = heldRecords(lineDisk);
-    records.exchange(
+    records.clientRequest(
       "ex_0001",
-      "client_request",
-      { protocol: "responses" },
-      { json: { body: JSON.stringify({ image: png }) } },
+      { protocol: "responses", path: "/v1/responses" },
+      { json: JSON.stringify({ image: png }) },
     );
-    records.exchange("ex_0001", "upstream_request", {}, { json: { body: "{}" } });
+    records.upstreamRequest("ex_0001", { images: noImages, ignored: [] }, "{}");
     expect(readFileSync(join(dir, "exchanges.jsonl"), "utf8")).toContain('{"$blob":"sha256:');
     records.ledger({ type: "claimed", callId: "c1" });
     let synced = false;
@@ -142,7 +137,7 @@ describe("a line is never durable before the blobs it refers to", () => {
 
   test("a blob that cannot be made durable fails the sync of every line that refers to it", async () => {
     const { dir, blobDisk, records } = heldRecords();
-    records.exchange("ex_0001", "upstream_request", {}, { json: { body: JSON.stringify({ image: png }) } });
+    records.upstreamRequest("ex_0001", { images: noImages, ignored: [] }, JSON.stringify({ image: png }));
     blobDisk.complete(Object.assign(new Error("EIO: i/o error, fsync"), { code: "EIO" }));
     await expect(records.sync()).rejects.toBeInstanceOf(RecordsWriteError);
     await expect(records.sync()).rejects.toThrow("EIO");

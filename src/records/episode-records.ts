@@ -31,6 +31,8 @@ import type { JsonText, KnownSpan } from "../lib/frozen-json.ts";
 import { type SplitText, textPieces, wholeText } from "../lib/split-text.ts";
 import { RecordsWriteError } from "./append-file.ts";
 import type { BlobStore } from "./blob-store.ts";
+import type { ExchangeLine } from "./exchange-lines.ts";
+import { exchangeVerbs } from "./exchange-verbs.ts";
 import type { GroupCommit, SyncOptions } from "./group-commit.ts";
 import { externalizeImages, externalizeImageValue, hasReferenceForm } from "./image-references.ts";
 import { type BodyPiece, bodyPieces, externalizePieces } from "./known-spans.ts";
@@ -42,14 +44,6 @@ import { type RecurringTexts, textReferenceMarker } from "./text-references.ts";
  * store. Version 3: also long strings of spliced JSON seen before (text-references.ts).
  */
 export const recordsFormatVersion = 3;
-
-export type ExchangeStage =
-  | "client_request"
-  | "after_context"
-  | "upstream_request"
-  | "upstream_response"
-  | "delivered"
-  | "status";
 
 export type RecordsOptions = {
   dir: string;
@@ -214,31 +208,29 @@ export function createEpisodeRecords(options: RecordsOptions) {
     void backgroundWrite.finally(drainDescriptions);
   }
 
+  /**
+   * Exchange stages are written at the exchange's boundaries — just before the
+   * upstream request, when the upstream answered (before anything is delivered)
+   * and at its final status — each boundary one write of the lines gathered so
+   * far: a crash during the upstream wait still leaves the client's request on
+   * disk, a crash during delivery still leaves the model's answer, and a text
+   * exchange costs three writes, not six.
+   */
+  function exchangeLine(exchangeId: string, line: ExchangeLine, spliced: SplicedMembers = {}): void {
+    if (frozen) throw frozenRecordsError(options.dir, "exchanges.jsonl");
+    pendingExchangeLines.push(formatRecordLine(options, { exchange: exchangeId, ...line }, spliced));
+    const { stage } = line;
+    if (stage === "upstream_request" || stage === "upstream_response" || stage === "status") {
+      const lines = pendingExchangeLines;
+      pendingExchangeLines = [];
+      appendLines("exchanges.jsonl", lines);
+    }
+  }
+
   return {
     dir: options.dir,
-    /**
-     * Exchange stages are written at the exchange's boundaries — just before the
-     * upstream request, when the upstream answered (before anything is delivered)
-     * and at its final status — each boundary one write of the lines gathered so
-     * far: a crash during the upstream wait still leaves the client's request on
-     * disk, a crash during delivery still leaves the model's answer, and a text
-     * exchange costs three writes, not six.
-     */
-    exchange(
-      exchangeId: string,
-      stage: ExchangeStage,
-      data: Record<string, unknown>,
-      /** Fields whose value is already JSON text (e.g. the upstream body as sent), spliced in verbatim. */
-      spliced: SplicedMembers = {},
-    ): void {
-      if (frozen) throw frozenRecordsError(options.dir, "exchanges.jsonl");
-      pendingExchangeLines.push(formatRecordLine(options, { exchange: exchangeId, stage, ...data }, spliced));
-      if (stage === "upstream_request" || stage === "upstream_response" || stage === "status") {
-        const lines = pendingExchangeLines;
-        pendingExchangeLines = [];
-        appendLines("exchanges.jsonl", lines);
-      }
-    },
+    exchangeLine,
+    ...exchangeVerbs(exchangeLine),
     ledger(event: Record<string, unknown>): void {
       append("ledger.jsonl", event);
     },

@@ -8,6 +8,7 @@
  *   records.episodeIds()                             // ["ep_…", …]
  *   const episode = records.readEpisode(id);         // every file, torn tails reported
  *   episode.exchanges[0].stage("client_request")     // a stage's line: parsed value + exact text
+ *   episode.exchanges[0].line("upstream_response")   // the same, typed by its schema (exchange-lines.ts)
  *   records.clientRequestText(exchange)              // the client's request byte for byte
  *   records.upstreamRequestText(exchange)            // the upstream wire body byte for byte
  *   records.resolve(line.value)                      // references → data URLs / base64
@@ -23,6 +24,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { episodeIdPattern } from "../episodes/ids.ts";
 import { type BlobStore, createBlobStore } from "./blob-store.ts";
+import { type ExchangeLineRead, type ExchangeStage, readExchangeLine } from "./exchange-lines.ts";
 import { inlineImages, resolveBlobReferences } from "./image-references.ts";
 import { listRestartFiles, stateAfterRestore } from "./restart-records.ts";
 import { inlineTexts, resolveTextReferences, textReferenceMarker } from "./text-references.ts";
@@ -34,7 +36,10 @@ export type RecordedExchange = {
   id: string;
   /** The exchange's lines in the order written (from exchanges.jsonl, then restart files). */
   lines: RecordLine[];
-  stage(stage: string): RecordLine | undefined;
+  /** The stage's last line as recorded. */
+  stage(stage: ExchangeStage): RecordLine | undefined;
+  /** The stage's last line read by its schema (exchange-lines.ts); undefined when absent or not one. */
+  line<S extends ExchangeStage>(stage: S): ExchangeLineRead<S> | undefined;
 };
 
 export type EpisodeRecordsView = {
@@ -183,6 +188,10 @@ function groupExchanges(lines: RecordLine[]): RecordedExchange[] {
     id,
     lines: group,
     stage: (stage) => group.findLast((line) => line.value.stage === stage),
+    line(stage) {
+      const line = group.findLast((candidate) => candidate.value.stage === stage);
+      return line === undefined ? undefined : readExchangeLine(stage, line.value);
+    },
   }));
 }
 

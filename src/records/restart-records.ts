@@ -25,6 +25,7 @@ import {
   type RecordsOptions,
   type SplicedMembers,
 } from "./episode-records.ts";
+import { exchangeVerbs, type WriteExchangeLine } from "./exchange-verbs.ts";
 import { frozenRecordsError, openRecordFiles } from "./record-files.ts";
 
 export const restartFilePattern = /^restart-(\d{3,})\.jsonl$/;
@@ -72,12 +73,15 @@ export function openRestartRecords(options: RestartRecordsOptions): RestartRecor
     }
   }
 
+  const exchangeLine: WriteExchangeLine = (exchangeId, line, spliced) =>
+    append("exchange", { exchange: exchangeId, ...line }, spliced);
+
   return {
     dir: options.dir,
     file,
     restarted: (report) => append("restarted", report),
-    exchange: (exchangeId, stage, data, spliced) =>
-      append("exchange", { exchange: exchangeId, stage, ...data }, spliced),
+    exchangeLine,
+    ...exchangeVerbs(exchangeLine),
     ledger: (event) => append("ledger", { event }),
     auxiliary: (data) => append("auxiliary", data),
     // episode.json stays the description the earlier process wrote; the API shows the restored state.

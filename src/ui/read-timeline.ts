@@ -8,6 +8,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import type { ExchangeLineRead } from "../records/exchange-lines.ts";
 import type { RecordLine, Records } from "../records/read-records.ts";
 import { type FoundImage, findImages } from "./find-images.ts";
 
@@ -20,21 +21,22 @@ export type TimelineExchange = {
   stages: { stage: string; at: string; ms: number | undefined }[];
   clientImages: FoundImage[];
   upstreamImages: FoundImage[];
-  decision: Line | undefined;
-  imageStats: Line | undefined;
-  attempts: Line[];
+  decision: ExchangeLineRead<"after_context">["decision"];
+  imageStats: ExchangeLineRead<"upstream_request">["images"];
+  attempts: Attempts;
   /** The exchange's time in the shared upstream queue, and its throttled and retried attempts. */
   upstream: UpstreamWaits;
-  status: Line | undefined;
+  status: ExchangeLineRead<"status"> | undefined;
   calls: TimelineCall[];
 };
 
+type Attempts = NonNullable<ExchangeLineRead<"upstream_response">["attempts"]>;
 export type UpstreamWaits = { queueMs: number; throttled: number; retries: number };
 
 /** Totals over an exchange's upstream attempts, as recorded in its upstream_response line. */
-export function summarizeAttempts(attempts: Line[]): UpstreamWaits {
+export function summarizeAttempts(attempts: Attempts): UpstreamWaits {
   return {
-    queueMs: attempts.reduce((ms, a) => ms + (typeof a.queue_ms === "number" ? a.queue_ms : 0), 0),
+    queueMs: attempts.reduce((ms, a) => ms + (a.queue_ms ?? 0), 0),
     throttled: attempts.filter((a) => a.status === 429).length,
     retries: Math.max(0, attempts.length - 1),
   };
@@ -81,7 +83,6 @@ export function exchangeImage(
 export function readTimeline(records: Records, dir: string): Timeline {
   const view = records.readEpisodeDir(dir);
   const values = (lines: RecordLine[]): Line[] => lines.map((line) => line.value);
-  const byExchange = new Map(view.exchanges.map((exchange) => [exchange.id, values(exchange.lines)]));
   const ledger = values(view.ledger);
   const callEvents = new Map<string, Line[]>();
   for (const event of ledger)
@@ -97,17 +98,18 @@ export function readTimeline(records: Records, dir: string): Timeline {
   const batchEvents = (batchId: unknown) =>
     ledger.filter((e) => e.batchId === batchId && e.type !== "registered");
 
-  const exchanges = [...byExchange].map(([id, lines]): TimelineExchange => {
-    const stage = (name: string) => lines.findLast((l) => l.stage === name);
+  const exchanges = view.exchanges.map((exchange): TimelineExchange => {
+    const { id } = exchange;
     let previous: number | undefined;
-    const stages = lines.map((l) => {
+    const stages = values(exchange.lines).map((l) => {
       const at = Date.parse(String(l.at));
       const ms = previous === undefined ? undefined : at - previous;
       previous = at;
       return { stage: String(l.stage), at: String(l.at), ms };
     });
-    const upstreamResponse = stage("upstream_response");
-    const attempts = (upstreamResponse?.attempts as Line[] | undefined) ?? [];
+    const clientRequest = exchange.line("client_request");
+    const upstreamRequest = exchange.line("upstream_request");
+    const attempts = exchange.line("upstream_response")?.attempts ?? [];
     const calls = (batches.get(id) ?? []).flatMap((registered) =>
       ((registered.calls ?? []) as Line[]).map((call) => ({
         id: String(call.id),
@@ -123,16 +125,16 @@ export function readTimeline(records: Records, dir: string): Timeline {
     );
     return {
       id,
-      protocol: String(stage("client_request")?.protocol ?? ""),
-      path: String(stage("client_request")?.path ?? ""),
+      protocol: clientRequest?.protocol ?? "",
+      path: clientRequest?.path ?? "",
       stages,
-      clientImages: findImages(stage("client_request")?.body),
-      upstreamImages: findImages(stage("upstream_request")?.body),
-      decision: stage("after_context")?.decision as Line | undefined,
-      imageStats: stage("upstream_request")?.images as Line | undefined,
+      clientImages: findImages(clientRequest?.body),
+      upstreamImages: findImages(upstreamRequest?.body),
+      decision: exchange.line("after_context")?.decision,
+      imageStats: upstreamRequest?.images,
       attempts,
       upstream: summarizeAttempts(attempts),
-      status: stage("status"),
+      status: exchange.line("status"),
       calls,
     };
   });

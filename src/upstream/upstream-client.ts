@@ -30,53 +30,10 @@ import {
   type FailureSignal,
 } from "./classify-upstream-failure.ts";
 import { decideRetry, parseRetryAfter } from "./retry-schedule.ts";
+import type { AttemptEnd, UpstreamAttempt } from "./upstream-attempt.ts";
 import { type AttemptOutcome, openGate, type UpstreamGate } from "./upstream-gate.ts";
 
-/** How an attempt ended. */
-export type AttemptEnd =
-  /** A complete, valid answer. */
-  | "answered"
-  /** An HTTP error answer (status ≥ 400). */
-  | "http_error"
-  /** Nothing from the upstream for upstream.idle_timeout_ms: cut. */
-  | "idle_timeout"
-  /** Cut by the exchange's deadline (upstream.deadline_ms). */
-  | "deadline"
-  /** The connection failed or broke off (refused, reset …). */
-  | "connection"
-  /** The stream ended without its [DONE]. */
-  | "stream_cut"
-  /** The stream carried an error event instead of the answer. */
-  | "stream_error"
-  /** The exchange was cancelled (episode cancelled, client gone, shutdown) during the attempt. */
-  | "cancelled"
-  /** An answer that must not be delivered (invalid arguments, undeclared tool, over max_response_bytes …). */
-  | "invalid_answer";
-
-export type UpstreamAttempt = {
-  attempt: number;
-  /** When the attempt was sent (after its wait in the queue). */
-  started_at: string;
-  /** From sending the request to the attempt's end. */
-  ms: number;
-  /** Waited in the shared upstream queue before this attempt was sent. */
-  queue_ms?: number;
-  /** From sending the request to the response headers. */
-  first_byte_ms?: number;
-  status?: number;
-  ended: AttemptEnd;
-  /** For `idle_timeout`: the silence that cut the attempt. */
-  idle_ms?: number;
-  /** The provider's error code (or type) as sent. */
-  provider_code?: string;
-  /** For a failed attempt: whether a later attempt could succeed (docs/upstream-errors.md). */
-  classification?: FailureClass["retry"];
-  /** For a failed attempt: the cause's row in docs/upstream-errors.md. */
-  cause?: string;
-  error?: string;
-  /** The wait before the next attempt. */
-  retry_in_ms?: number;
-};
+export type { AttemptEnd, UpstreamAttempt };
 
 export type UpstreamExchange = {
   response: HubResponse;

@@ -21,20 +21,18 @@ export const readEpisodeRecords = (recordsDir: string): EpisodeRecordsView =>
 
 /** Every upstream wire request of the episode, in order, with the response recorded for it. */
 export function upstreamExchangesOf(episode: EpisodeRecordsView): UpstreamExchange[] {
-  const out: UpstreamExchange[] = [];
-  for (const exchange of episode.exchanges) {
-    for (const { value: line } of exchange.lines) {
-      if (line.stage === "upstream_request")
-        out.push({ exchange: exchange.id, body: line.body, response: null });
-      if (line.stage === "upstream_response") {
-        const request = out.findLast((r) => r.exchange === exchange.id);
-        // A refused answer (invalid arguments, undeclared tool, …) is kept as its error.
-        if (request)
-          request.response = line.error !== undefined ? { error: line.error } : (line.validated ?? null);
-      }
-    }
-  }
-  return out;
+  return episode.exchanges.flatMap((exchange) => {
+    const request = exchange.line("upstream_request");
+    if (!request) return [];
+    const answer = exchange.line("upstream_response");
+    // A refused answer (invalid arguments, undeclared tool, …) is kept as its error.
+    const response = !answer
+      ? null
+      : answer.error !== undefined
+        ? { error: answer.error }
+        : (answer.validated ?? null);
+    return [{ exchange: exchange.id, body: request.body, response }];
+  });
 }
 
 export const readUpstreamExchanges = (recordsDir: string): UpstreamExchange[] =>

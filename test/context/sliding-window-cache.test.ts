@@ -73,10 +73,9 @@ function slidingEpisode(settings: Record<string, number>) {
     });
     await res.text();
     const exchange = openRecords(s.dataDir).readEpisode(episode.id).exchanges.at(-1);
-    const stage = (name: string) => exchange?.stage(name)?.value;
-    const { images } = stage("upstream_request") as { images: { converted: number } };
-    const { decision } = stage("after_context") as { decision: ContextDecision };
-    return { body: bodies.at(-1) as string, converted: images.converted, decision };
+    const images = exchange?.line("upstream_request")?.images;
+    const decision = exchange?.line("after_context")?.decision as ContextDecision;
+    return { body: bodies.at(-1) as string, converted: images?.converted ?? 0, decision };
   };
   return Object.assign(post, { episode });
 }

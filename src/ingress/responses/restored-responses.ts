@@ -82,7 +82,7 @@ export function createResponseStores(records: RecordsReader): ResponseStores {
 function readDelivered(exchange: RecordedExchange, records: RecordsReader): DeliveredResponse | undefined {
   const text = records.deliveredText(exchange);
   if (text === undefined) return undefined;
-  const json = String(exchange.stage("delivered")?.value.content_type).startsWith("application/json");
+  const json = exchange.line("delivered")?.content_type?.startsWith("application/json") === true;
   const value = json
     ? JSON.parse(text)
     : parseSseText(text)
@@ -102,9 +102,9 @@ export function restoreResponseStore(
 ): ResponseStore {
   const store = createResponseStore();
   for (const exchange of exchanges) {
-    const request = exchange.stage("client_request")?.value;
-    if (request?.protocol !== "responses" || !String(request.path).endsWith("/v1/responses")) continue;
-    if (exchange.stage("status")?.value.status !== "delivered") continue;
+    const request = exchange.line("client_request");
+    if (request?.protocol !== "responses" || request.path?.endsWith("/v1/responses") !== true) continue;
+    if (exchange.line("status")?.status !== "delivered") continue;
     const response = readDelivered(exchange, records);
     if (!response) continue;
     const body = request.body as { store?: unknown } | undefined;

@@ -30,8 +30,8 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { MiddlewareHandler } from "hono";
-import type { ObservedEvent } from "../observer.ts";
-import { auxiliarySchema, ledgerLineSchema, upstreamResponseSchema } from "../record-shapes.ts";
+import type { UpstreamResponseFields } from "../../records/exchange-lines.ts";
+import { auxiliarySchema, ledgerLineSchema } from "../record-shapes.ts";
 import type { Tracing, TracingOptions } from "./tracing.ts";
 
 /** Calls and exchanges are remembered until settled, at most this many (a client that vanished). */
@@ -118,9 +118,10 @@ export function createOtelTracing(options: TracingOptions): Tracing {
     }
   };
 
-  function onUpstreamResponse(event: Extract<ObservedEvent, { kind: "exchange_stage" }>) {
-    const response = upstreamResponseSchema.safeParse(event.data).data;
-    if (!response) return;
+  function onUpstreamResponse(
+    event: { episode: string; exchange: string },
+    response: UpstreamResponseFields,
+  ) {
     const model = options.modelOf(event.episode);
     const attempts = response.attempts;
     for (const [i, attempt] of attempts.entries()) {
@@ -306,8 +307,8 @@ export function createOtelTracing(options: TracingOptions): Tracing {
     observer: {
       observe(event) {
         if (event.kind === "exchange_stage") {
-          if (event.stage === "upstream_response") onUpstreamResponse(event);
-          else if (event.stage === "client_request")
+          if (event.line.stage === "upstream_response") onUpstreamResponse(event, event.line);
+          else if (event.line.stage === "client_request")
             trace.getSpan(active())?.setAttribute("ura.exchange.id", event.exchange);
         } else if (event.kind === "ledger") onLedger(event.episode, event.at, event.event);
         else if (event.kind === "auxiliary") onAuxiliary(event.episode, event.at, event.data);
