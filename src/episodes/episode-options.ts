@@ -19,6 +19,12 @@ export const episodeOptionsSchema = z
     /** Absent = the config's `context` default (unwrap: the schema's own default would hide the absence). */
     context: contextPolicySchema.unwrap().optional(),
     client: clientKindSchema.optional(),
+    /**
+     * Milliseconds from creation after which a running episode ends as failed (`deadline`):
+     * admission closes, upstream work is cancelled, and with the manifest's `stop` the jobs
+     * in flight are asked to stop. Absent = no deadline.
+     */
+    deadline_ms: z.number().int().positive().optional(),
     /** Refuse model requests from any client but the pinned version of `client` (manifests/clients/); default false. The status reports the detected client either way. */
     require_pinned_client: z.boolean().optional(),
   })

@@ -69,7 +69,13 @@ export const ledgerSummarySchema = z.object({
 });
 
 export const episodeStateSchema = z.enum(["running", "finished", "failed", "interrupted"]);
-export const failureReasonSchema = z.enum(["provider_error", "max_turns", "cancelled", "interrupted"]);
+export const failureReasonSchema = z.enum([
+  "provider_error",
+  "max_turns",
+  "cancelled",
+  "interrupted",
+  "deadline",
+]);
 
 export const episodeStatusSchema = z.looseObject({
   id: z.string(),

@@ -112,6 +112,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       records,
       delivery: deps.config.delivery,
       approvalTimeoutMs: deps.config.approval_timeout_ms,
+      ...(options.deadline_ms === undefined ? {} : { deadlineMs: options.deadline_ms }),
       executor: createExecutor(id),
       drainDeadlineMs: deps.config.shutdown.drain_deadline_ms,
       clock: deps.clock,

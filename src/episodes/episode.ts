@@ -27,6 +27,7 @@ import type {
   failureReasonSchema,
 } from "./episode-status.ts";
 import { credentialDigest } from "./ids.ts";
+import { createJobStopper } from "./job-stopper.ts";
 
 export type EpisodeState = z.infer<typeof episodeStateSchema>;
 export type FailureReason = z.infer<typeof failureReasonSchema>;
@@ -51,6 +52,8 @@ export type EpisodeInit = {
   delivery: { wait_ms: number; previous_ack_wait_ms: number };
   /** How long a call whose tool asks for approval waits for an operator (config approval_timeout_ms). */
   approvalTimeoutMs?: number;
+  /** The episode fails (`deadline`) this long after creation while still running (episode option deadline_ms). */
+  deadlineMs?: number;
   /** Runs this episode's admitted tool calls. */
   executor: Executor;
   /** How long cancelling waits for admitted calls to finish. */
@@ -135,6 +138,28 @@ export function createEpisode(init: EpisodeInit) {
 
   /** Exchanges holding one of max_turns: counted before they go upstream, so concurrent requests cannot overrun the cap. */
   let turnsInFlight = 0;
+  /** Asks the executor to stop jobs nobody wants any more (the manifest's `stop`; a restored episode runs nothing). */
+  const stopper = createJobStopper({
+    episodeId: init.id,
+    ledger,
+    executor: init.executor,
+    policy: restored ? undefined : init.manifest.stop,
+    clock: init.clock,
+    exchangesInFlight: () => turnsInFlight,
+    ...(init.warn ? { warn: init.warn } : {}),
+  });
+  const deadlineTimer =
+    init.deadlineMs === undefined || restored
+      ? undefined
+      : setTimeout(() => {
+          if (state === "running")
+            void episode.cancel(
+              `the episode's deadline (${init.deadlineMs} ms) passed`,
+              undefined,
+              "deadline",
+            );
+        }, init.deadlineMs);
+  deadlineTimer?.unref();
   /** The exact arguments text of each tool call the model made, by call id. */
   const modelArguments = new Map<string, string>();
   let persistTimer: ReturnType<typeof setTimeout> | undefined;
@@ -179,6 +204,7 @@ export function createEpisode(init: EpisodeInit) {
      * be refused. Returns the client's own session id on it, when it sent one.
      */
     checkModelRequest(headers: Headers): string | undefined {
+      stopper.clientSeen();
       return clientIdentity.checkModelRequest(headers, mcp);
     },
     /** Whether model exchanges may still run; the reason when not. */
@@ -205,11 +231,13 @@ export function createEpisode(init: EpisodeInit) {
     },
     releaseTurn(): void {
       turnsInFlight = Math.max(0, turnsInFlight - 1);
+      stopper.clientSeen();
     },
     fail(reason: FailureReason, message: string): void {
       if (state === "failed" || state === "interrupted") return;
       state = reason === "interrupted" ? "interrupted" : "failed";
       failure = { reason, message };
+      clearTimeout(deadlineTimer);
       ledger.close();
       episode.persist();
       init.ended?.();
@@ -223,28 +251,46 @@ export function createEpisode(init: EpisodeInit) {
       if (state !== "running") return;
       state = "finished";
       result = receipt;
+      clearTimeout(deadlineTimer);
       ledger.close(`the episode finished: its ${init.manifest.finish_tool} receipt was submitted`);
       episode.persist();
     },
     /**
      * Cancel: close admission, abort upstream work, wait (bounded) for admitted
      * callbacks. Reports the calls that did not finish; physical work already
-     * running is not stopped. A finished episode keeps its state and result.
+     * running is asked to stop only with the manifest's `stop` (job-stopper.ts).
+     * A finished episode keeps its state and result. `deadline`: the episode's
+     * deadline_ms passed (the same, failed as `deadline`).
      */
-    async cancel(message = "cancelled by the control API", drainTimeoutMs = init.drainDeadlineMs) {
+    async cancel(
+      message = "cancelled by the control API",
+      drainTimeoutMs = init.drainDeadlineMs,
+      reason: "cancelled" | "deadline" = "cancelled",
+    ) {
       // A finished episode stays finished: cancelling it only closes it for further work.
       if (state === "finished") {
         ledger.close(message);
         init.ended?.();
-      } else episode.fail("cancelled", message);
+      } else episode.fail(reason, message);
       abort.abort(new Error(message));
+      // With the manifest's `stop`, the jobs in flight are asked to stop while the drain waits for their ends.
+      const stopping = stopper.stopJobs(reason);
       // A restored episode runs nothing here: its unfinished calls are the uncertain ones of an earlier process.
       const drained = restored
         ? { unfinished: [...ledger.summary().uncertain] }
         : await ledger.drain({ timeoutMs: drainTimeoutMs });
+      await stopping;
       episode.persist();
       return drained;
     },
+    /** Asks the executor to stop the jobs still in flight (shutdown drain overrun); nothing without the manifest's `stop`. */
+    stopJobs: (reason: "drain_overrun") => stopper.stopJobs(reason),
+    /**
+     * An MCP request of this episode's client began; call the returned function when its
+     * answer ended. Undefined when the manifest asks for no stops (nothing watches the client).
+     */
+    mcpRequestOpened: (): (() => void) | undefined =>
+      stopper.enabled ? stopper.mcpRequestOpened() : undefined,
     /** A model exchange reached the client: its turn counts against max_turns, its calls become claimable. */
     exchangeDelivered(batchId: string | undefined): void {
       episode.releaseTurn();

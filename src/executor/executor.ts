@@ -4,9 +4,12 @@
  * receipt. The job key (episode id + the model's call id) is the idempotency key:
  * submitting the same call twice must name the same job. The call id alone is
  * not enough: it is unique only within an episode, and an upstream may repeat
- * ids across episodes. See docs/executor-api.md and docs/design.md §7.
+ * ids across episodes. An executor may also offer `stop`: asked to stop a job in
+ * flight when its episode is abandoned (cancel, client gone, deadline, shutdown drain
+ * overrun; per manifest, off by default). See docs/executor-api.md and docs/design.md §7.
  */
 import { z } from "zod";
+import type { StopReason } from "../ledger/events.ts";
 
 export const toolContentSchema = z.discriminatedUnion("type", [
   z.object({ type: z.literal("text"), text: z.string() }),
@@ -42,9 +45,20 @@ export type ExecutorJob = {
 
 export type Acknowledgement = { jobId: string };
 
+/** Why the sidecar asks the controller to stop an episode's jobs in flight (one schema: the journal's). */
+export type { StopReason };
+
+/** The job to stop, as the executor acknowledged it. */
+export type StopJob = { jobId: string; callId: string; episodeId: string };
+
+/** The controller's answer to a stop, as journaled: its HTTP status (null: no answer), whether it stopped, its words. */
+export type StopAnswer = { status: number | null; stopped: boolean; detail: string };
+
 export interface Executor {
   /** Resolves once the executor accepted the job (acknowledgement); rejects if it refused or could not be reached. */
   submit(job: ExecutorJob): Promise<Acknowledgement>;
   /** Resolves with the job's receipt; rejects if none arrives (timeout, executor unreachable). */
   receipt(jobId: string): Promise<Receipt>;
+  /** Asks the executor to stop a job in flight; never rejects (an unreachable controller is an answer too). */
+  stop?(job: StopJob, reason: StopReason): Promise<StopAnswer>;
 }

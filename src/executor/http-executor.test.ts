@@ -167,3 +167,50 @@ describe("executor config", () => {
     ).toThrow();
   });
 });
+
+describe("stop", () => {
+  test("POSTs {url}/jobs/{job_id}/stop with the job key and the reason; the answer is what the controller said", async () => {
+    const seen: { path: string; key: string | null; body: unknown }[] = [];
+    const server = Bun.serve({
+      hostname: "127.0.0.1",
+      port: 0,
+      async fetch(req) {
+        const url = new URL(req.url);
+        seen.push({ path: url.pathname, key: req.headers.get("idempotency-key"), body: await req.json() });
+        if (url.pathname === "/jobs/J-1/stop") return new Response("stopping", { status: 202 });
+        if (url.pathname === "/jobs/J-2/stop") return new Response("already finished", { status: 404 });
+        return new Response("no stop here", { status: 501 });
+      },
+    });
+    stops.push(() => server.stop(true));
+    const executor = client(`http://127.0.0.1:${server.port}`);
+    const stop = executor.stop;
+    if (stop === undefined) throw new Error("the HTTP executor offers stop");
+    expect(await stop({ jobId: "J-1", callId: "call_1", episodeId: "ep_x" }, "cancelled")).toEqual({
+      status: 202,
+      stopped: true,
+      detail: "stopping",
+    });
+    expect(seen[0]).toEqual({
+      path: "/jobs/J-1/stop",
+      key: "ep_x/call_1",
+      body: { idempotency_key: "ep_x/call_1", call_id: "call_1", episode_id: "ep_x", reason: "cancelled" },
+    });
+    expect(await stop({ jobId: "J-2", callId: "c2", episodeId: "ep_x" }, "abandoned")).toMatchObject({
+      status: 404,
+      stopped: false,
+    });
+    expect(await stop({ jobId: "J-3", callId: "c3", episodeId: "ep_x" }, "deadline")).toMatchObject({
+      status: 501,
+      stopped: false,
+      detail: "no stop here",
+    });
+  });
+
+  test("an unreachable controller is an answer too (no status), never a throw", async () => {
+    const executor = client("http://127.0.0.1:9", { timeoutMs: 500 });
+    const answer = await executor.stop?.({ jobId: "J-1", callId: "c", episodeId: "ep_x" }, "drain_overrun");
+    expect(answer).toMatchObject({ status: null, stopped: false });
+    expect(answer?.detail).toStartWith("executor unreachable");
+  });
+});

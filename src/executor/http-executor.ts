@@ -4,7 +4,9 @@
  * call id, `jobKey`), so a submit
  * whose answer was lost (network error, 5xx) is retried with the same key and
  * can never start the job twice. Receipts are long-polled until they arrive or
- * `receiptTimeoutMs` passes.
+ * `receiptTimeoutMs` passes. `stop` asks the controller once, within `timeoutMs`,
+ * to stop a job in flight (POST {url}/jobs/{job_id}/stop); whatever it answers (or
+ * not) is the answer the sidecar journals.
  */
 import { SidecarError } from "../lib/errors.ts";
 import {
@@ -15,6 +17,9 @@ import {
   jobKey,
   type Receipt,
   receiptSchema,
+  type StopAnswer,
+  type StopJob,
+  type StopReason,
 } from "./executor.ts";
 
 export type HttpExecutorOptions = {
@@ -142,7 +147,34 @@ export function createHttpExecutor(options: HttpExecutorOptions): Executor {
     );
   }
 
-  return { submit, receipt };
+  async function stop(job: StopJob, reason: StopReason): Promise<StopAnswer> {
+    const key = jobKey(job.episodeId, job.callId);
+    let response: Response;
+    try {
+      response = await request(
+        `${root}/jobs/${encodeURIComponent(job.jobId)}/stop`,
+        {
+          method: "POST",
+          headers: { "content-type": "application/json", "idempotency-key": key },
+          body: JSON.stringify({
+            idempotency_key: key,
+            call_id: job.callId,
+            episode_id: job.episodeId,
+            reason,
+          }),
+        },
+        options.timeoutMs,
+      );
+    } catch (error) {
+      const message = error instanceof Error ? error.message : String(error);
+      return { status: null, stopped: false, detail: `executor unreachable: ${message}` };
+    }
+    const text = (await response.text().catch(() => "")).slice(0, 300);
+    const stopped = response.status === 200 || response.status === 202;
+    return { status: response.status, stopped, detail: text };
+  }
+
+  return { submit, receipt, stop };
 }
 
 function safeJson(text: string): unknown {

@@ -83,3 +83,24 @@ describe("createInertExecutor", () => {
     });
   });
 });
+
+describe("stop", () => {
+  test("a job whose receipt is still to come ends at once as stopped; a finished or unknown job is not stopped", async () => {
+    const executor = createInertExecutor({ receiptDelayMs: 10_000 });
+    const { jobId } = await executor.submit(job("c1", "observe"));
+    const receipt = executor.receipt(jobId);
+    const started = Date.now();
+    expect(await executor.stop?.({ jobId, callId: "c1", episodeId: "ep_test" }, "cancelled")).toMatchObject({
+      status: 200,
+      stopped: true,
+    });
+    const stopped = await receipt;
+    expect(Date.now() - started).toBeLessThan(1_000);
+    expect(stopped.ok).toBe(false);
+    expect(stopped.data).toMatchObject({ stopped: true, reason: "cancelled" });
+    expect(await executor.stop?.({ jobId, callId: "c1", episodeId: "ep_test" }, "cancelled")).toMatchObject({
+      status: 404,
+      stopped: false,
+    });
+  });
+});

@@ -6,12 +6,22 @@
  *   finish({answer})   → receipt data {submitted: true, correct: answer names the colour}
  * Jobs are acknowledged after `ackDelayMs` and complete `receiptDelayMs` later;
  * every receipt carries its timing (`data.timing`) so tests can see the order
- * and spacing in which the MCP server submitted work. See docs/design.md §7.
+ * and spacing in which the MCP server submitted work. `stop` ends a job whose
+ * receipt is still to come: its receipt is then a failure saying it was stopped.
+ * See docs/design.md §7.
  */
 import { randomBytes } from "node:crypto";
 import { solidColourPng } from "../images/generate-png.ts";
 import { SidecarError } from "../lib/errors.ts";
-import type { Acknowledgement, Executor, ExecutorJob, Receipt } from "./executor.ts";
+import type {
+  Acknowledgement,
+  Executor,
+  ExecutorJob,
+  Receipt,
+  StopAnswer,
+  StopJob,
+  StopReason,
+} from "./executor.ts";
 import { inertPalette, type PaletteColour, paletteColours } from "./inert-palette.ts";
 
 export type InertExecutorOptions = {
@@ -50,6 +60,8 @@ export function createInertExecutor(options: InertExecutorOptions = {}): InertEx
   const log: InertJobLog[] = [];
   const byCall = new Map<string, string>();
   const receipts = new Map<string, Promise<Receipt>>();
+  /** Jobs whose receipt is still to come, and how to end them early. */
+  const running = new Map<string, (reason: StopReason) => void>();
 
   function run(job: ExecutorJob): Receipt {
     switch (job.route) {
@@ -125,17 +137,28 @@ export function createInertExecutor(options: InertExecutorOptions = {}): InertEx
     log.push(entry);
     if (ackDelay > 0) await Bun.sleep(ackDelay);
     entry.acknowledged_at = clock();
+    const stopped = Promise.withResolvers<StopReason>();
+    running.set(jobId, stopped.resolve);
     receipts.set(
       jobId,
       (async () => {
-        if (receiptDelay > 0) await Bun.sleep(receiptDelay);
-        const receipt = run(job);
+        const outcome =
+          receiptDelay > 0 ? await Promise.race([Bun.sleep(receiptDelay), stopped.promise]) : undefined;
+        running.delete(jobId);
         const timing = {
           seq,
           submitted_at: entry.submitted_at,
           acknowledged_at: entry.acknowledged_at,
           completed_at: clock(),
         };
+        if (typeof outcome === "string") {
+          return {
+            ok: false,
+            content: [{ type: "text" as const, text: `stopped before it finished (${outcome})` }],
+            data: { stopped: true, reason: outcome, timing },
+          };
+        }
+        const receipt = run(job);
         return { ...receipt, data: { ...(receipt.data as Record<string, unknown>), timing } };
       })(),
     );
@@ -148,5 +171,13 @@ export function createInertExecutor(options: InertExecutorOptions = {}): InertEx
     return pending;
   }
 
-  return { submit, receipt, jobs: () => log, currentColour: () => observation?.colour };
+  async function stop(job: StopJob, reason: StopReason): Promise<StopAnswer> {
+    const end = running.get(job.jobId);
+    if (end === undefined)
+      return { status: 404, stopped: false, detail: `no job ${job.jobId} in flight (finished or unknown)` };
+    end(reason);
+    return { status: 200, stopped: true, detail: `job ${job.jobId} stopped` };
+  }
+
+  return { submit, receipt, stop, jobs: () => log, currentColour: () => observation?.colour };
 }

@@ -30,9 +30,10 @@
  * See docs/design.md §5.
  */
 import { SidecarError } from "../lib/errors.ts";
-import type { LedgerBatchInput, LedgerEvent, LedgerEventBody } from "./events.ts";
+import type { LedgerBatchInput, LedgerEvent, LedgerEventBody, StopReason } from "./events.ts";
 import {
   type ApprovalDecision,
+  answerStop,
   applyLedgerEvent,
   callsAwaitingApproval,
   checkBatchOrder,
@@ -42,6 +43,7 @@ import {
   expireApproval,
   foldJournal,
   interruptLedger,
+  jobsInFlight,
   type LedgerCall,
   type LedgerState,
   type LedgerSummary,
@@ -50,6 +52,7 @@ import {
   recordExecution,
   registerBatch,
   requestApproval,
+  requestStop,
   revokeBatch,
   skipUnclaimedPredecessors,
   summarizeLedger,
@@ -83,6 +86,9 @@ export interface EpisodeLedgerOptions {
   /** How long a call waits for an operator's decision before it is rejected (config approval_timeout_ms). */
   approvalTimeoutMs?: number;
 }
+
+/** The executor's answer to a stop as the journal keeps it. */
+export type StopAnswerRecord = { status: number | null; stopped: boolean; detail: string };
 
 /** Default of approval_timeout_ms. */
 export const defaultApprovalTimeoutMs = 300_000;
@@ -121,6 +127,11 @@ export interface EpisodeLedger {
   decide(callId: string, decision: ApprovalDecision): LedgerCall;
   /** Calls waiting for an operator's decision, in delivery order. */
   pendingApprovals(): PendingApproval[];
+  /** Acknowledged calls without a receipt or failure: the jobs a stop can name. */
+  jobsInFlight(): { callId: string; jobId: string }[];
+  /** Journals a stop about to be asked of the executor (before the request), then its answer. */
+  stopRequested(callId: string, reason: StopReason): void;
+  stopAnswered(callId: string, reason: StopReason, answer: StopAnswerRecord): void;
   /** Refuse every later callback; calls still waiting for their batch order fail without running. */
   close(reason?: string): void;
   /** Close, then wait until admitted calls finish (or `timeoutMs` passes); lists those that did not. */
@@ -395,6 +406,9 @@ function openLedger(
     admit,
     decide,
     pendingApprovals,
+    jobsInFlight: () => jobsInFlight(state),
+    stopRequested: (callId, reason) => commit(requestStop(state, callId, reason)),
+    stopAnswered: (callId, reason, answer) => commit(answerStop(state, callId, reason, answer)),
     close,
     drain,
     summary: () => summarizeLedger(state),

@@ -49,6 +49,10 @@ export type RefusalCode = z.infer<typeof refusalCodeSchema>;
 /** Who decided a call that awaited approval; `timeout`, `closed` and `restart` are the sidecar deciding for nobody. */
 export const approvalDeciderSchema = z.enum(["ui", "api", "timeout", "closed", "restart"]);
 export type ApprovalDecider = z.infer<typeof approvalDeciderSchema>;
+export type StopReason = z.infer<typeof stopReasonSchema>;
+
+/** Why the sidecar asked the executor to stop an episode's jobs (docs/executor-api.md). */
+export const stopReasonSchema = z.enum(["cancelled", "abandoned", "deadline", "drain_overrun"]);
 
 /** SHA-256 (hex) of a call's canonical arguments: what an approval decision is bound to. */
 const argsSha256 = z.string().regex(/^[0-9a-f]{64}$/);
@@ -113,6 +117,23 @@ export const ledgerEventSchema = z.discriminatedUnion("type", [
     reason: z.string(),
   }),
   z.object({ type: z.literal("submitted"), at, callId: id }),
+  /**
+   * The sidecar asks the executor to stop a job in flight (its episode was abandoned),
+   * journaled before the request; the call's state does not change: its receipt or
+   * failure still ends it.
+   */
+  z.object({ type: z.literal("stop_requested"), at, callId: id, jobId: id, reason: stopReasonSchema }),
+  /** The executor's answer to that stop (`status` null: no answer). */
+  z.object({
+    type: z.literal("stop_answered"),
+    at,
+    callId: id,
+    jobId: id,
+    reason: stopReasonSchema,
+    status: z.number().nullable(),
+    stopped: z.boolean(),
+    detail: z.string(),
+  }),
   z.object({ type: z.literal("acknowledged"), at, callId: id, jobId: z.string() }),
   z.object({ type: z.literal("receipt"), at, callId: id, result: z.unknown() }),
   z.object({ type: z.literal("failed"), at, callId: id, reason: z.string() }),

@@ -19,7 +19,7 @@
  */
 import { SidecarError } from "../lib/errors.ts";
 import { argumentsSha256, canonicalArguments } from "./canonical-arguments.ts";
-import type { ApprovalDecider, LedgerBatchInput, LedgerEventBody } from "./events.ts";
+import type { ApprovalDecider, LedgerBatchInput, LedgerEventBody, StopReason } from "./events.ts";
 import { PersistentMap } from "./persistent-map.ts";
 
 /**
@@ -394,6 +394,34 @@ export function limitRate(
   return transition(state, [{ type: "rate_limited", callId, limit: problem.limit, reason: problem.reason }]);
 }
 
+/** Calls the executor acknowledged and has not finished: the jobs a stop can name. */
+export function jobsInFlight(state: LedgerState): { callId: string; jobId: string }[] {
+  return claimedCalls(state).flatMap((call) =>
+    call.status === "acknowledged" && call.jobId !== undefined
+      ? [{ callId: call.id, jobId: call.jobId }]
+      : [],
+  );
+}
+
+/** Journals a stop asked of the executor for an acknowledged call (no state change: its receipt still ends it). */
+export function requestStop(state: LedgerState, callId: string, reason: StopReason): Transition {
+  const call = requireCall(state, callId);
+  if (call.jobId === undefined) throw new SidecarError("internal", `call ${callId} has no job to stop`);
+  return transition(state, [{ type: "stop_requested", callId, jobId: call.jobId, reason }]);
+}
+
+/** Journals the executor's answer to a stop. */
+export function answerStop(
+  state: LedgerState,
+  callId: string,
+  reason: StopReason,
+  answer: { status: number | null; stopped: boolean; detail: string },
+): Transition {
+  const call = requireCall(state, callId);
+  if (call.jobId === undefined) throw new SidecarError("internal", `call ${callId} has no job to stop`);
+  return transition(state, [{ type: "stop_answered", callId, jobId: call.jobId, reason, ...answer }]);
+}
+
 /** Calls awaiting an operator's decision, in delivery order. */
 export function callsAwaitingApproval(state: LedgerState): LedgerCall[] {
   return callsInDeliveryOrder(state).filter((call) => call.status === "awaiting_approval");
@@ -588,6 +616,10 @@ export function applyLedgerEvent(state: LedgerState, event: LedgerEventBody): Le
           : { ...call, status: "rejected", approval, reason: event.reason },
       ]);
     }
+    case "stop_requested":
+    case "stop_answered":
+      requireCall(state, event.callId);
+      return state;
     case "rate_limited":
       return updateCalls(state, [
         { ...requireCall(state, event.callId), status: "rate_limited", reason: event.reason },

@@ -12,6 +12,7 @@ import { SidecarError } from "../lib/errors.ts";
 import { argumentsSha256, canonicalArguments } from "./canonical-arguments.ts";
 import type { LedgerEventBody } from "./events.ts";
 import {
+  answerStop,
   callsInDeliveryOrder,
   checkBatchOrder,
   closeAdmission,
@@ -21,6 +22,7 @@ import {
   expireApproval,
   foldJournal,
   interruptLedger,
+  jobsInFlight,
   type LedgerCall,
   type LedgerState,
   limitRate,
@@ -29,6 +31,7 @@ import {
   registerBatch,
   replayJournal,
   requestApproval,
+  requestStop,
   revokeBatch,
   skipUnclaimedPredecessors,
   summarizeLedger,
@@ -113,6 +116,7 @@ const opArbitrary = fc.oneof(
     }),
   },
   { weight: 2, arbitrary: fc.record({ op: fc.constant("expire" as const), call: fc.nat() }) },
+  { weight: 2, arbitrary: fc.record({ op: fc.constant("stop" as const), call: fc.nat() }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("close" as const) }) },
   { weight: 1, arbitrary: fc.record({ op: fc.constant("restart" as const) }) },
 );
@@ -367,6 +371,18 @@ function simulate(ops: Op[]) {
         if (callId === undefined) break;
         apply(expireApproval(state, callId, "timeout", "no decision"));
         expect(state.calls.get(callId)?.status).toBe("rejected");
+        break;
+      }
+      case "stop": {
+        // A stop asked of the executor is journaled and answered; it changes no call's state.
+        const jobs = jobsInFlight(state);
+        const job = pick(jobs, op.call);
+        if (job === undefined) break;
+        const before = state;
+        apply(requestStop(state, job.callId, "abandoned"));
+        apply(answerStop(state, job.callId, "abandoned", { status: 200, stopped: true, detail: "" }));
+        expect(state).toBe(before);
+        expect(state.calls.get(job.callId)?.status).toBe("acknowledged");
         break;
       }
       case "close":

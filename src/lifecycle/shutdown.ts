@@ -1,8 +1,9 @@
 /**
  * The graceful shutdown of the app, in the order that keeps robot work and records
  * safe: stop accepting new work, cancel upstream requests and retry waits, stop
- * shipping, drain handlers and admitted callbacks up to the deadline, freeze the
- * records, then let go of the socket, the image workers and the trace exporter.
+ * shipping, drain handlers and admitted callbacks up to the deadline (past it, ask
+ * the executor to stop the jobs still in flight of episodes whose manifest says
+ * `stop`, and journal its answers), freeze the records, then let go of the socket, the image workers and the trace exporter.
  * The exit code is 0 when everything drained and froze, 3 when the drain overran
  * its deadline or records could not be frozen (a cleanup failure, logged). A second
  * call waits for the first.
@@ -48,6 +49,8 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
     deps.stopShipping?.();
     const all = episodes.list();
     const drain = await drainEpisodes(all, { deadlineMs: deps.drainDeadlineMs, clock: deps.clock });
+    // Before the records freeze, so each stop and its answer are journaled.
+    if (!drain.complete) await Promise.all(all.map((episode) => episode.stopJobs("drain_overrun")));
     let frozeAll = true;
     try {
       freezeEpisodes(all, drain, reason);

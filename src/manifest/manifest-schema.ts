@@ -58,11 +58,22 @@ export const manifestToolSchema = z
     }
   });
 
+/**
+ * Stopping robot work nobody wants any more (docs/executor-api.md, "stop"): present =
+ * the executor is asked to stop the episode's jobs in flight on cancel, deadline,
+ * shutdown drain overrun, and when the client is gone for `abandon_grace_ms`.
+ */
+export const stopPolicySchema = z
+  .object({ abandon_grace_ms: z.number().int().positive().default(30_000) })
+  .strict();
+
 export const manifestSchema = z
   .object({
     server: z.string().default("ura"),
     finish_tool: z.string(),
     tools: z.array(manifestToolSchema).min(1),
+    /** Absent (the default): the sidecar never asks the executor to stop a job. */
+    stop: stopPolicySchema.optional(),
   })
   .strict()
   .refine((m) => m.tools.some((t) => t.name === m.finish_tool), {

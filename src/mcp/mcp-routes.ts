@@ -3,7 +3,9 @@
  * (the SDK's web-standard transport), stateful sessions (Codex ends its session
  * with DELETE; the others just leave), guarded by the episode's own bearer token
  * (constant-time compare; one episode's token never opens another) and a
- * Host/Origin check against DNS rebinding. See docs/design.md §6, docs/clients.md.
+ * Host/Origin check against DNS rebinding. With the manifest's `stop`, each request
+ * counts as the client being there until its answer ends or the client leaves
+ * (src/episodes/job-stopper.ts). See docs/design.md §6, docs/clients.md.
  */
 import { randomUUID } from "node:crypto";
 import type { Server } from "@modelcontextprotocol/sdk/server/index.js";
@@ -105,7 +107,17 @@ export function createMcpRoutes(deps: RouteDeps): Hono {
 
   app.all("/mcp", async (c) => {
     const episode = deps.episodes.get(c.req.param("episode") ?? "");
-    const request = c.req.raw;
+    const ended = episode.mcpRequestOpened();
+    if (ended === undefined) return answerMcp(c.req.raw, episode);
+    try {
+      return whenAnswerEnds(await answerMcp(c.req.raw, episode), c.req.raw.signal, ended);
+    } catch (error) {
+      ended();
+      throw error;
+    }
+  });
+
+  async function answerMcp(request: Request, episode: Episode): Promise<Response> {
     const hostProblem = checkHostAndOrigin(request.headers, listenHost());
     if (hostProblem) return jsonRpcError(403, hostProblem);
     const bearer = /^Bearer\s+(.+)$/i.exec(request.headers.get("authorization") ?? "")?.[1];
@@ -146,6 +158,39 @@ export function createMcpRoutes(deps: RouteDeps): Hono {
     if (!isInitializeRequest(body))
       return jsonRpcError(400, "Bad Request: no session; send initialize first");
     return openSession(episode, request, body);
-  });
+  }
   return app;
+}
+
+/** The same answer, calling `ended` once when its body was read to the end, failed, or the client left. */
+function whenAnswerEnds(response: Response, signal: AbortSignal, ended: () => void): Response {
+  signal.addEventListener("abort", ended, { once: true });
+  if (response.body === null) {
+    ended();
+    return response;
+  }
+  const reader = response.body.getReader();
+  const body = new ReadableStream<Uint8Array>({
+    async pull(controller) {
+      try {
+        const next = await reader.read();
+        if (next.done) {
+          ended();
+          controller.close();
+        } else controller.enqueue(next.value);
+      } catch (error) {
+        ended();
+        controller.error(error);
+      }
+    },
+    cancel(reason) {
+      ended();
+      return reader.cancel(reason);
+    },
+  });
+  return new Response(body, {
+    status: response.status,
+    statusText: response.statusText,
+    headers: response.headers,
+  });
 }

@@ -121,6 +121,12 @@ export function createMetrics(sources: MetricsSources) {
     labelNames: ["tool", "outcome"],
     registers,
   });
+  const stops = new Counter({
+    name: "ura_executor_stops_total",
+    help: "Stops asked of the executor for jobs in flight (manifest `stop`), by reason (cancelled, abandoned, deadline, drain_overrun) and outcome (stopped, not_stopped, no_answer).",
+    labelNames: ["reason", "outcome"],
+    registers,
+  });
   const refusals = new Counter({
     name: "ura_tool_call_refusals_total",
     help: "Callbacks refused by the ledger, by tool and refusal code.",
@@ -324,6 +330,12 @@ export function createMetrics(sources: MetricsSources) {
       case "approval_requested":
       case "approved":
         count(line.type);
+        break;
+      case "stop_answered":
+        stops.inc({
+          reason: line.reason ?? "unknown",
+          outcome: raw.stopped === true ? "stopped" : raw.status === null ? "no_answer" : "not_stopped",
+        });
         break;
     }
   }

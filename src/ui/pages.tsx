@@ -163,7 +163,14 @@ const Images: FC<{
 const Json: FC<{ value: unknown }> = ({ value }) => <pre>{JSON.stringify(value, null, 1)}</pre>;
 
 const transition = (e: Line) => {
-  const extra = e.type === "refused" ? ` ${e.code}: ${e.reason}` : e.reason ? `: ${e.reason}` : "";
+  const extra =
+    e.type === "refused"
+      ? ` ${e.code}: ${e.reason}`
+      : e.type === "stop_answered"
+        ? ` (${e.reason}): HTTP ${e.status ?? "none"}, ${e.stopped ? "stopped" : "not stopped"}${e.detail ? ` — ${e.detail}` : ""}`
+        : e.reason
+          ? `: ${e.reason}`
+          : "";
   const job = e.jobId ? ` job ${e.jobId}` : "";
   const by = e.type === "approved" || e.type === "rejected" ? ` by ${String(e.by)}` : "";
   return `${new Date(Number(e.at)).toISOString().slice(11, 23)} ${e.type}${by}${job}${extra}`;

@@ -4,7 +4,8 @@
  * same key is the same job, answered 200 with its job id, and never runs twice.
  * Each job's receipt says which episode and call it ran for, so a test can see
  * whose receipt a client got. Optional delays make acknowledgement and receipt
- * observable.
+ * observable. `POST /jobs/{job_id}/stop` is logged (`stops`) and answered 200 for a
+ * known job (its receipt then says it was stopped), 404 for an unknown one.
  */
 export type ControllerJob = {
   jobId: string;
@@ -24,6 +25,9 @@ export function serveRecordingExecutor(
   const receipts = new Map<string, ControllerReceipt>();
   const jobs = new Map<string, ControllerJob>();
   const submits: { key: string; status: number }[] = [];
+  /** Every stop the sidecar asked for, in arrival order. */
+  const stops: { jobId: string; body: { call_id: string; episode_id: string; reason: string } }[] = [];
+  const stopped = new Set<string>();
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,
@@ -46,11 +50,29 @@ export function serveRecordingExecutor(
         submits.push({ key, status: 202 });
         return Response.json({ job_id: job.jobId }, { status: 202 });
       }
+      const stop = /^\/jobs\/([^/]+)\/stop$/.exec(url.pathname);
+      if (req.method === "POST" && stop) {
+        const jobId = decodeURIComponent(stop[1] ?? "");
+        stops.push({ jobId, body: (await req.json()) as (typeof stops)[number]["body"] });
+        if (![...jobs.values()].some((j) => j.jobId === jobId))
+          return new Response("unknown job", { status: 404 });
+        stopped.add(jobId);
+        return Response.json({ stopped: true });
+      }
       const receipt = /^\/jobs\/([^/]+)\/receipt$/.exec(url.pathname);
       if (req.method === "GET" && receipt) {
         const job = [...jobs.values()].find((j) => j.jobId === decodeURIComponent(receipt[1] ?? ""));
         if (!job) return new Response("unknown job", { status: 404 });
-        if (options.receiptDelayMs) await Bun.sleep(options.receiptDelayMs);
+        if (options.receiptDelayMs) {
+          const until = Date.now() + options.receiptDelayMs;
+          while (Date.now() < until && !stopped.has(job.jobId)) await Bun.sleep(20);
+        }
+        if (stopped.has(job.jobId))
+          return Response.json({
+            ok: false,
+            content: [{ type: "text", text: "stopped" }],
+            data: { stopped: true },
+          });
         if (options.receipt) {
           const made = receipts.get(job.jobId) ?? options.receipt(job);
           receipts.set(job.jobId, made);
@@ -70,6 +92,7 @@ export function serveRecordingExecutor(
     url: `http://127.0.0.1:${server.port}`,
     jobs,
     submits,
+    stops,
     stop: () => server.stop(true),
   };
 }

@@ -229,6 +229,17 @@ export function createOtelTracing(options: TracingOptions): Tracing {
       case "acknowledged":
         call?.span?.addEvent(line.type, {}, at);
         return;
+      case "stop_requested":
+      case "stop_answered":
+        call?.span?.addEvent(
+          line.type,
+          {
+            "ura.stop.reason": line.reason ?? "",
+            ...(line.type === "stop_answered" ? { "ura.stop.stopped": raw.stopped === true } : {}),
+          },
+          at,
+        );
+        return;
       case "approval_requested":
       case "approved":
         call?.span?.addEvent(line.type, raw.by ? { "ura.approval.by": String(raw.by) } : {}, at);
