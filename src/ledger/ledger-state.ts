@@ -314,6 +314,10 @@ export function requestApproval(
   if (call.status !== "claimed") {
     throw new SidecarError("internal", `call ${callId} cannot await approval in state ${call.status}`);
   }
+  // A closed ledger rejects what awaits approval (closeAdmission): nothing may start waiting after.
+  if (state.admission === "closed") {
+    throw new SidecarError("episode_closed", `call ${callId} cannot await approval: ${closedText(state)}`);
+  }
   return transition(state, [
     {
       type: "approval_requested",
