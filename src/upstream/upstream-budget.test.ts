@@ -132,31 +132,38 @@ describe("upstream budget", () => {
     expect(h.permit("r2").waitedMs).toBe(2500);
   });
 
-  test("a throttle halves the shared pace once for the requests sent together, answers bring it back, the floor holds", async () => {
+  test("a throttle halves the shared pace once for the requests sent together, answers bring it back one slot per round, the floor holds", async () => {
     const h = harness({ max_concurrent: 8, requests_per_minute: 600 });
+    const answerOne = async (label: string, outcome: "answered" | "throttled" | "failed") => {
+      h.ask(label, "A");
+      while (await h.timers.next()) {}
+      h.permit(label).release(outcome);
+    };
     for (let n = 0; n < 4; n++) h.ask(`r${n}`, `e${n}`);
     while (await h.timers.next()) {}
     expect(h.labels()).toHaveLength(4);
     // All four were sent at full pace and come back 429: one congestion signal, one halving.
     for (let n = 0; n < 4; n++) h.permit(`r${n}`).release("throttled");
     expect(h.budget.state()).toMatchObject({ pace: 0.5, maxConcurrent: 4, requestsPerMinute: 300 });
+    // Additive increase: with 4 of 8 in flight, each answer adds 1/(8·4); a round of answers adds a slot.
+    await answerOne("a", "answered");
+    expect(h.budget.state().pace).toBeCloseTo(0.5 + 1 / 32);
+    for (let n = 0; n < 4; n++) await answerOne(`round${n}`, "answered");
+    expect(h.budget.state().maxConcurrent).toBe(5);
     // Each throttle of a request sent at the lowered pace halves it again, down to the floor.
-    for (let n = 0; n < 6; n++) {
-      h.ask(`t${n}`, "A");
-      while (await h.timers.next()) {}
-      h.permit(`t${n}`).release("throttled");
-    }
+    for (let n = 0; n < 6; n++) await answerOne(`t${n}`, "throttled");
     expect(h.budget.state()).toMatchObject({ pace: 0.1, maxConcurrent: 1, requestsPerMinute: 60 });
-    // Answers add 0.05 each; a failure (5xx, reset) leaves the pace alone.
-    h.ask("f", "A");
-    while (await h.timers.next()) {}
-    h.permit("f").release("failed");
+    // A failure (5xx, reset) leaves the pace alone.
+    await answerOne("f", "failed");
     expect(h.budget.state().pace).toBeCloseTo(0.1);
-    for (let n = 0; n < 30; n++) {
-      h.ask(`a${n}`, "A");
-      while (await h.timers.next()) {}
-      h.permit(`a${n}`).release("answered");
+    // From the floor back to full pace: 1 + 1/2 + 1/3 … slots per answer, about 8²/2 answers.
+    let answers = 0;
+    while (h.budget.state().pace < 1) {
+      await answerOne(`up${answers}`, "answered");
+      answers += 1;
     }
+    expect(answers).toBeGreaterThan(20);
+    expect(answers).toBeLessThan(40);
     expect(h.budget.state()).toMatchObject({ pace: 1, maxConcurrent: 8, requestsPerMinute: 600 });
   });
 

@@ -109,7 +109,7 @@ export function createUpstreamBudget(
         if (released) return;
         released = true;
         inFlight -= 1;
-        setPace(nextPace(pace, outcome, epoch, paceSettings));
+        setPace(nextPace(pace, outcome, epoch, settings.max_concurrent, paceSettings));
         serve();
       },
     };

@@ -184,7 +184,7 @@ describe("the shared upstream budget, through the binary", () => {
 
   test("a 429 on one episode slows the other episodes' pace", async () => {
     const rpm = 120;
-    const { upstream, sidecar, chats } = await setUp({ max_concurrent: 4, requests_per_minute: rpm });
+    const { upstream, sidecar, chats } = await setUp({ max_concurrent: 8, requests_per_minute: rpm });
     await fetch(`${upstream.origin}/__script/faults`, {
       method: "POST",
       body: JSON.stringify({
@@ -203,8 +203,8 @@ describe("the shared upstream budget, through the binary", () => {
     expect(await metric(sidecar, "ura_upstream_pace_ratio")).toBeLessThan(1);
 
     // The other episodes never met a throttle, yet their requests go at the lowered pace:
-    // at full pace they would be 60000/120 = 500 ms apart; after halving, at least ~830 ms
-    // (each answer adds 0.05 back: 0.55, 0.6, 0.65 of 120 a minute).
+    // at full pace they would be 60000/120 = 500 ms apart; after halving, over 800 ms (each
+    // answer adds 1/(8·w) back, w = 8·pace in flight: 0.53, 0.56, 0.59, 0.62 of 120 a minute).
     const before = chats().length;
     const answers = await Promise.all(
       others.map((episode, i) => client(episode).responses.create({ model, input: `other ${i}` })),
