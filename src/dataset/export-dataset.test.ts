@@ -254,3 +254,37 @@ describe("export dataset", () => {
     ]);
   });
 });
+
+describe("negative examples", () => {
+  test("the manifest marks each line's calls that never ran (rejected, rate limited) with who and why", async () => {
+    const dataDir = dataDirWith({ id: "ep_neg1", turns: smokeTurns });
+    const first = await exportOf(dataDir);
+    const [line] = first.lines;
+    const callIds = (line?.messages ?? []).flatMap(
+      (m) => (m.tool_calls as { id: string; function: { name: string } }[] | undefined) ?? [],
+    );
+    expect(first.manifest.episodes[0].conversations[0].negative_calls).toEqual([]);
+    expect(first.manifest.counts.negative_calls).toBe(0);
+    const [observed, recorded] = [callIds[0], callIds[1]];
+    if (!observed || !recorded) throw new Error("the smoke line has tool calls");
+    const ledger = join(dataDir, "episodes", "ep_neg1", "ledger.jsonl");
+    appendFileSync(
+      ledger,
+      `${JSON.stringify({ type: "rejected", at: 1, callId: observed.id, argsSha256: "0".repeat(64), by: "ui", reason: "not now" })}\n${JSON.stringify({ type: "rate_limited", at: 2, callId: recorded.id, limit: "per_minute", reason: "rate limit of record" })}\n`,
+    );
+    const { manifest, lines } = await exportOf(dataDir);
+    // The line is the same; the manifest says which of its calls are negative examples.
+    expect(lines).toEqual(first.lines);
+    expect(manifest.episodes[0].conversations[0].negative_calls).toEqual([
+      { call_id: observed.id, tool: observed.function.name, status: "rejected", by: "ui", reason: "not now" },
+      {
+        call_id: recorded.id,
+        tool: recorded.function.name,
+        status: "rate_limited",
+        by: "per_minute",
+        reason: "rate limit of record",
+      },
+    ]);
+    expect(manifest.counts.negative_calls).toBe(2);
+  });
+});

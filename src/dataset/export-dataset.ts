@@ -63,7 +63,35 @@ type ConversationEntry = {
   images: string[];
   context_reduced: boolean;
   continues_reduced_history_of: string | null;
+  /**
+   * The line's tool calls that never ran (an operator rejected them, nobody decided in
+   * time, the episode closed or restarted while they waited, or over a rate limit):
+   * negative examples. The model saw the refusal as the call's tool result.
+   */
+  negative_calls: NegativeCall[];
 };
+
+type NegativeCall = {
+  call_id: string;
+  tool: string;
+  status: "rejected" | "rate_limited";
+  by: string;
+  reason: string;
+};
+
+/** The calls of a line's assistant messages that the ledger held and never ran, in line order. */
+function negativeCalls(conversation: Conversation, episode: EpisodeRecordsRead): NegativeCall[] {
+  const calls = [...conversation.request.messages, conversation.answer].flatMap((message) => {
+    const toolCalls = (message as { role?: unknown; tool_calls?: unknown }).tool_calls;
+    return Array.isArray(toolCalls) ? (toolCalls as { id?: unknown; function?: { name?: unknown } }[]) : [];
+  });
+  return calls.flatMap((call) => {
+    const held = typeof call.id === "string" ? episode.heldCalls.get(call.id) : undefined;
+    return held === undefined
+      ? []
+      : [{ call_id: String(call.id), tool: String(call.function?.name ?? ""), ...held }];
+  });
+}
 
 type EpisodeEntry = {
   id: string;
@@ -233,6 +261,7 @@ export async function exportDataset(options: ExportOptions): Promise<ExportResul
         images: outcome.images.map((i) => i.file),
         context_reduced: conversation.contextReduced,
         continues_reduced_history_of: conversation.continuesReducedHistoryOf ?? null,
+        negative_calls: negativeCalls(conversation, episode),
       });
     }
     if (entry.conversations.length > 0) episodes.push(entry);
@@ -264,6 +293,9 @@ export async function exportDataset(options: ExportOptions): Promise<ExportResul
       conversations_skipped: skipped.filter((s) => s.exchanges).length,
       messages: episodes.flatMap((e) => e.conversations).reduce((n, c) => n + c.messages, 0),
       tool_calls: episodes.flatMap((e) => e.conversations).reduce((n, c) => n + c.tool_calls, 0),
+      negative_calls: episodes
+        .flatMap((e) => e.conversations)
+        .reduce((n, c) => n + c.negative_calls.length, 0),
       images: images.size,
     },
     validation: {

@@ -2,8 +2,9 @@
  * What the dataset export needs from one episode's records, read through the
  * records' one reader (records/read-records.ts):
  * the description (episode.json), whether the records were closed cleanly
- * (frozen.json) or restored after a restart (restart-NNN.jsonl), and every
- * exchange with its stages. Nothing here interprets a conversation.
+ * (frozen.json) or restored after a restart (restart-NNN.jsonl), every
+ * exchange with its stages, and the calls the ledger held and never ran
+ * (rejected, rate limited: negative examples, docs/approvals.md). Nothing here interprets a conversation.
  *
  * Damage is reported, never papered over: a torn last line of exchanges.jsonl is
  * returned as `torn` (the caller decides), any other unparseable line or an
@@ -37,7 +38,41 @@ export type EpisodeRecordsRead = {
   exchanges: ExchangeStages[];
   /** The torn last line of exchanges.jsonl (a write cut short), when there is one. */
   torn: { file: string; chars: number } | undefined;
+  /** Calls a person or a policy kept from running, by call id (the ledger journal and the restarts' ledger events). */
+  heldCalls: ReadonlyMap<string, HeldCall>;
 };
+
+/** A delivered call that never ran: rejected (by an operator, no decision in time, a close, a restart) or rate limited. */
+export type HeldCall = {
+  status: "rejected" | "rate_limited";
+  /** Who rejected it (ui, api, timeout, closed, restart); the limit for a rate-limited call. */
+  by: string;
+  reason: string;
+};
+
+function heldCalls(view: EpisodeRecordsView): Map<string, HeldCall> {
+  const events = [
+    ...view.ledger.map((line) => line.value),
+    ...view.restarts.flatMap((restart) =>
+      restart.lines.flatMap((line) =>
+        line.value.type === "ledger" && typeof line.value.event === "object" && line.value.event !== null
+          ? [line.value.event as Record<string, unknown>]
+          : [],
+      ),
+    ),
+  ];
+  const held = new Map<string, HeldCall>();
+  for (const event of events) {
+    if ((event.type !== "rejected" && event.type !== "rate_limited") || typeof event.callId !== "string")
+      continue;
+    held.set(event.callId, {
+      status: event.type,
+      by: String(event.type === "rejected" ? event.by : event.limit),
+      reason: String(event.reason ?? ""),
+    });
+  }
+  return held;
+}
 
 export class RecordsUnreadable extends Error {}
 
@@ -76,6 +111,7 @@ export function readEpisode(dataDir: string, id: string): EpisodeRecordsRead {
       stages: Object.fromEntries(exchange.lines.map((line) => [String(line.value.stage), line.value])),
     })),
     torn: torn === undefined ? undefined : { file: "exchanges.jsonl", chars: torn.length },
+    heldCalls: heldCalls(view),
   };
 }
 
