@@ -8,6 +8,7 @@ import { describe, expect, test } from "bun:test";
 import type { ExecutorJob } from "../executor/executor.ts";
 import { argumentsSha256, canonicalArguments } from "../ledger/canonical-arguments.ts";
 import {
+  approvalManifest,
   connectMcp,
   deliverBatch,
   readJournal,
@@ -18,20 +19,7 @@ import {
 
 const startSidecar = testSidecarsPerTest();
 
-const moveManifest = (approval: unknown = "always", rate?: unknown) => ({
-  finish_tool: "finish",
-  tools: [
-    {
-      name: "move",
-      description: "move the arm",
-      input_schema: { type: "object", properties: { x: { type: "number" } } },
-      route: "move",
-      approval,
-      ...(rate === undefined ? {} : { rate }),
-    },
-    { name: "finish", description: "finish", input_schema: { type: "object" }, route: "finish" },
-  ],
-});
+const moveManifest = approvalManifest;
 
 async function setup(config: Record<string, unknown> = {}) {
   const submitted: ExecutorJob[] = [];

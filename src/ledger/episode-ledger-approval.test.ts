@@ -9,6 +9,7 @@ import { argumentsSha256, canonicalArguments } from "./canonical-arguments.ts";
 import { createEpisodeLedger, type EpisodeLedgerOptions, restoreEpisodeLedger } from "./episode-ledger.ts";
 import { type LedgerEvent, ledgerEventSchema } from "./events.ts";
 import { foldJournal } from "./ledger-state.ts";
+import { rejection } from "./ledger-test-kit.ts";
 import type { ToolPolicy } from "./tool-policy.ts";
 
 const moveNeedsApproval: ToolPolicy = {
@@ -39,16 +40,6 @@ const call = (id: string, tool: string, args: Record<string, unknown> = { x: 1 }
 });
 const moveSha = argumentsSha256(canonicalArguments({ x: 1 }));
 const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function rejection(promise: Promise<unknown>): Promise<SidecarError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof SidecarError) return error;
-    throw error;
-  }
-  throw new Error("expected a rejection");
-}
 
 function deliver(
   ledger: ReturnType<typeof setup>["ledger"],

@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { SidecarError } from "../lib/errors.ts";
 import { createEpisodeLedger, type EpisodeLedgerOptions, restoreEpisodeLedger } from "./episode-ledger.ts";
 import { type LedgerEvent, ledgerEventSchema } from "./events.ts";
 import { callsInDeliveryOrder, closeAdmission, foldJournal, summarizeLedger } from "./ledger-state.ts";
+import { rejection } from "./ledger-test-kit.ts";
 import type { LedgerCallback } from "./match-callback.ts";
 
 /**
@@ -42,16 +42,6 @@ const recordCallback = (nonce = "n1", callId?: string): LedgerCallback => ({
   ...(callId === undefined ? {} : { identity: { kind: "call_id" as const, value: callId } }),
 });
 const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
-
-async function rejection(promise: Promise<unknown>): Promise<SidecarError> {
-  try {
-    await promise;
-  } catch (error) {
-    if (error instanceof SidecarError) return error;
-    throw error;
-  }
-  throw new Error("expected a rejection");
-}
 
 describe("createEpisodeLedger", () => {
   test("journals every transition with the injected clock, before admit resolves", async () => {

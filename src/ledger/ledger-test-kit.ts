@@ -3,6 +3,7 @@
  * journal, as the episode ledger does, plus the calls and callbacks the unit
  * tests build. Used by tests only.
  */
+import { SidecarError } from "../lib/errors.ts";
 import type { LedgerBatchInput, LedgerEventBody } from "./events.ts";
 import {
   closeAdmission,
@@ -59,3 +60,14 @@ export const byId = (tool: string, args: unknown, value: string): LedgerCallback
   args,
   identity: { kind: "call_id", value },
 });
+
+/** The SidecarError a promise rejects with (anything else fails the test). */
+export async function rejection(promise: Promise<unknown>): Promise<SidecarError> {
+  try {
+    await promise;
+  } catch (error) {
+    if (error instanceof SidecarError) return error;
+    throw error;
+  }
+  throw new Error("expected a rejection");
+}

@@ -156,3 +156,21 @@ export function plainManifest(tools: { name: string; mode?: "foreground" | "back
     tools: tools.map((t) => ({ ...t, description: t.name, input_schema: { type: "object" }, route: t.name })),
   });
 }
+
+/** A manifest whose `move` tool (numeric x, y) has the given approval policy and rate, and a finish tool. */
+export function approvalManifest(approval: unknown = "always", rate?: unknown) {
+  return {
+    finish_tool: "finish",
+    tools: [
+      {
+        name: "move",
+        description: "move the arm",
+        input_schema: { type: "object", properties: { x: { type: "number" } } },
+        route: "move",
+        approval,
+        ...(rate === undefined ? {} : { rate }),
+      },
+      { name: "finish", description: "finish", input_schema: { type: "object" }, route: "finish" },
+    ],
+  };
+}

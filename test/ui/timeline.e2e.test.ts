@@ -9,11 +9,11 @@
  * screenshot per client under dist/ui-screenshots/. Needs `make build`.
  */
 import { afterAll, expect, test } from "bun:test";
-import { mkdirSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { type BrowserContext, chromium } from "playwright-core";
+import type { BrowserContext } from "playwright-core";
 import { clientNames } from "../../src/clients/client-manifests.ts";
+import { openChromium } from "../support/chromium.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { controlPassword, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
 import { runValidate } from "../support/validate-run.ts";
@@ -27,22 +27,6 @@ const jsonLines = (path: string): Line[] =>
     .split("\n")
     .filter((l) => l !== "")
     .map((l) => JSON.parse(l) as Line);
-
-async function openBrowser(): Promise<BrowserContext> {
-  return chromium.launchPersistentContext(mkdtempSync(join(tmpdir(), "ura-chromium-")), {
-    executablePath: "/usr/bin/chromium",
-    headless: true,
-    args: [
-      "--headless",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-      "--no-first-run",
-    ],
-  });
-}
 
 let sidecar: SidecarProcess | undefined;
 let browser: BrowserContext | undefined;
@@ -68,7 +52,7 @@ describeInLoopbackNamespace("the /ui timeline in Chromium", { file: import.meta.
       // The binary restarts on validate's data directory: the episodes are restored read-only.
       sidecar = await startSidecarProcess({ dataDir: join(run.out, "data"), args: ["--default-episode"] });
       const base = sidecar.url;
-      browser = await openBrowser();
+      browser = await openChromium();
       const page = await browser.newPage();
 
       // Nothing of an episode without the password.

@@ -10,6 +10,7 @@ import type { Episode } from "../../src/episodes/episode.ts";
 import { cameraLikePng } from "../../src/images/synthetic-frames.ts";
 import { argumentsSha256, canonicalArguments } from "../../src/ledger/canonical-arguments.ts";
 import {
+  approvalManifest,
   connectMcp,
   deliverBatch,
   readJournal,
@@ -21,19 +22,7 @@ import { imageTurnRequest } from "../support/image-turn.ts";
 
 const startSidecar = testSidecarsPerTest();
 
-const manifest = {
-  finish_tool: "finish",
-  tools: [
-    {
-      name: "move",
-      description: "move the arm",
-      input_schema: { type: "object", properties: { x: { type: "number" } } },
-      route: "move",
-      approval: "always",
-    },
-    { name: "finish", description: "finish", input_schema: { type: "object" }, route: "finish" },
-  ],
-};
+const manifest = approvalManifest();
 
 async function setup() {
   const submitted: string[] = [];
