@@ -5,8 +5,6 @@
  * whether the executor ever sees it. Plus rate limits and bad manifest policies.
  */
 import { describe, expect, test } from "bun:test";
-import type { ExecutorJob } from "../executor/executor.ts";
-import { argumentsSha256, canonicalArguments } from "../ledger/canonical-arguments.ts";
 import {
   approvalManifest,
   connectMcp,
@@ -15,7 +13,9 @@ import {
   testControlPassword,
   testSidecarsPerTest,
   textOf,
-} from "../mcp/mcp-test-kit.ts";
+} from "../../test/support/mcp-kit.ts";
+import type { ExecutorJob } from "../executor/executor.ts";
+import { argumentsSha256, canonicalArguments } from "../ledger/canonical-arguments.ts";
 
 const startSidecar = testSidecarsPerTest();
 

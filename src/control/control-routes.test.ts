@@ -1,14 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { cancelledEpisodeSchema, episodeListSchema } from "../episodes/episode-status.ts";
-import { createInertExecutor } from "../executor/inert-executor.ts";
-import { launchInfoSchema } from "../kits/launch-info.ts";
 import {
   connectMcp,
   deliverBatch,
   plainManifest,
   testControlPassword,
   testSidecarsPerTest,
-} from "../mcp/mcp-test-kit.ts";
+} from "../../test/support/mcp-kit.ts";
+import { cancelledEpisodeSchema, episodeListSchema } from "../episodes/episode-status.ts";
+import { createInertExecutor } from "../executor/inert-executor.ts";
+import { launchInfoSchema } from "../kits/launch-info.ts";
 
 const startSidecar = testSidecarsPerTest();
 

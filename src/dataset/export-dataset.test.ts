@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { appendFileSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { createDataDir, type EpisodeSpec, smokeTurns, writeEpisode } from "../../test/support/dataset-kit.ts";
 import { type Codecs, loadCodecs } from "../images/codecs.ts";
-import { createDataDir, type EpisodeSpec, smokeTurns, writeEpisode } from "./dataset-test-kit.ts";
 import { type ExportSelection, exportDataset } from "./export-dataset.ts";
 
 let codecs: Codecs;

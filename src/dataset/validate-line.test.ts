@@ -1,10 +1,10 @@
 import { beforeAll, expect, test } from "bun:test";
 import { createHash } from "node:crypto";
+import { finishTool, observeTool } from "../../test/support/dataset-kit.ts";
 import { type Codecs, loadCodecs } from "../images/codecs.ts";
 import { solidColourPng } from "../images/generate-png.ts";
 import { webpSettingsSchema } from "../images/settings.ts";
 import type { WireRequest } from "./build-conversations.ts";
-import { finishTool, observeTool } from "./dataset-test-kit.ts";
 import { createSecretFinder } from "./find-secrets.ts";
 import { parseDataUrl } from "./render-line.ts";
 import { type CheckName, pixelDigest, validateLine } from "./validate-line.ts";

@@ -9,7 +9,7 @@ import { argumentsSha256, canonicalArguments } from "./canonical-arguments.ts";
 import { createEpisodeLedger, type EpisodeLedgerOptions, restoreEpisodeLedger } from "./episode-ledger.ts";
 import { type LedgerEvent, ledgerEventSchema } from "./events.ts";
 import { foldJournal } from "./ledger-state.ts";
-import { rejection } from "./ledger-test-kit.ts";
+import { rejection } from "../../test/support/ledger-kit.ts";
 import type { ToolPolicy } from "./tool-policy.ts";
 
 const moveNeedsApproval: ToolPolicy = {

@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { byArgs, byId, observe, record, runLedger } from "../../test/support/ledger-kit.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { ledgerEventSchema } from "./events.ts";
 import {
@@ -8,7 +9,6 @@ import {
   skipUnclaimedPredecessors,
   summarizeLedger,
 } from "./ledger-state.ts";
-import { byArgs, byId, observe, record, runLedger } from "./ledger-test-kit.ts";
 import { matchCallback } from "./match-callback.ts";
 
 const run = runLedger;

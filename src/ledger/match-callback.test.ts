@@ -1,6 +1,6 @@
 import { describe, expect, test } from "bun:test";
+import { byArgs, byId, observe, record, runLedger } from "../../test/support/ledger-kit.ts";
 import { checkBatchOrder, closeAdmission, summarizeLedger } from "./ledger-state.ts";
-import { byArgs, byId, observe, record, runLedger } from "./ledger-test-kit.ts";
 import type { matchCallback } from "./match-callback.ts";
 
 const run = runLedger;

@@ -1,8 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { Executor, Receipt } from "../executor/executor.ts";
-import { createInertExecutor, type InertExecutor } from "../executor/inert-executor.ts";
 import {
   connectMcp,
   deliverBatch,
@@ -12,7 +10,9 @@ import {
   readJournal,
   testSidecarsPerTest,
   textOf,
-} from "./mcp-test-kit.ts";
+} from "../../test/support/mcp-kit.ts";
+import type { Executor, Receipt } from "../executor/executor.ts";
+import { createInertExecutor, type InertExecutor } from "../executor/inert-executor.ts";
 
 const startSidecar = testSidecarsPerTest();
 

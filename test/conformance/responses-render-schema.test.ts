@@ -5,12 +5,12 @@
  * generated from the vendored OpenAPI document.
  */
 import { describe, expect, test } from "bun:test";
-import { hubResponse } from "../../src/hub/hub-test-kit.ts";
 import type { HubResponse } from "../../src/hub/schema.ts";
 import { fromHub } from "../../src/ingress/responses/from-hub.ts";
-import { renderContextFor } from "../../src/ingress/responses/responses-test-kit.ts";
 import { streamEvents } from "../../src/ingress/responses/stream.ts";
+import { hubResponse } from "../support/hub-kit.ts";
 import { responseResourceErrors, streamingEventErrors } from "../support/open-responses-schema.ts";
+import { renderContextFor } from "../support/responses-kit.ts";
 
 const ctx = renderContextFor(
   {

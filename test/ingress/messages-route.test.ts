@@ -5,9 +5,9 @@
  */
 import { describe, expect, test } from "bun:test";
 import type { Episode } from "../../src/episodes/episode.ts";
-import { messagesTurnEvents } from "../../src/ingress/messages/messages-test-kit.ts";
 import { records } from "../support/episode-evidence.ts";
 import { episodeInProcess, responseEvents as events } from "../support/in-process-sidecar.ts";
+import { messagesTurnEvents } from "../support/messages-kit.ts";
 
 const setup = () => episodeInProcess((key) => ({ "x-api-key": key }));
 

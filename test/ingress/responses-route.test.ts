@@ -6,9 +6,9 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Episode } from "../../src/episodes/episode.ts";
-import { responseEventTypes } from "../../src/ingress/responses/responses-test-kit.ts";
 import { records } from "../support/episode-evidence.ts";
 import { episodeInProcess, responseEvents as events } from "../support/in-process-sidecar.ts";
+import { responseEventTypes } from "../support/responses-kit.ts";
 
 const setup = () => episodeInProcess((key) => ({ authorization: `Bearer ${key}` }));
 

@@ -6,7 +6,7 @@
 import { describe, expect, test } from "bun:test";
 import type { Executor } from "../../src/executor/executor.ts";
 import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
-import { deliverBatch, rawInitialize, readJournal, testSidecarsPerTest } from "../../src/mcp/mcp-test-kit.ts";
+import { deliverBatch, rawInitialize, readJournal, testSidecarsPerTest } from "../support/mcp-kit.ts";
 
 const startSidecar = testSidecarsPerTest();
 

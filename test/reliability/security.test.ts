@@ -14,9 +14,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { postMcp } from "../../src/mcp/mcp-test-kit.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { ingressKits, protocols, readJsonLines } from "../support/ingress-kit.ts";
+import { postMcp } from "../support/mcp-kit.ts";
 import { sendRaw } from "../support/raw-http.ts";
 import {
   controlPassword,

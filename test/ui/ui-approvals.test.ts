@@ -9,6 +9,7 @@ import { describe, expect, test } from "bun:test";
 import type { Episode } from "../../src/episodes/episode.ts";
 import { cameraLikePng } from "../../src/images/synthetic-frames.ts";
 import { argumentsSha256, canonicalArguments } from "../../src/ledger/canonical-arguments.ts";
+import { imageTurnRequest } from "../support/image-turn.ts";
 import {
   approvalManifest,
   connectMcp,
@@ -17,8 +18,7 @@ import {
   testControlPassword,
   testSidecarsPerTest,
   textOf,
-} from "../../src/mcp/mcp-test-kit.ts";
-import { imageTurnRequest } from "../support/image-turn.ts";
+} from "../support/mcp-kit.ts";
 
 const startSidecar = testSidecarsPerTest();
 

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { hubResponse } from "../../hub/hub-test-kit.ts";
+import { hubResponse } from "../../../test/support/hub-kit.ts";
 import type { HubResponse } from "../../hub/schema.ts";
 import { SidecarError } from "../../lib/errors.ts";
 import { readSse } from "../../sse/read-sse.ts";

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { hubRequest, hubResponse } from "../../hub/hub-test-kit.ts";
+import { hubRequest, hubResponse } from "../../../test/support/hub-kit.ts";
 import { SidecarError } from "../../lib/errors.ts";
 import { fromHub } from "./from-hub.ts";
 

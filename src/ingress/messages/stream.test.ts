@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { hubRequest, hubResponse } from "../../hub/hub-test-kit.ts";
+import { hubRequest, hubResponse } from "../../../test/support/hub-kit.ts";
+import { messagesTurnEvents } from "../../../test/support/messages-kit.ts";
 import type { HubResponse } from "../../hub/schema.ts";
 import { readSse } from "../../sse/read-sse.ts";
-import { messagesTurnEvents } from "./messages-test-kit.ts";
 import { renderStream, streamEvents } from "./stream.ts";
 
 const request = hubRequest();

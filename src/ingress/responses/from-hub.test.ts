@@ -1,7 +1,7 @@
 import { describe, expect, test } from "bun:test";
-import { hubResponse } from "../../hub/hub-test-kit.ts";
+import { hubResponse } from "../../../test/support/hub-kit.ts";
+import { renderContextFor } from "../../../test/support/responses-kit.ts";
 import { fromHub } from "./from-hub.ts";
-import { renderContextFor } from "./responses-test-kit.ts";
 
 /** The required fields of the Open Responses ResponseResource (schema/components/schemas/ResponseResource.json). */
 const requiredFields = [

@@ -1,9 +1,9 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
-import { hubResponse } from "../../hub/hub-test-kit.ts";
+import { hubResponse } from "../../../test/support/hub-kit.ts";
+import { renderContextFor, responseEventTypes } from "../../../test/support/responses-kit.ts";
 import type { HubResponse } from "../../hub/schema.ts";
 import { readSse } from "../../sse/read-sse.ts";
-import { renderContextFor, responseEventTypes } from "./responses-test-kit.ts";
 import { renderStream, streamEvents } from "./stream.ts";
 
 const ctx = renderContextFor(

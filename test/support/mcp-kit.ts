@@ -10,12 +10,12 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { type ConfigInput, configSchema } from "../config/schema.ts";
-import type { Episode } from "../episodes/episode.ts";
-import type { ExecutorFactory } from "../executor/create-executor.ts";
-import { loadCodecsOnFirstUse } from "../images/codecs.ts";
-import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { composeApp } from "../server/compose.ts";
+import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
+import type { Episode } from "../../src/episodes/episode.ts";
+import type { ExecutorFactory } from "../../src/executor/create-executor.ts";
+import { loadCodecsOnFirstUse } from "../../src/images/codecs.ts";
+import { manifestSchema } from "../../src/manifest/manifest-schema.ts";
+import { composeApp } from "../../src/server/compose.ts";
 
 export const testControlPassword = "test-control-password";
 

@@ -3,10 +3,11 @@
  * client body, read the way the route reads it (the request as parsed, the tools it
  * offered and their model-visible names), with fixed ids and times.
  */
-import { jsonBodyOf } from "../../lib/parse-json-body.ts";
-import { type RenderContext, responseSettings } from "./from-hub.ts";
-import { parseRequest } from "./parse-request.ts";
-import { readTools } from "./read-tools.ts";
+
+import { type RenderContext, responseSettings } from "../../src/ingress/responses/from-hub.ts";
+import { parseRequest } from "../../src/ingress/responses/parse-request.ts";
+import { readTools } from "../../src/ingress/responses/read-tools.ts";
+import { jsonBodyOf } from "../../src/lib/parse-json-body.ts";
 
 export function renderContextFor(
   body: Record<string, unknown>,

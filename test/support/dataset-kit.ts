@@ -10,9 +10,9 @@ import { createHash } from "node:crypto";
 import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Codecs } from "../images/codecs.ts";
-import { solidColourPng } from "../images/generate-png.ts";
-import { webpSettingsSchema } from "../images/settings.ts";
+import type { Codecs } from "../../src/images/codecs.ts";
+import { solidColourPng } from "../../src/images/generate-png.ts";
+import { webpSettingsSchema } from "../../src/images/settings.ts";
 
 export const observeTool = {
   type: "function",

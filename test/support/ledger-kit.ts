@@ -3,8 +3,8 @@
  * journal, as the episode ledger does, plus the calls and callbacks the unit
  * tests build. Used by tests only.
  */
-import { SidecarError } from "../lib/errors.ts";
-import type { LedgerBatchInput, LedgerEventBody } from "./events.ts";
+import { SidecarError } from "../../src/lib/errors.ts";
+import type { LedgerBatchInput, LedgerEventBody } from "../../src/ledger/events.ts";
 import {
   closeAdmission,
   createLedgerState,
@@ -14,8 +14,8 @@ import {
   registerBatch,
   revokeBatch,
   type Transition,
-} from "./ledger-state.ts";
-import { type LedgerCallback, matchCallback, refuseCallback } from "./match-callback.ts";
+} from "../../src/ledger/ledger-state.ts";
+import { type LedgerCallback, matchCallback, refuseCallback } from "../../src/ledger/match-callback.ts";
 
 export function runLedger() {
   let state = createLedgerState();

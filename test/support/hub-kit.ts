@@ -2,7 +2,7 @@
  * Hub values for the tests beside the code (tests only): a model answer with
  * every required field, so a test writes only what it is about.
  */
-import type { HubRequest, HubResponse } from "./schema.ts";
+import type { HubRequest, HubResponse } from "../../src/hub/schema.ts";
 
 /** A text-less, call-less answer that stopped normally, with the given fields on top. */
 export function hubResponse(fields: Partial<HubResponse> = {}): HubResponse {
