@@ -4,12 +4,12 @@
  * expiry, close and restart all leave the call unrun) and rate limits.
  */
 import { describe, expect, test } from "bun:test";
+import { rejection } from "../../test/support/ledger-kit.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { argumentsSha256, canonicalArguments } from "./canonical-arguments.ts";
 import { createEpisodeLedger, type EpisodeLedgerOptions, restoreEpisodeLedger } from "./episode-ledger.ts";
 import { type LedgerEvent, ledgerEventSchema } from "./events.ts";
 import { foldJournal } from "./ledger-state.ts";
-import { rejection } from "../../test/support/ledger-kit.ts";
 import type { ToolPolicy } from "./tool-policy.ts";
 
 const moveNeedsApproval: ToolPolicy = {

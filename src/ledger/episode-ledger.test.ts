@@ -1,8 +1,8 @@
 import { describe, expect, test } from "bun:test";
+import { rejection } from "../../test/support/ledger-kit.ts";
 import { createEpisodeLedger, type EpisodeLedgerOptions, restoreEpisodeLedger } from "./episode-ledger.ts";
 import { type LedgerEvent, ledgerEventSchema } from "./events.ts";
 import { callsInDeliveryOrder, closeAdmission, foldJournal, summarizeLedger } from "./ledger-state.ts";
-import { rejection } from "../../test/support/ledger-kit.ts";
 import type { LedgerCallback } from "./match-callback.ts";
 
 /**

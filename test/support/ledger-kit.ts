@@ -3,7 +3,7 @@
  * journal, as the episode ledger does, plus the calls and callbacks the unit
  * tests build. Used by tests only.
  */
-import { SidecarError } from "../../src/lib/errors.ts";
+
 import type { LedgerBatchInput, LedgerEventBody } from "../../src/ledger/events.ts";
 import {
   closeAdmission,
@@ -16,6 +16,7 @@ import {
   type Transition,
 } from "../../src/ledger/ledger-state.ts";
 import { type LedgerCallback, matchCallback, refuseCallback } from "../../src/ledger/match-callback.ts";
+import { SidecarError } from "../../src/lib/errors.ts";
 
 export function runLedger() {
   let state = createLedgerState();
