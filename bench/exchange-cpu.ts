@@ -28,7 +28,7 @@ const warmUp = 2000;
 const steadyExchanges = 1000;
 
 /** On-CPU time of all threads of a process, in ms (schedstat: ns; /proc/<pid>/stat counts 10 ms ticks). */
-function cpuMs(pid: number): number {
+export function cpuMs(pid: number): number {
   let ns = 0;
   for (const thread of readdirSync(`/proc/${pid}/task`)) {
     try {
@@ -81,7 +81,7 @@ async function cpuPerExchange(pid: number, send: () => Promise<void>) {
   return { first, steady: await cpuOf(pid, steadyExchanges, send) };
 }
 
-async function untilReady(url: string): Promise<void> {
+export async function untilReady(url: string): Promise<void> {
   const deadline = Date.now() + 60_000;
   while ((await fetch(`${url}/health/ready`).catch(() => undefined))?.status !== 200) {
     if (Date.now() > deadline) throw new Error(`${url}/health/ready did not answer 200 within 60 s`);

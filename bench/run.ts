@@ -16,6 +16,7 @@ import { runLedgerBench } from "./ledger-calls.ts";
 import { runLongCameraBench } from "./long-camera.ts";
 import { runRecordsBytesBench } from "./records-bytes.ts";
 import { runTracingBench } from "./tracing.ts";
+import { runUpstreamLoadBench } from "./upstream-load.ts";
 import { runWarmUpBench } from "./warm-up.ts";
 
 const results: Record<string, number> = {};
@@ -45,6 +46,8 @@ console.log("\n## Durability (blob writes of new frames)");
 Object.assign(results, await runBlobWritesBench(console.log));
 console.log("\n## Tracing on / off");
 Object.assign(results, await runTracingBench(console.log));
+console.log("\n## Upstream load: 20 episodes × 10 turns on a loaded upstream with a shared quota");
+Object.assign(results, await runUpstreamLoadBench(console.log));
 const path = resolve(import.meta.dir, "results.json");
 writeFileSync(path, `${JSON.stringify(results, null, 2)}\n`);
 console.log(`\nwrote ${path}`);
