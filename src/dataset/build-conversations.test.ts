@@ -63,6 +63,22 @@ test("a request the context policy reduced starts a new conversation, linked to 
   ]);
 });
 
+test("a request body_budget reduced, recorded before its decision moved to after_context, is reduced too", () => {
+  const old = (id: string, messages: Msg[], answer: string) => {
+    const line = exchange(id, messages, answer, { tools });
+    line.stages.upstream_request = { ...line.stages.upstream_request, context: { reduced: true } };
+    return line;
+  };
+  const { conversations } = buildConversations([
+    exchange("ex_1", [sys, u("img")], "one", { tools }),
+    old("ex_2", [sys, u("[omitted]"), a("one"), u("img2")], "two"),
+  ]);
+  expect(conversations.map((c) => [c.exchanges, c.contextReduced])).toEqual([
+    [["ex_1"], false],
+    [["ex_2"], true],
+  ]);
+});
+
 test("revoked and failed exchanges are left out; a delivered one without its response is reported", () => {
   const broken = exchange("ex_3", [sys], "x", { tools });
   delete broken.stages.upstream_response;

@@ -78,8 +78,11 @@ export function deliveredExchange(
   const validated = exchange.stages.upstream_response?.validated;
   if (!isValidated(validated))
     return { unusable: `${exchange.id}: delivered, but its validated upstream response is not recorded` };
-  const decision = exchange.stages.after_context?.decision as { reduced?: unknown } | undefined;
-  return { request: body, answer: answerMessage(validated), reduced: decision?.reduced === true };
+  // body_budget's decision was in upstream_request's `context` in lines written before 2026-12-05 (docs/records.md).
+  const reduced = [exchange.stages.after_context?.decision, exchange.stages.upstream_request?.context].some(
+    (decision) => (decision as { reduced?: unknown } | undefined)?.reduced === true,
+  );
+  return { request: body, answer: answerMessage(validated), reduced };
 }
 
 type Chain = {

@@ -1,5 +1,4 @@
 import { beforeAll, describe, expect, test } from "bun:test";
-import { applyContextPolicy } from "../context/apply-context.ts";
 import { type ContextMemory, createContextMemory } from "../context/context-cut.ts";
 import { type BodyBudgetPolicy, contextPolicySchema } from "../context/policy-schema.ts";
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
@@ -12,6 +11,7 @@ import { webpSettingsSchema } from "../images/settings.ts";
 import { sha256Hex, sha256OfBase64 } from "../lib/sha256.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
 import { buildUpstreamBody } from "./build-upstream-body.ts";
+import { decideContext } from "./decide-context.ts";
 
 const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
 // A camera history at 1/100 scale (frames of a few KB of WebP, a 64 KiB limit): the same
@@ -108,6 +108,17 @@ const policies = [
   { image_eviction_batch_size: 8, low_water_fraction: 1 },
 ].map((extra) => contextPolicySchema.parse({ policy: "body_budget", ...extra }) as BodyBudgetPolicy);
 
+/** The context stage, then the body stage, as an exchange runs them; with the one decision. */
+async function budgetedBody(
+  request: HubRequest,
+  policy: BodyBudgetPolicy,
+  images: ImageConverter,
+  memory?: ContextMemory,
+) {
+  const context = await decideContext(request, policy, { target, providerLimitBytes: limit, images, memory });
+  return { ...(await buildUpstreamBody(context, { target, images })), budget: context.decision };
+}
+
 /** The camera history of `turns` turns through body_budget, converted by `images`; and the turns whose frame was sent. */
 async function sendHistory(
   turns: number,
@@ -116,13 +127,7 @@ async function sendHistory(
   memory?: ContextMemory,
 ) {
   const request = cameraHistory(turns);
-  const { decision } = applyContextPolicy(request, policy);
-  const built = await buildUpstreamBody(request, policy, decision, {
-    target,
-    providerLimitBytes: limit,
-    images,
-    memory,
-  });
+  const built = await budgetedBody(request, policy, images, memory);
   const sent = built.request.messages.flatMap((m) =>
     m.role === "tool" && m.content.some((p) => p.type === "image") ? [Number(m.toolCallId.slice(5))] : [],
   );
@@ -227,12 +232,7 @@ describe("buildUpstreamBody under body_budget", () => {
     if (repeat.role === "tool")
       repeat.content[1] = { type: "image", mediaType: "image/png", data: frames[2] as string };
     const again = { ...request, messages: [...request.messages.slice(0, -1), repeat] };
-    const { decision } = applyContextPolicy(again, policy);
-    await buildUpstreamBody(again, policy, decision, {
-      target,
-      providerLimitBytes: limit,
-      images: imagesWith(convertOnThisThread(codecs), cache),
-    });
+    await budgetedBody(again, policy, imagesWith(convertOnThisThread(codecs), cache));
     expect(cache.peek(digestOf(2))).toBeDefined();
     expect(cache.peek(digestOf(3))).toBeUndefined();
   });

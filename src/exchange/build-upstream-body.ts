@@ -1,22 +1,21 @@
 /**
- * The upstream body of an exchange: the hub request after context, its PNGs as
- * WebP, rendered once. Under the body_budget policy it is first reduced until it
- * fits (src/context/apply-body-budget.ts), measured by an exact size model, and
- * only the images it keeps are converted. Under both reducing policies the episode
- * lets go of the cached WebP of the frames left out for good.
+ * The upstream body of an exchange: the hub request as the context stage decided
+ * it (decide-context.ts), its PNGs as WebP, rendered once. The episode lets go of
+ * the cached WebP of the frames a reducing policy left out for good. Under
+ * body_budget the images are already prepared (some converted, to size them) and
+ * the body's size is checked against the budget once more: the size model the
+ * decision used is exact, and a body over the budget never goes out even if it
+ * were not.
  */
-import { applyBodyBudget, type ContextDecision } from "../context/apply-context.ts";
-import type { ContextMemory } from "../context/context-cut.ts";
-import type { ContextPolicy } from "../context/policy-schema.ts";
-import type { HubImagePart, HubRequest } from "../hub/schema.ts";
+import type { HubRequest } from "../hub/schema.ts";
 import type { ImageConverter, ImageStats } from "../images/convert-request.ts";
 import { type KnownSpan, stringifyKnowingMembers } from "../lib/frozen-json.ts";
 import { buildChatRequest, type ChatTarget } from "../upstream/build-chat-request.ts";
-import { createChatBodySizer } from "../upstream/chat-body-size.ts";
 import type { ChatRequest } from "../upstream/chat-schema.ts";
+import type { ContextOutcome } from "./decide-context.ts";
 
 export type UpstreamBody = {
-  /** The hub request the body was built from (converted; body_budget's reduced one). */
+  /** The hub request the body was built from (after the policy, images converted). */
   request: HubRequest;
   chat: ChatRequest;
   /** JSON.stringify(chat): the bytes sent. */
@@ -25,62 +24,26 @@ export type UpstreamBody = {
   known: readonly KnownSpan[];
   /** What the image conversion did. */
   stats: ImageStats;
-  /** What body_budget did (absent for other policies). */
-  budget?: Pick<ContextDecision, "body_budget" | "images_omitted" | "blocks_removed" | "reduced">;
 };
 
 export async function buildUpstreamBody(
-  request: HubRequest,
-  policy: ContextPolicy,
-  decision: ContextDecision,
-  options: {
-    target: ChatTarget;
-    providerLimitBytes: number;
-    images: ImageConverter;
-    /** Images of the client's request the context stage left out for good (ContextResult.stale). */
-    stale?: readonly HubImagePart[];
-    /** The episode's previous body_budget reduction, tried first and replaced by this one's. */
-    memory?: ContextMemory;
-  },
+  context: Pick<ContextOutcome, "request" | "decision" | "stale" | "prepared">,
+  options: { target: ChatTarget; images: ImageConverter },
 ): Promise<UpstreamBody> {
-  const render = (converted: HubRequest, stats: ImageStats) => {
-    const chat = buildChatRequest(converted, options.target);
-    // The same text as JSON.stringify(chat); a repeated tool list's JSON is reused.
-    const { text, known } = stringifyKnowingMembers(chat);
-    return { request: converted, chat, body: text, known, stats };
-  };
-  if (policy.policy !== "body_budget") {
-    const { request: converted, stats } = await options.images.convertRequest(request, {
-      forget: options.stale ?? [],
-    });
-    return render(converted, stats);
+  const images = context.prepared ?? options.images.prepare(context.request);
+  // What the policy has dropped for good is not kept in the image cache for this episode.
+  const { request, stats } = await images.finish(context.request, { forget: context.stale });
+  const chat = buildChatRequest(request, options.target);
+  // The same text as JSON.stringify(chat); a repeated tool list's JSON is reused.
+  const { text: body, known } = stringifyKnowingMembers(chat);
+  const budget = context.decision.body_budget;
+  if (budget) {
+    const sent = Buffer.byteLength(body, "utf8");
+    if (sent > budget.max_body_bytes) {
+      throw new Error(
+        `body_budget: the body built is ${sent} bytes, over max_body_bytes ${budget.max_body_bytes}, though measured at ${budget.bytes_after}`,
+      );
+    }
   }
-  const images = options.images.prepare(request);
-  const budgeted = await applyBodyBudget(request, policy, decision, {
-    providerLimitBytes: options.providerLimitBytes,
-    body: createChatBodySizer(request, options.target, images.formOf),
-    resolve: images.resolve,
-    previous: options.memory?.previous,
-  });
-  if (options.memory) options.memory.previous = budgeted.cut;
-  // What the budget has dropped for good is not kept in the image cache for this episode.
-  const { request: converted, stats } = await images.finish(budgeted.request, { forget: budgeted.stale });
-  const upstream = render(converted, stats);
-  const { body_budget, images_omitted, blocks_removed, reduced } = budgeted.decision;
-  const sent = Buffer.byteLength(upstream.body, "utf8");
-  // The size model is exact (property-tested); a body over the budget must never go out even if it were not.
-  if (body_budget && sent > body_budget.max_body_bytes) {
-    throw new Error(
-      `body_budget: the body built is ${sent} bytes, over max_body_bytes ${body_budget.max_body_bytes}, though measured at ${body_budget.bytes_after}`,
-    );
-  }
-  return {
-    ...upstream,
-    budget: {
-      ...(body_budget ? { body_budget: { ...body_budget, bytes_after: sent } } : {}),
-      images_omitted,
-      blocks_removed,
-      reduced,
-    },
-  };
+  return { request, chat, body, known, stats };
 }

@@ -238,11 +238,6 @@ export function createMetrics(sources: MetricsSources) {
       case "upstream_request":
         pngBytes.inc(line.images.bytesBefore);
         webpBytes.inc(line.images.bytesAfter);
-        // body_budget decides after the conversion: what it left out is in this line, not in after_context.
-        if (line.context) {
-          imagesOmitted.inc(line.context.images_omitted.length);
-          blocksRemoved.inc(line.context.blocks_removed.length);
-        }
         return;
       case "upstream_response": {
         for (const attempt of line.attempts) {

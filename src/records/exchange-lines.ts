@@ -59,10 +59,15 @@ export const clientRequestLineSchema = lineSchema("client_request", clientReques
   body_text: z.string().optional(),
 });
 
-/** What the context policy decided; the hub request after it only when it changed the request. */
+/**
+ * What the context policy decided (the one decision, body_budget's too); the hub request
+ * after it only when it changed the request, and then not under body_budget, which
+ * reduces the body as sent (the upstream_request line's): docs/records.md.
+ */
 export const identicalRequest = "identical to the translated request";
+export const reducedAsSentUpstream = "as in the upstream request";
 export const afterContextFieldsSchema = z.object({
-  request: z.union([z.literal(identicalRequest), z.custom<HubRequest>()]),
+  request: z.union([z.literal(identicalRequest), z.literal(reducedAsSentUpstream), z.custom<HubRequest>()]),
   /** The translated request, before the policy (only when the policy changed it). */
   translated: z.custom<HubRequest>().optional(),
   decision: contextDecisionSchema,
@@ -89,8 +94,8 @@ export const imageStatsSchema = z.object({
   leftOut: z.number(),
 });
 
-/** What body_budget left out, decided once the body's images are known (docs/context-policies.md). */
-export const bodyBudgetRecordSchema = contextDecisionSchema.pick({
+/** What body_budget did, as upstream_request lines written before 2026-12-05 hold it. */
+const bodyBudgetRecordSchema = contextDecisionSchema.pick({
   body_budget: true,
   images_omitted: true,
   blocks_removed: true,
@@ -102,13 +107,12 @@ export const upstreamRequestFieldsSchema = z.object({
   images: imageStatsSchema,
   /** What the ingress accepted but does not forward. */
   ignored: z.array(z.string()),
-  /** Under body_budget only. */
-  context: bodyBudgetRecordSchema.optional(),
 });
 export const upstreamRequestLineSchema = lineSchema(
   "upstream_request",
   upstreamRequestFieldsSchema.extend({
     images: imageStatsSchema.partial().loose(),
+    /** Lines written before 2026-12-05, under body_budget: its decision (now in after_context). */
     context: bodyBudgetRecordSchema.partial().loose(),
   }),
   { body: z.unknown().optional() },

@@ -105,10 +105,13 @@ test("body_budget keeps a long camera episode under the provider limit with its 
   expect(omitted.every((n) => n % 2 === 0)).toBe(true);
   const records = openRecords(s.dataDir);
   const last = records.readEpisode(episode.id).exchanges.at(-1);
-  const line = last?.stage("upstream_request")?.value as {
-    context?: { body_budget?: { bytes_after: number } };
-  };
-  expect(line.context?.body_budget?.bytes_after).toBeLessThanOrEqual(limit);
+  // The one decision, in after_context: the body as sent, measured exactly.
+  const afterContext = last?.line("after_context");
+  expect(afterContext?.decision?.reduced).toBe(true);
+  expect(afterContext?.decision?.body_budget?.bytes_after).toBe(Buffer.byteLength(bodies.at(-1) ?? ""));
+  expect(afterContext?.decision?.body_budget?.bytes_after).toBeLessThanOrEqual(limit);
+  expect(afterContext?.request).toBe("as in the upstream request");
+  expect(last?.line("upstream_request")?.context).toBeUndefined();
   expect(records.upstreamRequestText(last as never)).toBe(bodies.at(-1));
   // /metrics counts what body_budget omitted, as it counts sliding_window's omissions.
   const metrics = await s.app.request("/metrics", {

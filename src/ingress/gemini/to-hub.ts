@@ -6,7 +6,7 @@
  * generation settings map here.
  * Spec: https://ai.google.dev/api/generate-content
  */
-import type { Rendered, Translation } from "../../exchange/run-exchange.ts";
+import type { Rendered, Translation } from "../../exchange/exchange-contract.ts";
 import type { HubRequest, HubResponse } from "../../hub/schema.ts";
 import { SidecarError } from "../../lib/errors.ts";
 import type { JsonBody } from "../../lib/parse-json-body.ts";

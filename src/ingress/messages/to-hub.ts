@@ -19,7 +19,7 @@
  *   `<functions>` line Claude Code's ToolSearch tells the model to expect).
  */
 
-import type { Translation } from "../../exchange/run-exchange.ts";
+import type { Translation } from "../../exchange/exchange-contract.ts";
 import type {
   HubMessage,
   HubPart,

@@ -12,7 +12,7 @@
  *   `tool_choice` forcing a tool we do not offer, …) → 400 naming the field.
  *   Options that only tune OpenAI's service are recorded in `ignored`.
  */
-import type { Translation } from "../../exchange/run-exchange.ts";
+import type { Translation } from "../../exchange/exchange-contract.ts";
 import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
 import type { JsonBody } from "../../lib/parse-json-body.ts";

@@ -1,0 +1,70 @@
+/**
+ * The upstream stage of an exchange: one buffered, validated Chat Completions
+ * exchange (upstream-client.ts, with its retries), cancelled when the episode is
+ * cancelled, the client leaves or the sidecar shuts down. Every attempt is recorded
+ * in the `upstream_response` line, a failed or cancelled exchange's too; the answer
+ * is recorded before anything is rendered or delivered.
+ */
+import type { HubResponse } from "../hub/schema.ts";
+import { errorMessage } from "../lib/error-message.ts";
+import { SidecarError } from "../lib/errors.ts";
+import { linkSignals } from "../lib/link-signals.ts";
+import { RecordsWriteError } from "../records/append-file.ts";
+import { type UpstreamAttempt, UpstreamCancelled, UpstreamFailure } from "../upstream/upstream-client.ts";
+import type { ExchangeRun } from "./exchange-run.ts";
+import type { UpstreamRequest } from "./prepare-upstream-request.ts";
+
+/** Throws UpstreamFailure (kind upstream_*), SidecarError for a cancellation, or RecordsWriteError. */
+export async function callUpstream(
+  run: ExchangeRun,
+  request: UpstreamRequest,
+  clientSignal: AbortSignal,
+): Promise<HubResponse> {
+  const { deps, episode } = run;
+  const linked = linkSignals([episode.abortSignal, deps.shutdownSignal, clientSignal]);
+  const signal = linked.signal;
+  try {
+    const exchange = await deps.upstream
+      .complete(request.chat, signal, { episodeId: episode.id, body: request.body })
+      .finally(linked.dispose);
+    episode.records.upstreamResponse(run.id, {
+      attempts: exchange.attempts,
+      raw: exchange.rawResponse,
+      validated: exchange.response,
+    });
+    return exchange.response;
+  } catch (error) {
+    if (error instanceof RecordsWriteError) throw error;
+    if (error instanceof UpstreamFailure) {
+      recordAttempts(run, error.attempts, error.rawResponse ?? null, error.message);
+      throw error;
+    }
+    if (!signal.aborted) throw error;
+    const reason = deps.shutdownSignal.aborted
+      ? "the sidecar is shutting down"
+      : episode.abortSignal.aborted
+        ? "the episode was cancelled"
+        : "the client closed the request";
+    const cancelled = new SidecarError(
+      deps.shutdownSignal.aborted ? "unavailable" : "episode_closed",
+      `upstream request cancelled: ${reason}`,
+    );
+    if (error instanceof UpstreamCancelled && error.attempts.length > 0)
+      recordAttempts(run, error.attempts, null, cancelled.message);
+    throw cancelled;
+  }
+}
+
+/** Every attempt, cut or failed, is recorded; the exchange fails anyway if the line cannot be. */
+function recordAttempts(
+  run: ExchangeRun,
+  attempts: UpstreamAttempt[],
+  raw: string | null,
+  message: string,
+): void {
+  try {
+    run.episode.records.upstreamResponse(run.id, { attempts, raw, error: message });
+  } catch (recordsError) {
+    run.log.error("cannot record the upstream failure", { message: errorMessage(recordsError) });
+  }
+}

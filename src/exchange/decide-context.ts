@@ -1,0 +1,91 @@
+/**
+ * The context stage of an exchange: the episode's policy decides, once, what of the
+ * translated request goes upstream, and that one decision is the exchange's
+ * `after_context` line (docs/records.md). identity and sliding_window decide on the
+ * hub request; body_budget decides on the body as it will be sent, measured by an
+ * exact size model (upstream/chat-body-size.ts) with its images' WebP sizes, so it
+ * prepares the request's images here (converting only those it needs to size) and
+ * the body stage (build-upstream-body.ts) finishes their conversion.
+ * The episode remembers the reduction made (context-cut.ts) for its next request.
+ */
+import { applyBodyBudget, applyContextPolicy, type ContextResult } from "../context/apply-context.ts";
+import type { ContextMemory } from "../context/context-cut.ts";
+import type { ContextPolicy } from "../context/policy-schema.ts";
+import type { HubRequest } from "../hub/schema.ts";
+import type { ImageConverter, PreparedImages } from "../images/convert-request.ts";
+import {
+  type AfterContextFields,
+  identicalRequest,
+  reducedAsSentUpstream,
+} from "../records/exchange-lines.ts";
+import type { ChatTarget } from "../upstream/build-chat-request.ts";
+import { createChatBodySizer } from "../upstream/chat-body-size.ts";
+import type { ExchangeRun } from "./exchange-run.ts";
+
+export type ContextOutcome = Omit<ContextResult, "cut"> & {
+  /** The request as translated, before the policy. */
+  translated: HubRequest;
+  /** The request's images, checked, when the policy already prepared them (body_budget). */
+  prepared?: PreparedImages;
+};
+
+export type ContextOptions = {
+  target: ChatTarget;
+  /** The provider's body limit: body_budget's budget is never above it. */
+  providerLimitBytes: number;
+  images: ImageConverter;
+  /** The episode's previous reduction, tried first and replaced by this one's. */
+  memory?: ContextMemory;
+};
+
+/**
+ * Throws SidecarError `invalid_request` (a broken tool history, an image refused) or
+ * ContextPolicyError (`request_too_large`: protected content over the target, carrying
+ * the decision reached, for the failure record).
+ */
+export async function decideContext(
+  translated: HubRequest,
+  policy: ContextPolicy,
+  options: ContextOptions,
+): Promise<ContextOutcome> {
+  const { cut, ...decided } = applyContextPolicy(translated, policy, options.memory?.previous);
+  if (policy.policy !== "body_budget") {
+    if (cut && options.memory) options.memory.previous = cut;
+    return { ...decided, translated };
+  }
+  const prepared = options.images.prepare(decided.request);
+  const { cut: budgetCut, ...budgeted } = await applyBodyBudget(decided.request, policy, decided.decision, {
+    providerLimitBytes: options.providerLimitBytes,
+    body: createChatBodySizer(decided.request, options.target, prepared.formOf),
+    resolve: prepared.resolve,
+    previous: options.memory?.previous,
+  });
+  if (options.memory) options.memory.previous = budgetCut;
+  return { ...budgeted, translated, prepared };
+}
+
+/**
+ * The decision as recorded. The request after the policy is kept only when the policy
+ * changed it (otherwise the upstream_request line already shows it, and writing it twice
+ * doubled the cost); under body_budget not even then: what it reduced is the body as sent.
+ */
+export function afterContextFields(outcome: ContextOutcome): AfterContextFields {
+  const { request, translated, decision } = outcome;
+  if (request === translated) return { request: identicalRequest, decision };
+  if (decision.policy === "body_budget") return { request: reducedAsSentUpstream, decision };
+  return { request, translated, decision };
+}
+
+/** The stage: decides for the episode's policy and records the decision. */
+export async function applyContext(
+  run: ExchangeRun,
+  translated: HubRequest,
+  options: Omit<ContextOptions, "memory">,
+): Promise<ContextOutcome> {
+  const outcome = await decideContext(translated, run.episode.context, {
+    ...options,
+    memory: run.episode.contextMemory,
+  });
+  run.episode.records.afterContext(run.id, afterContextFields(outcome));
+  return outcome;
+}

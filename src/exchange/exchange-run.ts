@@ -1,0 +1,44 @@
+/**
+ * What every stage of one exchange is given besides its own input: the pipeline's
+ * dependencies (from the composition root), the episode, the exchange's id and its
+ * logger. The stages (run-exchange.ts lists them) take this and a typed input, and
+ * return a typed output or throw.
+ */
+import type { Episode } from "../episodes/episode.ts";
+import type { ImageCache } from "../images/image-cache.ts";
+import type { PngToWebp } from "../images/png-to-webp.ts";
+import type { WebpSettings } from "../images/settings.ts";
+import type { SizeLimits } from "../images/size-guard.ts";
+import type { Logger } from "../lib/logger.ts";
+import type { ModelCatalog } from "../models/model-catalog.ts";
+import type { DataDirBudget } from "../records/data-dir-budget.ts";
+import type { UpstreamClient } from "../upstream/upstream-client.ts";
+
+export type ExchangeDeps = {
+  upstream: UpstreamClient;
+  /** The data directory's bound (records.max_bytes); none = unbounded. */
+  recordsBudget?: Pick<DataDirBudget, "checkNewExchange">;
+  /** PNG → WebP (the worker pool) and the process-wide cache of converted images. */
+  images: { converter: PngToWebp; settings: WebpSettings; cache: ImageCache };
+  sizeLimits: SizeLimits;
+  /** Each episode's model capabilities: the max_tokens clamp and whether images may go upstream. */
+  models: ModelCatalog;
+  parallelToolCalls: boolean;
+  logger: Logger;
+  /** Aborted when the sidecar shuts down: cancels upstream requests and retry waits. */
+  shutdownSignal: AbortSignal;
+  /**
+   * Removes every configured secret from what is sent to the client (an upstream may
+   * echo its bearer in an error message or an answer), as from logs and records.
+   */
+  redact: (text: string) => string;
+};
+
+/** One exchange under way. */
+export type ExchangeRun = {
+  deps: ExchangeDeps;
+  episode: Episode;
+  /** `ex_0001`, …: names the exchange's record lines and its ledger batch. */
+  id: string;
+  log: Logger;
+};
