@@ -145,7 +145,7 @@ describe("approval over the control API", () => {
   });
 
   test("no decision within approval_timeout_ms: a tool error, nothing ran, and a late approval does nothing", async () => {
-    const { create, decide, submitted, control } = await setup({ approval_timeout_ms: 50 });
+    const { create, decide, submitted, control, sidecar } = await setup({ approval_timeout_ms: 50 });
     const { info, client, episode } = await create(moveManifest());
     deliverBatch(episode, [{ id: "call_m1", tool: "move", args: { x: 1 } }]);
     const answer = await client.callTool({ name: "move", arguments: { x: 1 } });
@@ -154,6 +154,13 @@ describe("approval over the control API", () => {
     const late = await decide(info.id, "call_m1", { decision: "approve" });
     expect(late.status).toBe(409);
     expect(submitted).toEqual([]);
+    const metrics = await (
+      await sidecar.app.request("/metrics", {
+        headers: { authorization: `Bearer ${testControlPassword}` },
+      })
+    ).text();
+    expect(metrics).toContain('ura_tool_calls_total{tool="move",outcome="approval_requested"} 1');
+    expect(metrics).toContain('ura_tool_calls_total{tool="move",outcome="rejected"} 1');
     const status = (await (await control(`/episodes/${info.id}`)).json()) as {
       ledger: { counts: Record<string, number> };
     };
@@ -215,6 +222,11 @@ describe("approval over the control API", () => {
     });
     expect(episode.counters.tool_calls_refused).toBe(1);
     expect(sidecar.episodes.get(episode.id).describe().ledger.counts).toMatchObject({ rate_limited: 1 });
+    // Counted in the metrics, by tool.
+    const metrics = await (
+      await sidecar.app.request("/metrics", { headers: { authorization: `Bearer ${testControlPassword}` } })
+    ).text();
+    expect(metrics).toContain('ura_tool_calls_total{tool="move",outcome="rate_limited"} 1');
     await client.close();
   });
 

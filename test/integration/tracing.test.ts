@@ -6,7 +6,8 @@
  * transitions as events, and the trace id in the JSON log lines. Needs `make build`.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import { driveSmokeEpisode, fileUpstream } from "../lifecycle/lifecycle-kit.ts";
+import robotManifest from "../../manifests/tools/robot.json";
+import { driveSmokeEpisode, fileUpstream, waitFor } from "../lifecycle/lifecycle-kit.ts";
 import { type ReceivedSpan, spanKind, startOtlpReceiver } from "../support/otlp-receiver.ts";
 import { startSidecarProcess } from "../support/sidecar-process.ts";
 
@@ -126,6 +127,60 @@ describe("traces of the compiled binary", () => {
       .find((l) => l.msg === "auxiliary response");
     expect(logged?.trace_id).toBe(local[0]?.traceId ?? "");
     expect(logged?.span_id).toBe(parentOf(local[0] as ReceivedSpan)?.spanId ?? "");
+  });
+
+  test("a tool's policy on the execute_tool span: approval requested and approved (by whom); a rate-limited call ends in error", async () => {
+    const before = receiver.spans.length;
+    const sidecar = await startSidecarProcess({
+      upstreamUrl: upstream.url,
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: "100" },
+    });
+    const manifest = {
+      ...robotManifest,
+      tools: robotManifest.tools.map((tool) =>
+        tool.name === "observe"
+          ? { ...tool, approval: "always" }
+          : tool.name === "record"
+            ? { ...tool, rate: { min_interval_ms: 600_000 } }
+            : tool,
+      ),
+    };
+    const episode = await sidecar.createEpisode({ client: "codex", manifest });
+    const driving = driveSmokeEpisode(episode);
+    const [pending] = await waitFor("the observe call to await approval", async () => {
+      const { approvals } = (await (await sidecar.control(`/episodes/${episode.id}/approvals`)).json()) as {
+        approvals: { call_id: string }[];
+      };
+      return approvals.length > 0 ? approvals : undefined;
+    });
+    const decided = await sidecar.control(`/episodes/${episode.id}/approvals/${pending?.call_id}`, {
+      method: "POST",
+      body: JSON.stringify({ decision: "approve" }),
+    });
+    expect(decided.status).toBe(200);
+    await driving;
+    expect(await sidecar.stop("SIGTERM")).toBe(0);
+
+    const tools = receiver.spans.slice(before).filter((s) => s.name.startsWith("execute_tool "));
+    const observe = tools.find((t) => t.name === "execute_tool observe");
+    expect(observe?.events.map((e) => e.name)).toEqual([
+      "registered",
+      "delivered",
+      "claimed",
+      "approval_requested",
+      "approved",
+      "submitted",
+      "acknowledged",
+      "receipt",
+    ]);
+    expect(observe?.events.find((e) => e.name === "approved")?.attributes).toMatchObject({
+      "ura.approval.by": "api",
+    });
+    // The batch's two identical records: one runs, the other is over the tool's limit.
+    const limited = tools.filter((t) => t.name === "execute_tool record" && t.attributes["error.type"]);
+    expect(limited).toHaveLength(1);
+    expect(limited[0]?.attributes["error.type"]).toBe("rate_limited");
+    expect(limited[0]?.events.at(-1)?.name).toBe("rate_limited");
   });
 
   test("without OTEL_* settings nothing is exported and log lines carry no trace ids", async () => {
