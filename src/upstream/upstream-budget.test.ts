@@ -167,6 +167,37 @@ describe("upstream budget", () => {
     expect(h.budget.state()).toMatchObject({ pace: 1, maxConcurrent: 8, requestsPerMinute: 600 });
   });
 
+  test("a throttle window is one halving per round trip; then the pace doubles per round back to where the provider held", async () => {
+    const h = harness({ max_concurrent: 8 });
+    const attempt = async (label: string, outcome: "answered" | "throttled", tookMs: number) => {
+      h.ask(label, "A");
+      await settle();
+      await h.timers.advance(tookMs);
+      h.permit(label).release(outcome);
+    };
+    // Answers take 1 s: the round trip the budget measures.
+    for (let n = 0; n < 3; n++) await attempt(`a${n}`, "answered", 1000);
+    await attempt("t1", "throttled", 1);
+    expect(h.budget.state().pace).toBe(0.5);
+    // Refusals come back at once: a retry refused within the round trip is the same throttle episode.
+    await attempt("t2", "throttled", 1);
+    await attempt("t3", "throttled", 500);
+    expect(h.budget.state().pace).toBe(0.5);
+    // A round trip after the halving the provider still refuses: halve again, and again, to the floor.
+    await attempt("t4", "throttled", 600);
+    expect(h.budget.state().pace).toBe(0.25);
+    for (const label of ["t5", "t6", "t7"]) await attempt(label, "throttled", 1000);
+    expect(h.budget.state()).toMatchObject({ pace: 0.1, maxConcurrent: 1 });
+    // The window is over: each answer adds a request in flight up to the 0.5 the provider held at ...
+    await attempt("b1", "answered", 1000);
+    expect(h.budget.state().pace).toBeCloseTo(0.225);
+    for (const label of ["b2", "b3", "b4"]) await attempt(label, "answered", 1000);
+    expect(h.budget.state()).toMatchObject({ pace: 0.5, maxConcurrent: 4 });
+    // ... and from there one per round of answers.
+    await attempt("c1", "answered", 1000);
+    expect(h.budget.state().pace).toBeCloseTo(0.5 + 1 / 32);
+  });
+
   test("a throttle on one episode slows the others: fewer in flight and a slower rate", async () => {
     const h = harness({ max_concurrent: 4, requests_per_minute: 120 });
     h.ask("a", "A");

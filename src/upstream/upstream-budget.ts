@@ -76,6 +76,8 @@ export function createUpstreamBudget(
   const paceSettings = options.pace ?? defaultPaceSettings;
   const queue = createFairQueue<Waiter>();
   let pace: Pace = initialPace();
+  // Smoothed time of answered attempts (TCP's SRTT, gain 1/8): how long one round of answers takes.
+  let roundTripMs = 0;
   let inFlight = 0;
   let cancelTimer: (() => void) | undefined;
 
@@ -100,16 +102,23 @@ export function createUpstreamBudget(
     if (tpm !== undefined) tokens?.setRate((tpm * pace.value) / minute, now);
   }
 
-  function permitFor(waiter: Waiter, now: number): UpstreamPermit {
-    const epoch = pace.epoch;
+  function permitFor(waiter: Waiter, admittedAt: number): UpstreamPermit {
+    const admittedEpoch = pace.epoch;
     let released = false;
     return {
-      waitedMs: Math.max(0, Math.round(now - waiter.enqueuedAt)),
+      waitedMs: Math.max(0, Math.round(admittedAt - waiter.enqueuedAt)),
       release(outcome: AttemptOutcome) {
         if (released) return;
         released = true;
         inFlight -= 1;
-        setPace(nextPace(pace, outcome, epoch, settings.max_concurrent, paceSettings));
+        const now = timers.now();
+        if (outcome === "answered") {
+          const took = now - admittedAt;
+          roundTripMs = roundTripMs === 0 ? took : roundTripMs + (took - roundTripMs) / 8;
+        }
+        setPace(
+          nextPace(pace, { outcome, admittedEpoch, now, roundTripMs }, settings.max_concurrent, paceSettings),
+        );
         serve();
       },
     };
