@@ -4,7 +4,7 @@ BIN := dist/ura-sidecar
 # --bytecode: parsing moves to build time; the binary starts answering in about half the time (bench/gateway.ts).
 COMPILE := $(BUN) build --compile --bytecode --no-compile-autoload-dotenv --no-compile-autoload-bunfig
 
-.PHONY: install build clients system-packages run test unit e2e check bench image clean
+.PHONY: install build clients system-packages run test unit e2e compat check bench image clean
 
 install: node_modules/.install-stamp
 node_modules/.install-stamp: package.json package-lock.json
@@ -35,6 +35,14 @@ unit: install
 
 e2e: build clients
 	./$(BIN) validate --all --out dist/validate
+
+# Not in CI's default run: installs a client's last N npm releases into /var/tmp/ura-compat and runs the
+# smoke episode and its end-to-end scenarios against each, then writes docs/compatibility.md
+# (ALSO=v1,v2 adds named versions, e.g. an earlier pin).
+CLIENT ?= claude
+N ?= 3
+compat: build clients
+	$(BUN) src/compatibility/run-compatibility.ts --client $(CLIENT) --versions $(N) $(if $(ALSO),--also $(ALSO))
 
 check: install
 	node_modules/.bin/tsc -p tsconfig.json

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, expect, spyOn, test } from "bun:test";
 import { existsSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { clientManifests } from "../clients/client-manifests.ts";
 import { loadConfig } from "../config/load-config.ts";
 import { type Sidecar, startSidecar } from "../server/start-sidecar.ts";
 import { clientConfigCommand } from "./client-config-command.ts";
@@ -146,4 +147,49 @@ test("no sidecar at the address: exit 1 naming the address, how to start one and
   } finally {
     console.error = error;
   }
+});
+
+test("the client the kit runs: its version, and a warning when it is not a proven one", async () => {
+  const res = await fetch(`${sidecar.baseUrl()}/control/episodes`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${password}` },
+    body: JSON.stringify({ client: "claude" }),
+  });
+  const file = join(root, "launch-versions.json");
+  writeFileSync(file, await res.text());
+  /** A stand-in `claude` that prints `version` the way the real one does. */
+  const fakeClaude = (version: string) => {
+    const bin = join(root, `claude-${version}`);
+    writeFileSync(bin, `#!/bin/sh\necho '${version} (Claude Code)'\n`, { mode: 0o755 });
+    return bin;
+  };
+  const run = async (bin: string) => {
+    const lines: string[] = [];
+    const errors: string[] = [];
+    const log = spyOn(console, "log").mockImplementation((line: string) => {
+      lines.push(line);
+    });
+    const error = spyOn(console, "error").mockImplementation((line: string) => {
+      errors.push(line);
+    });
+    try {
+      const out = join(root, `kit-${bin.split("/").at(-1)}`);
+      expect(
+        await clientConfigCommand(["claude", "--episode", file, "--out", out, "--binary", bin], {}),
+      ).toBe(0);
+    } finally {
+      log.mockRestore();
+      error.mockRestore();
+    }
+    return { out: lines.join("\n"), err: errors.join("\n") };
+  };
+  const { version, proven_versions } = clientManifests.claude;
+  const pinned = await run(fakeClaude(version));
+  expect(pinned.out).toContain(`client       @anthropic-ai/claude-code ${version} (the pin)`);
+  expect(pinned.err).toBe("");
+  const unproven = await run(fakeClaude("2.1.999"));
+  expect(unproven.out).toContain("@anthropic-ai/claude-code 2.1.999 (NOT a proven version)");
+  expect(unproven.err).toContain(`is not a proven version (proven: ${proven_versions.join(", ")}`);
+  const missing = await run(join(root, "no-such-claude"));
+  expect(missing.err).toContain("is not installed");
 });

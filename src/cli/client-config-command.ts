@@ -6,10 +6,14 @@
  * returned. `--new-episode` creates the episode through the control API instead,
  * with `--context-policy NAME` as its context policy (body_budget for a camera
  * episode, docs/long-sessions.md); an episode's policy is fixed at its creation, so
- * with `--episode` the flag checks that the episode has it.
+ * with `--episode` the flag checks that the episode has it. It also says which
+ * version of the client the kit will run (`--binary`, else the client's command on
+ * PATH) and warns when that is not a proven version (src/clients/proven-version.ts).
  */
 import { existsSync, readFileSync } from "node:fs";
-import { clientNameSchema, clientNames } from "../clients/client-manifests.ts";
+import { type ClientName, clientNameSchema, clientNames } from "../clients/client-manifests.ts";
+import { givenBinary } from "../clients/installed-clients.ts";
+import { type FoundClient, provenVersionNote } from "../clients/proven-version.ts";
 import { contextPolicySchema } from "../context/policy-schema.ts";
 import { createKit } from "../kits/create-kit.ts";
 import { type LaunchInfo, launchInfoSchema } from "../kits/launch-info.ts";
@@ -72,6 +76,14 @@ function readLaunchInfoFile(path: string): LaunchInfo {
     `is not launch info (the JSON POST /control/episodes returns): ${fields.join(", ")} missing or not valid` +
       " (the records' episode.json holds credential digests only; give the episode id instead)",
   );
+}
+
+/** The client the kit will launch: a path as given, else the command on PATH; its --version. */
+async function findClient(client: ClientName, bin: string): Promise<FoundClient> {
+  const path = bin.includes("/") ? (existsSync(bin) ? bin : undefined) : (Bun.which(bin) ?? undefined);
+  if (path === undefined) return undefined;
+  const found = await givenBinary(client, path, process.cwd());
+  return { bin: found.bin, version: found.version };
 }
 
 async function readEpisode(
@@ -137,8 +149,11 @@ export async function clientConfigCommand(
     return 1;
   }
   const kit = createKit({ client: client.data, episode, dir: values.out, bin: values.binary });
-  for (const w of kit.warnings) console.error(`ura-sidecar client-config: warning: ${w}`);
+  const note = provenVersionNote(client.data, await findClient(client.data, kit.plan.bin), kit.plan.bin);
+  for (const w of [...kit.warnings, ...(note.warning ? [note.warning] : [])])
+    console.error(`ura-sidecar client-config: warning: ${w}`);
   console.log(`${client.data} kit for episode ${episode.id} written to ${kit.dir}`);
+  console.log(`  client       ${note.summary}`);
   console.log(`  context      ${policyOf(episode) ?? "(unknown)"}`);
   console.log(`  credentials  ${kit.credentials} (mode 0600)`);
   for (const f of kit.files) console.log(`  config       ${f}`);

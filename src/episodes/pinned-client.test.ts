@@ -7,6 +7,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { clientManifests } from "../clients/client-manifests.ts";
 import { loadConfig } from "../config/load-config.ts";
 import { type Sidecar, startSidecar } from "../server/start-sidecar.ts";
 
@@ -66,4 +67,34 @@ test("off by default: another version is served and reported as not pinned; the 
     model_requests_without_mcp: 1,
   });
   expect(logs.slice(before).some((l) => l.includes("never connected") && l.includes(episode.id))).toBe(true);
+});
+
+test("require_pinned_client accepts every proven version, not only the pin: Claude Code at an earlier proven version is served", async () => {
+  const { version, proven_versions } = clientManifests.claude;
+  const earlier = proven_versions.find((v) => v !== version);
+  expect(earlier).toBeDefined();
+  const episode = sidecar.episodes.create({ max_turns: 0, client: "claude", require_pinned_client: true });
+  const messages = (ua: string) =>
+    fetch(`${sidecar.baseUrl()}/e/${episode.id}/anthropic/v1/messages`, {
+      method: "POST",
+      headers: { "x-api-key": episode.ingressKey, "content-type": "application/json", "user-agent": ua },
+      body: JSON.stringify({
+        model: "ura-qwen",
+        max_tokens: 64,
+        messages: [{ role: "user", content: "hi" }],
+      }),
+    });
+  const served = await messages(`claude-cli/${earlier} (external, sdk-cli)`);
+  expect(served.status).toBe(200);
+  expect(episode.describe().client_identity).toMatchObject({
+    pinned: true,
+    pinned_version: version,
+    proven_versions,
+    model_client: { client: "claude", version: earlier },
+  });
+  const refused = await messages("claude-cli/2.1.198 (external, sdk-cli)");
+  expect(refused.status).toBe(400);
+  const body = (await refused.json()) as { type: string; error: { message: string } };
+  expect(body.type).toBe("error");
+  expect(body.error.message).toContain("claude 2.1.198, not a proven version");
 });

@@ -30,6 +30,7 @@ export type ClientValidation = ValidationTarget & {
   package: string;
   version: string | null;
   pinned_version: string;
+  /** A proven version (the pin or another of the manifest's proven_versions). */
   pinned: boolean | null;
   binary: string;
   episode: string;
@@ -147,7 +148,7 @@ export async function validateClient(options: ValidateClientOptions): Promise<Cl
       pass:
         identity.model_client?.client === client &&
         (identity.mcp_client === null || identity.mcp_client.client === client),
-      evidence: `model: ${JSON.stringify(identity.model_user_agent)} → ${JSON.stringify(identity.model_client)}; MCP: ${JSON.stringify(status.mcp.user_agent ?? null)} → ${JSON.stringify(identity.mcp_client)}; pinned ${manifest.package}@${manifest.version}: ${identity.pinned}`,
+      evidence: `model: ${JSON.stringify(identity.model_user_agent)} → ${JSON.stringify(identity.model_client)}; MCP: ${JSON.stringify(status.mcp.user_agent ?? null)} → ${JSON.stringify(identity.mcp_client)}; a proven version of ${manifest.package} (${manifest.proven_versions.join(", ")}; pinned ${manifest.version}): ${identity.pinned}`,
       evidence_paths: [statusFile],
     },
   ];

@@ -71,8 +71,14 @@ describeInLoopbackNamespace(
           expect(upstream.scripted.received.length).toBe(0);
           expect(status.state).toBe("failed");
           expect(status.failure).toMatchObject({ reason: "provider_error" });
+          // The model the client asked for, named (0.59 and 0.60 send gemini-3.5-flash for -m
+          // gemini-2.5-flash: the CLI maps the name itself; 0.61 sends it as given).
+          const asked = /\/models\/([^/:]+):/.exec(
+            String(records(status.records_dir, "exchanges").find((e) => e.stage === "client_request")?.path),
+          )?.[1];
+          expect(asked).toMatch(/^gemini-[\d.]+-flash$/);
           expect(String((status.failure as { message: string }).message)).toContain(
-            `"gemini-2.5-flash" is not this episode's model`,
+            `"${asked}" is not this episode's model`,
           );
           expect(status.counters.delivered_exchanges).toBe(0);
           const exchanges = records(status.records_dir, "exchanges");
