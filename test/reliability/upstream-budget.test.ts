@@ -11,8 +11,8 @@
  *   bound docs/upstream-budget.md derives (k·E·T with k = 1, E = 20).
  *   Scaling: the issue's 60 requests a minute is doubled to 120 so the test runs in
  *   about 30 s instead of a minute (the bound scales with it: T = H + 60000/RPM).
- * - Cancelling an episode whose request waits in the queue: its client gets its
- *   answer at once, and nothing of it reaches the upstream.
+ * - Cancelling an episode whose request waits in the queue, or a shutdown drain: its
+ *   client gets its answer at once, and nothing of it reaches the upstream.
  * - A 429 on one episode slows the others: their requests go at the lowered pace.
  * Needs `make build` (dist/ura-sidecar).
  */
@@ -180,6 +180,34 @@ describe("the shared upstream budget, through the binary", () => {
     // Only the holder's request ever reached the upstream.
     expect(chats()).toHaveLength(1);
     expect(JSON.stringify(chats()[0]?.body)).toContain("hold the only slot");
+  }, 30_000);
+
+  test("a shutdown drain takes a queued request out at once; nothing of it goes upstream", async () => {
+    const { upstream, sidecar, chats } = await setUp({ max_concurrent: 1 });
+    await fetch(`${upstream.origin}/__script/faults`, {
+      method: "POST",
+      body: JSON.stringify({ faults: [{ kind: "slow", ms: 4_000 }] }),
+    });
+    const [holder, queued] = [await sidecar.createEpisode({}), await sidecar.createEpisode({})];
+    const settle = (request: Promise<unknown>) =>
+      request.then(
+        () => "answered",
+        (error: unknown) =>
+          error instanceof OpenAI.APIError ? `${error.status} ${error.message}` : String(error),
+      );
+    const first = settle(client(holder).responses.create({ model, input: "hold the only slot" }));
+    while (chats().length < 1) await Bun.sleep(10);
+    const second = settle(client(queued).responses.create({ model, input: "wait for a turn" }));
+    await Bun.sleep(300);
+    expect(await metric(sidecar, "ura_upstream_queue_depth")).toBe(1);
+    const stoppedAt = Date.now();
+    const exited = sidecar.stop("SIGTERM");
+    const outcome = await second;
+    expect(Date.now() - stoppedAt).toBeLessThan(1_000);
+    expect(outcome).toContain("shutting down");
+    await first;
+    await exited;
+    expect(chats()).toHaveLength(1);
   }, 30_000);
 
   test("a 429 on one episode slows the other episodes' pace", async () => {
