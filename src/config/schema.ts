@@ -11,11 +11,13 @@ import { defaultExecutorConfig, executorConfigSchema } from "../executor/executo
 import { webpSettingsSchema } from "../images/settings.ts";
 import { sizeLimitsSchema } from "../images/size-guard.ts";
 import { defaultApprovalTimeoutMs } from "../ledger/episode-ledger.ts";
-import { defaultProgressIntervalMs } from "../mcp/tool-call-progress.ts";
 import { modelDeclarationSchema } from "../models/model-capabilities.ts";
 import { createModelCatalog } from "../models/model-catalog.ts";
-import { upstreamProfileChoiceSchema } from "../scripted-upstream/upstream-profile.ts";
-import { shippingSchema } from "../shipping/shipping-config.ts";
+import { shippingSchema } from "./shipping-config.ts";
+import { upstreamProfileChoiceSchema } from "./upstream-profile.ts";
+
+/** Default of mcp_progress_interval_ms (src/mcp/tool-call-progress.ts). */
+export const defaultProgressIntervalMs = 5_000;
 
 /** A key that was replaced: naming it is refused with `message` (what to use instead), not as an unknown key. */
 const removedKey = (message: string) => z.undefined({ error: message }).optional();
@@ -304,7 +306,7 @@ export const configSchema = z
     approval_timeout_ms: z.number().int().positive().default(defaultApprovalTimeoutMs),
     /**
      * Ship every ended episode's records and image blobs to an S3-compatible bucket
-     * (src/shipping/shipping-config.ts); absent = off. Credentials: AWS_* environment variables.
+     * (src/config/shipping-config.ts); absent = off. Credentials: AWS_* environment variables.
      */
     shipping: shippingSchema.optional(),
     /** Create one episode at start-up (the one-CLI case, and `make run`). */

@@ -9,7 +9,7 @@ import type { Episode } from "../episodes/episode.ts";
 import { episodeOptionsSchema } from "../episodes/episode-options.ts";
 import type { CancelledEpisode, EpisodeList } from "../episodes/episode-status.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
-import { credentialMatches } from "../episodes/ids.ts";
+import { credentialMatches } from "../lib/credentials.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { manifestProblem } from "../mcp/tool-validators.ts";
 import type { ShippingStatus } from "../shipping/shipper.ts";

@@ -6,12 +6,13 @@
  */
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
+import { longestToolCallMs } from "../config/tool-call-wait.ts";
 import { createExecutorFactory, type ExecutorFactory } from "../executor/create-executor.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { episodeIdPattern, type Ids } from "../lib/ids.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { asksForApproval } from "../manifest/tool-policy.ts";
-import { longestToolCallMs } from "../mcp/tool-call-wait.ts";
 import { createModelCatalog } from "../models/model-catalog.ts";
 import { observeRecords } from "../observe/observe-records.ts";
 import { noObserver, type Observer } from "../observe/observer.ts";
@@ -21,7 +22,6 @@ import { createGroupCommit } from "../records/group-commit.ts";
 import { createRecurringTexts } from "../records/text-references.ts";
 import { createEpisode, type Episode } from "./episode.ts";
 import type { EpisodeOptions } from "./episode-options.ts";
-import { episodeIdPattern, type Ids } from "./ids.ts";
 
 export type EpisodeStoreDeps = {
   config: Config;

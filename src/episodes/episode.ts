@@ -14,6 +14,7 @@ import {
   type EpisodeLedger,
   type EpisodeLedgerOptions,
 } from "../ledger/episode-ledger.ts";
+import { credentialDigest } from "../lib/credentials.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { compileToolPolicy } from "../manifest/tool-policy.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
@@ -26,7 +27,6 @@ import type {
   episodeStateSchema,
   failureReasonSchema,
 } from "./episode-status.ts";
-import { credentialDigest } from "./ids.ts";
 import { createJobStopper } from "./job-stopper.ts";
 
 export type EpisodeState = z.infer<typeof episodeStateSchema>;

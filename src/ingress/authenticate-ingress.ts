@@ -11,7 +11,7 @@
 import type { Context } from "hono";
 import type { Episode } from "../episodes/episode.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
-import { credentialMatches } from "../episodes/ids.ts";
+import { credentialMatches } from "../lib/credentials.ts";
 import { SidecarError } from "../lib/errors.ts";
 
 export function presentedKey(headers: Headers, query?: URLSearchParams): string | undefined {

@@ -6,8 +6,9 @@
  * records (no exchange, no turn). Other paths (control, MCP) get `undefined` and
  * keep their own envelope.
  */
-import { credentialMatches } from "../episodes/ids.ts";
+
 import type { Protocol } from "../hub/protocol.ts";
+import { credentialMatches } from "../lib/credentials.ts";
 import type { SidecarError } from "../lib/errors.ts";
 import type { RouteDeps } from "../server/route-deps.ts";
 import { answerAuxiliary } from "./answer-auxiliary.ts";

@@ -7,7 +7,7 @@
  */
 import { join } from "node:path";
 import type { ClientManifest, ClientName } from "../clients/client-manifests.ts";
-import { defaultLongestToolCallMs } from "../mcp/tool-call-wait.ts";
+import { defaultLongestToolCallMs } from "../config/tool-call-wait.ts";
 import type { LaunchInfo } from "./launch-info.ts";
 
 /** Where the prompt goes in argv: as one argument, or split on spaces (OpenCode's `run [message..]`). */

@@ -18,7 +18,7 @@ export const launchInfoSchema = z.looseObject({
   /** The episode's upstream model: Gemini CLI must name it exactly (`-m`). */
   model: z.string().min(1).optional(),
   /**
-   * The longest the sidecar may hold one MCP `tools/call` (src/mcp/tool-call-wait.ts):
+   * The longest the sidecar may hold one MCP `tools/call` (src/config/tool-call-wait.ts):
    * each kit sets its client's tool-call timeout to it. Absent in launch info from an
    * older sidecar: kits then use the documented defaults' value.
    */

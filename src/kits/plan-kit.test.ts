@@ -7,7 +7,7 @@
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
 import { clientManifests } from "../clients/client-manifests.ts";
-import { defaultLongestToolCallMs } from "../mcp/tool-call-wait.ts";
+import { defaultLongestToolCallMs } from "../config/tool-call-wait.ts";
 import type { KitPlan } from "./kit-plan.ts";
 import type { LaunchInfo } from "./launch-info.ts";
 import { planKit } from "./plan-kit.ts";

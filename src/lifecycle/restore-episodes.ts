@@ -25,7 +25,6 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import type { Config } from "../config/schema.ts";
 import { createEpisode, type Episode, type FailureReason } from "../episodes/episode.ts";
-import { credentialDigestRef, episodeIdPattern } from "../episodes/ids.ts";
 import type { Executor } from "../executor/executor.ts";
 import { restoreEpisodeLedger } from "../ledger/episode-ledger.ts";
 import { type LedgerEventBody, ledgerEventSchema } from "../ledger/events.ts";
@@ -35,7 +34,9 @@ import {
   type LedgerState,
   unfinishedCalls,
 } from "../ledger/ledger-state.ts";
+import { credentialDigestRef } from "../lib/credentials.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { episodeIdPattern } from "../lib/ids.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import type { BlobStore } from "../records/blob-store.ts";

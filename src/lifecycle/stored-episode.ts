@@ -8,7 +8,7 @@
 import { z } from "zod";
 import { contextPolicySchema } from "../context/policy-schema.ts";
 import { clientKindSchema } from "../episodes/episode-options.ts";
-import { episodeIdPattern } from "../episodes/ids.ts";
+import { episodeIdPattern } from "../lib/ids.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");

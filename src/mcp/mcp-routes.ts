@@ -13,12 +13,12 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { Hono } from "hono";
 import packageJson from "../../package.json" with { type: "json" };
+import { defaultProgressIntervalMs } from "../config/schema.ts";
 import type { Episode } from "../episodes/episode.ts";
-import { credentialMatches } from "../episodes/ids.ts";
+import { credentialMatches } from "../lib/credentials.ts";
 import type { RouteDeps } from "../server/route-deps.ts";
 import { checkHostAndOrigin } from "./check-host.ts";
 import { createUraServer } from "./create-ura-server.ts";
-import { defaultProgressIntervalMs } from "./tool-call-progress.ts";
 
 /**
  * Sessions kept per episode; when a client opens one more, the oldest session

@@ -35,9 +35,6 @@ export type ToolCallProgressOptions = {
   every?: (ms: number, tick: () => void) => () => void;
 };
 
-/** Default of mcp_progress_interval_ms. */
-export const defaultProgressIntervalMs = 5_000;
-
 const silent: ToolCallProgress = { enter: () => {}, stop: () => {} };
 
 export function readProgressToken(token: unknown): ProgressToken | undefined {

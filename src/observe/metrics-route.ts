@@ -5,7 +5,7 @@
  * Prometheus sends it with `authorization: { credentials_file: … }`.
  */
 import { Hono } from "hono";
-import { credentialMatches } from "../episodes/ids.ts";
+import { credentialMatches } from "../lib/credentials.ts";
 import type { Metrics } from "./metrics.ts";
 
 export function createMetricsRoute(metrics: Metrics, controlPassword: string): Hono {

@@ -22,7 +22,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { episodeIdPattern } from "../episodes/ids.ts";
+import { episodeIdPattern } from "../lib/ids.ts";
 import { type BlobStore, createBlobStore } from "./blob-store.ts";
 import { type ExchangeLineRead, type ExchangeStage, readExchangeLine } from "./exchange-lines.ts";
 import { inlineImages, resolveBlobReferences } from "./image-references.ts";

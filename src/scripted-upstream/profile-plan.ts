@@ -4,7 +4,7 @@
  * its answer. Random choices come from a seeded generator, so a run repeats; time
  * comes from the injected clock, measured from the upstream's start (or its reset).
  */
-import type { BurstKind, UpstreamProfile } from "./upstream-profile.ts";
+import type { BurstKind, UpstreamProfile } from "../config/upstream-profile.ts";
 
 export interface ProfilePlan {
   /** The failure a request arriving at `now` gets, if it falls into a burst window. */

@@ -4,7 +4,7 @@
  * says where each comes from). An upstream client classifies failures by exactly these
  * fields, so the stand-in must not paraphrase them.
  */
-import type { BurstKind } from "./upstream-profile.ts";
+import type { BurstKind } from "../config/upstream-profile.ts";
 
 type ProviderError = { status: number; body: { error: { message: string; type: string; code: string } } };
 

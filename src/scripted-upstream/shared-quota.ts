@@ -5,8 +5,9 @@
  * over a limit is refused with the matching 429 and does not count; an admitted one
  * holds a concurrency slot until its answer ends.
  */
+
+import type { Quota } from "../config/upstream-profile.ts";
 import type { ProviderErrorKind } from "./provider-errors.ts";
-import type { Quota } from "./upstream-profile.ts";
 
 export interface SharedQuota {
   /** Admits a request of `tokens` at `now`, or names the 429 it gets. */

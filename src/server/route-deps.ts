@@ -1,8 +1,8 @@
 /** What every route group under /e/{episode} gets: the episodes, the exchange pipeline, the tool validators, logging, time and ids. */
 import type { EpisodeStore } from "../episodes/episode-store.ts";
-import type { Ids } from "../episodes/ids.ts";
 import type { ExchangeDeps } from "../exchange/exchange-run.ts";
 import type { ResponseStores } from "../ingress/responses/restored-responses.ts";
+import type { Ids } from "../lib/ids.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { ToolChecks } from "../mcp/tool-validators.ts";
 

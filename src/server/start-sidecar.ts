@@ -12,10 +12,10 @@ import { ConfigError, parseListen } from "../config/load-config.ts";
 import type { Config } from "../config/schema.ts";
 import { secretWeakness } from "../config/secret-strength.ts";
 import { episodeUrls } from "../episodes/episode-store.ts";
-import type { Ids } from "../episodes/ids.ts";
 import { loadCodecsOnFirstUse } from "../images/codecs.ts";
 import { defaultWorkerCount } from "../images/conversion-pool.ts";
 import { startImageConversion } from "../images/start-image-conversion.ts";
+import type { Ids } from "../lib/ids.ts";
 import { lockDataDir } from "../records/data-dir-lock.ts";
 import { composeApp } from "./compose.ts";
 

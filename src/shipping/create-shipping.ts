@@ -7,10 +7,10 @@
 import { hostname } from "node:os";
 import { resolve } from "node:path";
 import { S3Client } from "bun";
+import type { ShippingConfig } from "../config/shipping-config.ts";
 import type { Logger } from "../lib/logger.ts";
 import { resolveS3Credentials } from "./s3-credentials.ts";
 import { createShipper, type ShippableEpisode } from "./shipper.ts";
-import type { ShippingConfig } from "./shipping-config.ts";
 import { openUploadJournal } from "./upload-journal.ts";
 
 export type ShippingDeps = {

@@ -7,7 +7,7 @@
  * the config file itself: the values are secrets (registered with the redactor).
  */
 import { readFileSync } from "node:fs";
-import type { ShippingConfig } from "./shipping-config.ts";
+import type { ShippingConfig } from "../config/shipping-config.ts";
 
 export type S3Credentials = { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
 

@@ -9,10 +9,10 @@
  * (except by the opt-in retention at start-up, for episodes shipped unchanged).
  */
 import type { S3Client } from "bun";
+import type { ShippingConfig } from "../config/shipping-config.ts";
 import type { Logger } from "../lib/logger.ts";
 import { fingerprintOf, listRecordFiles, planEpisode } from "./episode-objects.ts";
 import { type ShipProgress, shipEpisode } from "./ship-episode.ts";
-import type { ShippingConfig } from "./shipping-config.ts";
 import type { UploadJournal } from "./upload-journal.ts";
 
 /** What the shipper needs of an episode. */

@@ -15,7 +15,7 @@ import { type Context, Hono } from "hono";
 import { getCookie, setCookie } from "hono/cookie";
 import { decideApproval, parseApprovalDecision, viewPendingApproval } from "../control/approvals.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
-import { credentialMatches } from "../episodes/ids.ts";
+import { credentialMatches } from "../lib/credentials.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { blobDigestPattern } from "../records/blob-store.ts";
 import { sniffImageType } from "../records/image-references.ts";

@@ -12,7 +12,7 @@ import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ReplaySettings } from "../../fixtures/golden/export-case.ts";
 import { clientManifests, clientNames } from "../../src/clients/client-manifests.ts";
-import { createRandomIds, type Ids } from "../../src/episodes/ids.ts";
+import { createRandomIds, type Ids } from "../../src/lib/ids.ts";
 import type { ModelDeclaration } from "../../src/models/model-capabilities.ts";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
 import { ingressKits, type ProtocolName, protocols } from "../support/ingress-kit.ts";

@@ -13,8 +13,8 @@ import { join } from "node:path";
 import { type ConfigInput, configSchema } from "../../src/config/schema.ts";
 import type { Episode } from "../../src/episodes/episode.ts";
 import type { EpisodeOptions } from "../../src/episodes/episode-options.ts";
-import type { Ids } from "../../src/episodes/ids.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
+import type { Ids } from "../../src/lib/ids.ts";
 import { composeApp } from "../../src/server/compose.ts";
 import { readSse } from "../../src/sse/read-sse.ts";
 

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { createRandomIds, credentialDigest, credentialDigestRef, credentialMatches } from "./ids.ts";
+import { credentialDigest, credentialDigestRef, credentialMatches } from "./credentials.ts";
+import { createRandomIds } from "./ids.ts";
 
 describe("credentialMatches", () => {
   const token = createRandomIds().token("ura_mcp");

@@ -1,5 +1,5 @@
 import { expect, test } from "bun:test";
-import { configSchema } from "../config/schema.ts";
+import { configSchema } from "./schema.ts";
 import { longestToolCallMs, toolCallAnswerMarginMs } from "./tool-call-wait.ts";
 
 const delivery = { wait_ms: 15_000, previous_ack_wait_ms: 60_000 };

@@ -1,8 +1,8 @@
 import { expect, test } from "bun:test";
-import { createScriptedUpstream } from "./create-scripted-upstream.ts";
-import { createProfilePlan } from "./profile-plan.ts";
-import { providerErrors } from "./provider-errors.ts";
-import { createSharedQuota } from "./shared-quota.ts";
+import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
+import { createProfilePlan } from "../scripted-upstream/profile-plan.ts";
+import { providerErrors } from "../scripted-upstream/provider-errors.ts";
+import { createSharedQuota } from "../scripted-upstream/shared-quota.ts";
 import { resolveUpstreamProfile, upstreamProfileChoiceSchema, upstreamProfiles } from "./upstream-profile.ts";
 
 const chat = (content = "hello") =>

@@ -1,31 +1,12 @@
 /**
- * Identifiers and credentials. Episode ids are path-safe by construction and
- * validated on every route; tokens are 256-bit random.
- *
- * Credentials are compared as SHA-256 digests in constant time. An episode
- * restored after a restart knows only the digests of its credentials (kept in
- * episode.json, never the tokens): its expected value is a digest reference
+ * Credentials (episode tokens, the control password), compared as SHA-256 digests
+ * in constant time. An episode restored after a restart knows only the digests of
+ * its credentials (kept in episode.json, never the tokens): its expected value is a digest reference
  * (`credentialDigestRef`), which starts with a NUL character, so no value
  * presented in an HTTP header or configured through the environment can ever
  * be taken for one.
  */
-import { createHash, randomBytes, timingSafeEqual } from "node:crypto";
-
-export type Ids = {
-  episodeId(): string;
-  token(prefix: string): string;
-  callId(): string;
-};
-
-export function createRandomIds(): Ids {
-  return {
-    episodeId: () => `ep_${randomBytes(8).toString("hex")}`,
-    token: (prefix) => `${prefix}_${randomBytes(32).toString("base64url")}`,
-    callId: () => `call_${randomBytes(12).toString("hex")}`,
-  };
-}
-
-export const episodeIdPattern = /^ep_[a-z0-9]{1,64}$/;
+import { createHash, timingSafeEqual } from "node:crypto";
 
 const digestRefPrefix = "\u0000sha256:";
 

@@ -7,8 +7,9 @@
  * model may call the action again; so every client kit sets its client's
  * tool-call timeout to at least this (docs/clients.md).
  */
-import { type Config, configSchema } from "../config/schema.ts";
+
 import { type ExecutorConfig, httpExecutorConfigSchema } from "../executor/executor-config.ts";
+import { type Config, configSchema } from "./schema.ts";
 
 /** Time for the answer to reach the client once the sidecar has it (and for clock skew between the two). */
 export const toolCallAnswerMarginMs = 30_000;
