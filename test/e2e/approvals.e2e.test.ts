@@ -2,8 +2,10 @@
  * A person in the loop, end to end: the real, pinned Claude Code and Codex CLIs
  * through the compiled binary, a manifest tool `move` with `approval: "always"`, a
  * robot controller over HTTP that logs every job (test/support/recording-executor.ts),
- * the scripted model asking for one move (src/scripted-upstream/move-episode-reply.ts),
- * and an operator in Debian's Chromium (playwright-core) on the episode's /ui page:
+ * the scripted model looking once (a camera frame from the controller) and then asking
+ * for one move (src/scripted-upstream/move-episode-reply.ts), and an operator in
+ * Debian's Chromium (playwright-core) on the episode's /ui page, which shows the
+ * pending move with the frame the model saw last:
  *   - approved on the page after a wait → the move runs once; the CLI waited for it
  *     (no timeout) and the model's next request carries the controller's receipt;
  *   - rejected with a reason → nothing ran; the model's next request carries
@@ -19,6 +21,7 @@ import { mkdirSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { BrowserContext, Page } from "playwright-core";
 import type { ClientName } from "../../src/clients/client-manifests.ts";
+import { cameraLikePng } from "../../src/images/synthetic-frames.ts";
 import { moveEpisodeReply, scriptedMove } from "../../src/scripted-upstream/move-episode-reply.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { openChromium } from "../support/chromium.ts";
@@ -52,6 +55,12 @@ const manifest = {
       approval: "always",
     },
     {
+      name: "observe",
+      description: "Look at the table: one camera frame.",
+      input_schema: { type: "object", properties: {} },
+      route: "observe",
+    },
+    {
       name: "finish",
       description: "Finish the episode.",
       input_schema: { type: "object", properties: { answer: { type: "string" } } },
@@ -72,7 +81,7 @@ type Scenario = {
   ledger: Line[];
   /** What the scripted model received during the run, in order. */
   requests: string[];
-  /** Jobs the controller got for this episode. */
+  /** The move jobs the controller got for this episode. */
   jobs: { tool: string; call_id: string }[];
 };
 
@@ -89,7 +98,7 @@ async function scenario(
   const run = await running;
   const requests = upstream.scripted.received.slice(before).map((r) => JSON.stringify(r.body));
   const jobs = [...controller.jobs.values()]
-    .filter((j) => j.body.episode_id === episode.id)
+    .filter((j) => j.body.episode_id === episode.id && j.body.tool === "move")
     .map((j) => j.body);
   return { episode, run, ledger: records(episode.records_dir, "ledger"), requests, jobs };
 }
@@ -102,15 +111,25 @@ async function pendingOnPage(episode: LaunchInfo) {
   expect(await pending.locator("strong").textContent()).toBe("move");
   const shown = JSON.parse((await pending.locator("pre.arguments").textContent()) ?? "null");
   expect(shown).toEqual(scriptedMove);
+  // The frame the model saw before it asked, loaded.
+  const latest = page.locator('#approvals figure[data-side="latest"] img');
+  expect(await latest.count()).toBeGreaterThanOrEqual(1);
+  await page.waitForFunction(() => {
+    const images = (globalThis as unknown as { document: { images: { naturalWidth: number }[] } }).document
+      .images;
+    return [...images].every((img) => img.naturalWidth > 0);
+  });
   return pending;
 }
 
+/** The ledger events of the episode's one move call. */
 const moveEvents = (ledger: Line[]) => {
-  const registered = ledger.find((e) => e.type === "registered");
-  const call = (registered?.calls as { id: string; tool: string }[] | undefined)?.find(
-    (c) => c.tool === "move",
-  );
-  return ledger.filter((e) => e.callId === call?.id);
+  const calls = ledger
+    .filter((e) => e.type === "registered")
+    .flatMap((e) => e.calls as { id: string; tool: string }[]);
+  const moves = calls.filter((c) => c.tool === "move");
+  expect(moves).toHaveLength(1);
+  return ledger.filter((e) => e.callId === moves[0]?.id);
 };
 
 /** The move's tool result in the model's last request: what the client got back for the call. */
@@ -143,7 +162,28 @@ describeInLoopbackNamespace(
   () => {
     beforeAll(async () => {
       upstream = await serveScriptedUpstream(0, { decide: moveEpisodeReply() });
-      controller = serveRecordingExecutor();
+      // The camera: a frame for `observe`; every other job says whose call it ran.
+      const frame = cameraLikePng(160, 120, 7).toBase64();
+      controller = serveRecordingExecutor({
+        receipt: (job) =>
+          job.body.tool === "observe"
+            ? {
+                ok: true,
+                content: [
+                  { type: "image", data: frame, mimeType: "image/png" },
+                  { type: "text", text: "frame 1" },
+                ],
+              }
+            : {
+                ok: true,
+                content: [
+                  {
+                    type: "text",
+                    text: `ran ${job.body.tool} for episode ${job.body.episode_id} call ${job.body.call_id}`,
+                  },
+                ],
+              },
+      });
       sidecar = await startSidecarProcess({
         upstreamUrl: upstream.url,
         config: {
@@ -247,7 +287,11 @@ describeInLoopbackNamespace(
             },
           );
           expect(late.status).toBe(409);
-          expect([...controller.jobs.values()].filter((j) => j.body.episode_id === s.episode.id)).toEqual([]);
+          expect(
+            [...controller.jobs.values()].filter(
+              (j) => j.body.episode_id === s.episode.id && j.body.tool === "move",
+            ),
+          ).toEqual([]);
         },
         timeoutMs,
       );
