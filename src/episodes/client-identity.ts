@@ -48,21 +48,27 @@ export function createClientIdentity(init: ClientIdentityInit) {
   let sessionHeader: string | undefined;
   let sessionIdsBeyondLimit = 0;
 
-  /** The client's own session id on a model request, by the headers of the client it is (or is expected to be). */
-  function noteSession(headers: Headers): string | undefined {
-    const client = detectClient(modelUserAgent, "model", manifests)?.client ?? init.expected;
+  /** The client's own session id on a request, by the headers of the client it is (or is expected to be). */
+  function sessionOf(headers: Headers): { header: string; id: string } | undefined {
+    const userAgent = headers.get("user-agent") ?? modelUserAgent;
+    const client = detectClient(userAgent, "model", manifests)?.client ?? init.expected;
     if (client === undefined) return undefined;
-    for (const name of manifests[client].session_headers) {
-      const value = headers.get(name)?.trim().slice(0, maxSessionIdLength);
-      if (!value) continue;
-      sessionHeader ??= name;
-      if (!sessionIds.includes(value)) {
-        if (sessionIds.length < maxSessionIds) sessionIds.push(value);
-        else sessionIdsBeyondLimit += 1;
-      }
-      return value;
+    for (const header of manifests[client].session_headers) {
+      const id = headers.get(header)?.trim().slice(0, maxSessionIdLength);
+      if (id) return { header, id };
     }
     return undefined;
+  }
+
+  function noteSession(headers: Headers): string | undefined {
+    const session = sessionOf(headers);
+    if (session === undefined) return undefined;
+    sessionHeader ??= session.header;
+    if (!sessionIds.includes(session.id)) {
+      if (sessionIds.length < maxSessionIds) sessionIds.push(session.id);
+      else sessionIdsBeyondLimit += 1;
+    }
+    return session.id;
   }
 
   /** Why the client seen so far is not a proven version of the expected one; undefined when it is (or nothing was seen). */
@@ -91,6 +97,10 @@ export function createClientIdentity(init: ClientIdentityInit) {
   }
 
   return {
+    /** The client's own session id on a request (the header its manifest names), without noting it. */
+    sessionIdOf(headers: Headers): string | undefined {
+      return sessionOf(headers)?.id;
+    },
     /**
      * Called for every model request of the episode; throws `invalid_request` (400) when
      * it must be refused. Returns the client's own session id on it, when it sent one.

@@ -207,6 +207,10 @@ export function createEpisode(init: EpisodeInit) {
       stopper.clientSeen();
       return clientIdentity.checkModelRequest(headers, mcp);
     },
+    /** The client's own session id on a request, for its records (client-identity.ts). */
+    clientSessionOf(headers: Headers): string | undefined {
+      return clientIdentity.sessionIdOf(headers);
+    },
     /** Whether model exchanges may still run; the reason when not. */
     closedReason(): string | undefined {
       if (restored) return restored.closedReason;

@@ -34,6 +34,8 @@ export type ExchangeSpec = {
   path: string;
   /** The client's request exactly as received. */
   clientRequest: JsonBody;
+  /** The client's own session id on it, when it sent one (recorded with the request). */
+  clientSession?: string | undefined;
   /** Client → hub; throws SidecarError naming the field (or refusing the request). */
   translate: () => Translation;
   renderError: (error: SidecarError) => Response;

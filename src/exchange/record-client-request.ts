@@ -31,6 +31,7 @@ export function recordClientRequest(run: ExchangeRun, spec: ExchangeSpec): Sidec
       protocol: spec.protocol,
       path: spec.path,
       ...(overBudget ? { body_omitted: "records.max_bytes" as const } : {}),
+      ...(spec.clientSession !== undefined ? { client_session: spec.clientSession } : {}),
     },
     overBudget
       ? undefined

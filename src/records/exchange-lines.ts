@@ -53,6 +53,8 @@ export const clientRequestFieldsSchema = z.object({
   path: z.string(),
   /** Over the data directory's bound, the body is not recorded (docs/records.md, retention). */
   body_omitted: z.literal("records.max_bytes").optional(),
+  /** The client's own session id on this request (docs/clients.md); absent when it sent none. */
+  client_session: z.string().optional(),
 });
 export const clientRequestLineSchema = lineSchema("client_request", clientRequestFieldsSchema, {
   body: z.unknown().optional(),

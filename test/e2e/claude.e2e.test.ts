@@ -20,6 +20,7 @@ import {
   deliveredEvents,
   expectClaimedByDeliveredIds,
   expectEveryExchangeDelivered,
+  records,
 } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { validateSmokeEpisode } from "../support/validate-run.ts";
@@ -87,6 +88,8 @@ describeInLoopbackNamespace(
           session_ids: [...sessions],
           session_header: "x-claude-code-session-id",
         });
+        const requestLines = records(recordsDir, "exchanges").filter((l) => l.stage === "client_request");
+        expect(requestLines.map((l) => l.client_session)).toEqual(requestLines.map(() => [...sessions][0]));
 
         // The final answer reached the user.
         const result = resultMessage(smoke.stdout);

@@ -89,6 +89,12 @@ describe("/ui routes", () => {
     });
     const page = await (await get(`/episodes/${episode.id}`)).text();
     expect(page).toContain(`client session <code>${session}</code> (x-session-id)`);
+    // And the exchange's record names it beside the request.
+    const lines = readFileSync(join(sidecar.dataDir, "episodes", episode.id, "exchanges.jsonl"), "utf8")
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l) as { stage: string; client_session?: string });
+    expect(lines.find((l) => l.stage === "client_request")?.client_session).toBe(session);
   });
 
   test("images are served by digest from the blob store alone: they still load with the record files gone", async () => {

@@ -62,6 +62,7 @@ export function createRoutes(deps: RouteDeps): Hono {
         episode,
         path,
         clientRequest: body,
+        clientSession: episode.clientSessionOf(c.req.raw.headers),
         translate: () => toHub(body, ctx),
         renderError,
         clientSignal: c.req.raw.signal,

@@ -59,6 +59,7 @@ export function createRoutes(deps: RouteDeps): Hono {
         episode,
         path: recordedPath(new URL(c.req.url)),
         clientRequest: body,
+        clientSession: episode.clientSessionOf(c.req.raw.headers),
         translate: () => toHub(body, ctx),
         renderError,
         clientSignal: c.req.raw.signal,
