@@ -31,7 +31,7 @@ test: build clients system-packages check
 
 # The unit tests beside the code (and the fixture checks): no binary, no CLIs, seconds.
 unit: install
-	$(BUN) test --timeout 60000 ./src ./fixtures
+	$(BUN) test --timeout 60000 ./src ./fixtures ./scripts
 
 e2e: build clients
 	./$(BIN) validate --all --out dist/validate
@@ -46,7 +46,8 @@ compat: build clients
 
 check: install
 	node_modules/.bin/tsc -p tsconfig.json
-	node_modules/.bin/biome check src test fixtures bench
+	node_modules/.bin/biome check src test fixtures bench scripts
+	$(BUN) scripts/check-imports.ts
 
 bench: build system-packages
 	$(BUN) bench/run.ts

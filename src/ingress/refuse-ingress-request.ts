@@ -10,10 +10,10 @@
 import type { Protocol } from "../hub/protocol.ts";
 import { credentialMatches } from "../lib/credentials.ts";
 import type { SidecarError } from "../lib/errors.ts";
-import type { RouteDeps } from "../server/route-deps.ts";
 import { answerAuxiliary } from "./answer-auxiliary.ts";
 import { presentedKey } from "./authenticate-ingress.ts";
 import * as gemini from "./gemini/errors.ts";
+import type { IngressRouteDeps } from "./ingress-route-deps.ts";
 import * as messages from "./messages/errors.ts";
 import { recordedPath } from "./recorded-path.ts";
 import * as responses from "./responses/errors.ts";
@@ -36,7 +36,7 @@ export function ingressProtocolOf(path: string): { protocol: Protocol; episodeId
 
 /** `entry` says what was refused and why (operation, reason, the limit at stake). */
 export function refuseIngressRequest(
-  deps: RouteDeps,
+  deps: IngressRouteDeps,
   request: Request,
   error: SidecarError,
   entry: { operation: string } & Record<string, unknown>,
@@ -57,8 +57,8 @@ export function refuseIngressRequest(
 }
 
 /** The episode a refusal is recorded in: only a known one whose key the request carries. */
-function authenticatedEpisode(deps: RouteDeps, request: Request, url: URL, encodedId: string) {
-  let episode: ReturnType<RouteDeps["episodes"]["get"]>;
+function authenticatedEpisode(deps: IngressRouteDeps, request: Request, url: URL, encodedId: string) {
+  let episode: ReturnType<IngressRouteDeps["episodes"]["get"]>;
   try {
     episode = deps.episodes.get(decodeURIComponent(encodedId));
   } catch {

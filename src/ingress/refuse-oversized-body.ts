@@ -11,11 +11,11 @@
  * app's generic 413.
  */
 import { SidecarError } from "../lib/errors.ts";
-import type { RouteDeps } from "../server/route-deps.ts";
+import type { IngressRouteDeps } from "./ingress-route-deps.ts";
 import { refuseIngressRequest } from "./refuse-ingress-request.ts";
 
 export function refuseOversizedBody(
-  deps: RouteDeps,
+  deps: IngressRouteDeps,
   request: Request,
   limitBytes: number,
 ): Response | undefined {

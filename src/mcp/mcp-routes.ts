@@ -15,10 +15,12 @@ import { Hono } from "hono";
 import packageJson from "../../package.json" with { type: "json" };
 import { defaultProgressIntervalMs } from "../config/schema.ts";
 import type { Episode } from "../episodes/episode.ts";
+import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../lib/credentials.ts";
-import type { RouteDeps } from "../server/route-deps.ts";
+import type { Logger } from "../lib/logger.ts";
 import { checkHostAndOrigin } from "./check-host.ts";
 import { createUraServer } from "./create-ura-server.ts";
+import type { ToolChecks } from "./tool-validators.ts";
 
 /**
  * Sessions kept per episode; when a client opens one more, the oldest session
@@ -48,7 +50,23 @@ export function jsonRpcError(
   });
 }
 
-export function createMcpRoutes(deps: RouteDeps): Hono {
+/** What the MCP route group gets. */
+export type McpRouteDeps = {
+  episodes: EpisodeStore;
+  logger: Logger;
+  clock: () => number;
+  /** The compiled argument validators of an episode's manifest (MCP tools/call). */
+  toolChecks: ToolChecks;
+  /**
+   * body_limit_bytes: the largest request body on every route, MCP included, so a call
+   * delivered with large arguments can always be called back (the MCP SDK's own default is 4 MiB).
+   */
+  bodyLimitBytes?: number;
+  /** mcp_progress_interval_ms: between two progress notifications of a held MCP tool call. */
+  mcpProgressIntervalMs?: number;
+};
+
+export function createMcpRoutes(deps: McpRouteDeps): Hono {
   const app = new Hono();
   const sessions = new Map<string, Session>();
   const listenHost = () => new URL(deps.episodes.baseUrl()).hostname;

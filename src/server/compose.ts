@@ -9,7 +9,6 @@
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
 import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
-import { createApp } from "../app.ts";
 import { ConfigError, type Secrets } from "../config/load-config.ts";
 import type { Config } from "../config/schema.ts";
 import { createEpisodeStore } from "../episodes/episode-store.ts";
@@ -43,6 +42,7 @@ import { CredentialsError } from "../shipping/s3-credentials.ts";
 import { noShippingTotals } from "../shipping/shipper.ts";
 import { createUpstreamBudget } from "../upstream/upstream-budget.ts";
 import { createUpstreamClient } from "../upstream/upstream-client.ts";
+import { createApp } from "./app.ts";
 import { episodeRouteGroups } from "./episode-route-groups.ts";
 import type { RouteDeps } from "./route-deps.ts";
 

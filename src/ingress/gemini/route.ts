@@ -13,9 +13,9 @@ import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts";
 import { wholeText } from "../../lib/split-text.ts";
-import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
+import type { IngressRouteDeps } from "../ingress-route-deps.ts";
 import { receivedBody } from "../received-body.ts";
 import { recordedPath } from "../recorded-path.ts";
 import { classifyGeminiOperation } from "./classify-operation.ts";
@@ -25,7 +25,7 @@ import { toHub } from "./to-hub.ts";
 /** Gemini CLI resends its system instruction (~30 KB) and tool list (~7 KB) unchanged every turn; per episode. */
 const repeatedOf = repeatedMembersPer<Episode>(["systemInstruction", "tools"]);
 
-export function createRoutes(deps: RouteDeps): Hono {
+export function createRoutes(deps: IngressRouteDeps): Hono {
   const app = new Hono();
   app.onError((error) => renderError(toSidecarError(error)));
 

@@ -12,9 +12,9 @@ import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts";
-import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
+import type { IngressRouteDeps } from "../ingress-route-deps.ts";
 import { receivedBody } from "../received-body.ts";
 import { recordedPath } from "../recorded-path.ts";
 import { renderError } from "./errors.ts";
@@ -33,7 +33,7 @@ function betaFlags(header: string | undefined): string[] {
 /** Claude Code resends its tool list (63 KB of its 77 KB request) and system prompt (6 KB) unchanged every turn; per episode. */
 const repeatedOf = repeatedMembersPer<Episode>(["tools", "system"]);
 
-export function createRoutes(deps: RouteDeps): Hono {
+export function createRoutes(deps: IngressRouteDeps): Hono {
   const app = new Hono();
   app.onError((error) => renderError(toSidecarError(error)));
 

@@ -14,9 +14,9 @@ import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts";
-import type { RouteDeps } from "../../server/route-deps.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
+import type { IngressRouteDeps } from "../ingress-route-deps.ts";
 import { receivedBody } from "../received-body.ts";
 import { recordedPath } from "../recorded-path.ts";
 import { renderError } from "./errors.ts";
@@ -34,7 +34,7 @@ const compactMessage =
 /** Codex resends its tool list (~21 KB of its ~45 KB request) unchanged every turn; per episode. */
 const repeatedOf = repeatedMembersPer<Episode>(["tools"]);
 
-export function createRoutes(deps: RouteDeps): Hono {
+export function createRoutes(deps: IngressRouteDeps): Hono {
   const app = new Hono();
   app.onError((error) => renderError(toSidecarError(error)));
   const seconds = () => Math.floor(deps.clock() / 1000);

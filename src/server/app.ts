@@ -11,21 +11,21 @@
  *   /e/{episode}/mcp                    the episode's `ura` MCP server
  */
 import { Hono, type MiddlewareHandler } from "hono";
-import { type ControlDeps, createControlRoutes } from "./control/control-routes.ts";
-import { createHealthRoutes } from "./health/health-routes.ts";
-import { notDrainingCheck, type ReadinessCheck } from "./health/readiness.ts";
-import { ingressProtocolOf, refuseIngressRequest } from "./ingress/refuse-ingress-request.ts";
-import { refuseOversizedBody } from "./ingress/refuse-oversized-body.ts";
-import type { BodyAdmission } from "./lib/body-admission.ts";
-import { SidecarError } from "./lib/errors.ts";
-import type { MemoryReclaimer } from "./lib/reclaim-memory.ts";
-import { jsonRpcError } from "./mcp/mcp-routes.ts";
-import type { Metrics } from "./observe/metrics.ts";
-import { createMetricsRoute } from "./observe/metrics-route.ts";
-import { receivedBodyBytes } from "./server/receive-body.ts";
-import { admitRequests, receiveBodies, type ServerLimits } from "./server/request-timeouts.ts";
-import type { RouteDeps } from "./server/route-deps.ts";
-import { createUiRoutes, type UiDeps } from "./ui/ui-routes.tsx";
+import { type ControlDeps, createControlRoutes } from "../control/control-routes.ts";
+import { createHealthRoutes } from "../health/health-routes.ts";
+import { notDrainingCheck, type ReadinessCheck } from "../health/readiness.ts";
+import { ingressProtocolOf, refuseIngressRequest } from "../ingress/refuse-ingress-request.ts";
+import { refuseOversizedBody } from "../ingress/refuse-oversized-body.ts";
+import type { BodyAdmission } from "../lib/body-admission.ts";
+import { SidecarError } from "../lib/errors.ts";
+import type { MemoryReclaimer } from "../lib/reclaim-memory.ts";
+import { jsonRpcError } from "../mcp/mcp-routes.ts";
+import type { Metrics } from "../observe/metrics.ts";
+import { createMetricsRoute } from "../observe/metrics-route.ts";
+import { createUiRoutes, type UiDeps } from "../ui/ui-routes.tsx";
+import { receivedBodyBytes } from "./receive-body.ts";
+import { admitRequests, receiveBodies, type ServerLimits } from "./request-timeouts.ts";
+import type { RouteDeps } from "./route-deps.ts";
 
 export type AppDeps = RouteDeps & {
   control: ControlDeps;

@@ -1,0 +1,31 @@
+/**
+ * The layers of src/, from the top down: a file may import only from its own folder
+ * (or file) and from the layers below its own; folders that share a layer never
+ * import each other. What two layers share lives in the lower one. Checked by
+ * check-imports.ts in `make check`; a new folder under src/ gets its place here.
+ */
+export const layers: readonly (readonly string[])[] = [
+  ["src/main.ts"],
+  ["src/cli/", "src/compatibility/"],
+  ["src/validate/"],
+  // The HTTP server: the app's routes and middleware, the composition root, starting and stopping.
+  ["src/server/"],
+  ["src/ui/", "src/dataset/", "src/kits/"],
+  // The route groups: one per client protocol, the control API.
+  ["src/control/", "src/ingress/"],
+  // The exchange pipeline, the MCP server, restoring and draining episodes.
+  ["src/exchange/", "src/mcp/", "src/lifecycle/"],
+  ["src/episodes/"],
+  ["src/observe/", "src/shipping/", "src/scripted-upstream/"],
+  ["src/records/"],
+  ["src/upstream/"],
+  ["src/config/"],
+  ["src/executor/", "src/manifest/"],
+  ["src/ledger/"],
+  ["src/clients/", "src/context/", "src/images/"],
+  // The pure cores and generic helpers.
+  ["src/hub/", "src/lib/", "src/sse/", "src/models/", "src/health/"],
+];
+
+/** Test support and test data: production code in src/ never imports them (nor bun:test). */
+export const testOnly: readonly string[] = ["test/", "fixtures/", "bench/", "bun:test"];
