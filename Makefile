@@ -6,10 +6,13 @@ COMPILE := $(BUN) build --compile --bytecode --no-compile-autoload-dotenv --no-c
 
 .PHONY: install build clients system-packages run test unit e2e compat check bench image clean
 
-install: node_modules/.install-stamp
-node_modules/.install-stamp: package.json package-lock.json
-	npm ci --no-audit --no-fund
-	touch $@
+# npm ci only when package.json or the lock file changed (their SHA-256 is the stamp), not when a
+# checkout merely gave them a newer mtime: worktrees share one node_modules through a link, and
+# npm ci in a fresh worktree would empty it for every other one.
+DEPS_SUM = $(shell cat package.json package-lock.json | sha256sum | cut -d' ' -f1)
+install:
+	@if [ "$$(cat node_modules/.install-stamp 2>/dev/null)" != "$(DEPS_SUM)" ]; then \
+	  npm ci --no-audit --no-fund && echo "$(DEPS_SUM)" > node_modules/.install-stamp; fi
 
 build: install
 	$(COMPILE) src/main.ts src/images/conversion-worker.ts --outfile $(BIN)
