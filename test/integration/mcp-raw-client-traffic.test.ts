@@ -111,6 +111,43 @@ describe("raw client traffic", () => {
     expect(submitted).toEqual(["call_resp_6", "toolu_0006"]);
   });
 
+  test("Claude Code 2.1.332 opens with server/discover: a JSON-RPC error and no session; its initialize and tools/call then work", async () => {
+    type Recorded = { method: string; headers: Record<string, string>; body: { method?: string } | null };
+    const session = (await Bun.file(
+      new URL("../../fixtures/mcp/claude-2.1.332-tools-call/mcp-session.json", import.meta.url),
+    ).json()) as Recorded[];
+    const [discover, initialize] = session;
+    expect(discover?.body?.method).toBe("server/discover");
+    expect(initialize?.body?.method).toBe("initialize");
+    const executor: Executor = {
+      submit: async (j) => ({ jobId: `job_${j.callId}` }),
+      receipt: async () => ({ ok: true, content: [{ type: "text", text: "seen" }] }),
+    };
+    const { episodes, mcpUrl } = await start(executor);
+    const a = episodes.create({ max_turns: 0, manifest: cameraManifest });
+    const headers = {
+      authorization: `Bearer ${a.mcpToken}`,
+      "content-type": "application/json",
+      accept: "application/json, text/event-stream",
+      "user-agent": discover?.headers["user-agent"] ?? "",
+    };
+    const probe = await fetch(mcpUrl(a), { method: "POST", headers, body: JSON.stringify(discover?.body) });
+    expect(probe.status).toBe(400);
+    expect(probe.headers.get("mcp-session-id")).toBeNull();
+    expect(await probe.json()).toMatchObject({ jsonrpc: "2.0", error: { code: -32000 }, id: null });
+    expect(a.describe().mcp).toMatchObject({ initialized: false, sessions_opened: 0 });
+    // What it sends next, as recorded: initialize opens the session; the captured call is claimed by its tool_use id.
+    const call = await openRawSession(mcpUrl(a), a.mcpToken);
+    deliverBatch(a, [{ id: "toolu_0006", tool: "observe", args: { camera: "front" } }]);
+    const answer = await answerOf(await call(await fixture("claude-2.1.332-tools-call")));
+    expect(answer.result?.content).toEqual([{ type: "text", text: "seen" }]);
+    expect(
+      readJournal(a)
+        .filter((e) => e.type === "claimed")
+        .map((e) => [e.callId, e.by]),
+    ).toEqual([["toolu_0006", "call_id"]]);
+  });
+
   test("notifications/cancelled (OpenCode sends one per call) does not drop the call's answer", async () => {
     // Released by the test whether or not the sidecar has asked for the receipt yet (under load it may not have).
     const receipt = Promise.withResolvers<{ ok: true; content: { type: "text"; text: string }[] }>();
