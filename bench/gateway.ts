@@ -407,7 +407,7 @@ export async function runGatewayBench(
       Number(/VmRSS:\s+(\d+)/.exec(readFileSync(`/proc/${sidecar.proc.pid}/status`, "utf8"))?.[1] ?? 0) /
       1024;
     // Idle after the load above (start-up, warm-up, every case's rounds): the goal's figure,
-    // read once the sidecar has been idle long enough to collect what the load left (src/lib/reclaim-memory.ts).
+    // read once the sidecar has been idle long enough to collect what the load left (src/body/reclaim-memory.ts).
     await Bun.sleep(3_000);
     figures.rss_idle_mb = rss();
     const frame = Buffer.from(rgbNoisePng(320, 240, 11).png).toString("base64");
@@ -500,7 +500,7 @@ async function measureColdStart(log: (line: string) => void): Promise<Record<str
       sample?.live.push(live);
       sample?.ready.push(ready);
       if (build.path === binaryPath) {
-        // Idle, as after the load: start-up's own garbage collected (src/lib/reclaim-memory.ts waits 2 s).
+        // Idle, as after the load: start-up's own garbage collected (src/body/reclaim-memory.ts waits 2 s).
         await Bun.sleep(3_000);
         const status = readFileSync(`/proc/${p.proc.pid}/status`, "utf8");
         sample?.rss.push(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);

@@ -23,6 +23,8 @@ export const layers: readonly (readonly string[])[] = [
   ["src/executor/", "src/manifest/"],
   ["src/ledger/"],
   ["src/clients/", "src/context/", "src/images/"],
+  // Request bodies: received under their limits, split around their large strings, parsed, admitted.
+  ["src/body/"],
   // The pure cores and generic helpers.
   ["src/hub/", "src/lib/", "src/sse/", "src/models/", "src/health/"],
 ];

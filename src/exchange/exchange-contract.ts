@@ -5,11 +5,12 @@
  * (the hub request, and how to render the validated answer). A spoke depends on this
  * module, never on the pipeline's stages.
  */
+
+import type { JsonBody } from "../body/parse-json-body.ts";
 import type { Episode } from "../episodes/episode.ts";
 import type { Protocol } from "../hub/protocol.ts";
 import type { HubRequest, HubResponse } from "../hub/schema.ts";
 import type { SidecarError } from "../lib/errors.ts";
-import type { JsonBody } from "../lib/parse-json-body.ts";
 
 export type { Protocol };
 

@@ -6,8 +6,9 @@
  * the line is written without the body and the bound's error is returned: the
  * exchange is then refused, on the record.
  */
+
+import { wholeText } from "../body/split-text.ts";
 import { type SidecarError, toSidecarError } from "../lib/errors.ts";
-import { wholeText } from "../lib/split-text.ts";
 import type { ExchangeSpec } from "./exchange-contract.ts";
 import type { ExchangeRun } from "./exchange-run.ts";
 

@@ -5,9 +5,9 @@
  * user sees exactly what the sidecar could not honour. Used by every ingress.
  */
 import type { z } from "zod";
+import { isRepeatedMember, type JsonBody } from "../body/parse-json-body.ts";
 import { invalidField, SidecarError } from "../lib/errors.ts";
 import { deepFreeze } from "../lib/frozen-json.ts";
-import { isRepeatedMember, type JsonBody } from "../lib/parse-json-body.ts";
 
 type Issue = z.core.$ZodIssue;
 

@@ -1,6 +1,6 @@
 /**
  * The answer to a model request whose body is over `body_limit_bytes` (the body
- * receiver, src/server/receive-body.ts, calls this before any route runs: from a
+ * receiver, src/body/receive-body.ts, calls this before any route runs: from a
  * declared length, or as soon as a chunked body passes the limit): a final 400
  * `request_too_large` in the client's own protocol envelope — 400 because it is
  * final for all four clients (OpenCode and Codex ship compiled binaries, so their

@@ -27,8 +27,8 @@
 import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
+import { type SplitText, textPieces, wholeText } from "../body/split-text.ts";
 import type { JsonText, KnownSpan } from "../lib/frozen-json.ts";
-import { type SplitText, textPieces, wholeText } from "../lib/split-text.ts";
 import { RecordsWriteError } from "./append-file.ts";
 import type { BlobStore } from "./blob-store.ts";
 import type { ExchangeLine } from "./exchange-lines.ts";

@@ -24,7 +24,7 @@
  *   searched for references it could not have.
  */
 import { z } from "zod";
-import { closingQuote } from "../lib/parse-json-body.ts";
+import { closingQuote } from "../body/parse-json-body.ts";
 import type { BlobStore } from "./blob-store.ts";
 
 export const textReferenceMarker = '{"$text":';

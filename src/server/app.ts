@@ -11,19 +11,19 @@
  *   /e/{episode}/mcp                    the episode's `ura` MCP server
  */
 import { Hono, type MiddlewareHandler } from "hono";
+import type { BodyAdmission } from "../body/body-admission.ts";
+import { receivedBodyBytes } from "../body/receive-body.ts";
+import type { MemoryReclaimer } from "../body/reclaim-memory.ts";
 import { type ControlDeps, createControlRoutes } from "../control/control-routes.ts";
 import { createHealthRoutes } from "../health/health-routes.ts";
 import { notDrainingCheck, type ReadinessCheck } from "../health/readiness.ts";
 import { ingressProtocolOf, refuseIngressRequest } from "../ingress/refuse-ingress-request.ts";
 import { refuseOversizedBody } from "../ingress/refuse-oversized-body.ts";
-import type { BodyAdmission } from "../lib/body-admission.ts";
 import { SidecarError } from "../lib/errors.ts";
-import type { MemoryReclaimer } from "../lib/reclaim-memory.ts";
 import { jsonRpcError } from "../mcp/mcp-routes.ts";
 import type { Metrics } from "../observe/metrics.ts";
 import { createMetricsRoute } from "../observe/metrics-route.ts";
 import { createUiRoutes, type UiDeps } from "../ui/ui-routes.tsx";
-import { receivedBodyBytes } from "./receive-body.ts";
 import { admitRequests, receiveBodies, type ServerLimits } from "./request-timeouts.ts";
 import type { RouteDeps } from "./route-deps.ts";
 
@@ -31,7 +31,7 @@ export type AppDeps = RouteDeps & {
   control: ControlDeps;
   version: string;
   demoUpstream: boolean;
-  /** body_limit_bytes, on every route: counted while a body arrives, also with app.request() (src/server/receive-body.ts). */
+  /** body_limit_bytes, on every route: counted while a body arrives, also with app.request() (src/body/receive-body.ts). */
   bodyLimitBytes: number;
   /** Connection timeouts and the in-flight limit (config `server`); they act only when Bun.serve serves the app. */
   serverLimits?: ServerLimits;
@@ -97,7 +97,7 @@ export function createApp(deps: AppDeps): Hono {
   // event stream (MCP) pauses while the robot works: it keeps no timer and ends its connection.
   const pausingAnswer = (path: string, answer: Response) =>
     !ingressProtocolOf(path) && (answer.headers.get("content-type") ?? "").startsWith("text/event-stream");
-  // Model routes take their body split (src/ingress/received-body.ts); MCP's transport reads
+  // Model routes take their body split (src/body/received-body.ts); MCP's transport reads
   // the raw request; every other route reads it with c.req.text().
   const splitsBody = (path: string) => ingressProtocolOf(path) !== undefined;
   const readsRawBody = (path: string) => !splitsBody(path);

@@ -8,9 +8,9 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { Hono } from "hono";
-import { receivedBody } from "../ingress/received-body.ts";
+import { receivedBody } from "../body/received-body.ts";
+import { wholeText } from "../body/split-text.ts";
 import { createLogger } from "../lib/logger.ts";
-import { wholeText } from "../lib/split-text.ts";
 import { admitRequests, type RequestLimitsDeps, receiveBodies } from "./request-timeouts.ts";
 
 const refusals: { path: string; kind: string; operation: unknown }[] = [];

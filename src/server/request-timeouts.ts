@@ -8,7 +8,7 @@
  *   - body: `server.body_timeout_seconds` from the end of the head to the last body
  *     byte, a deadline that bytes trickling in do not extend; over it the client
  *     gets a final error in its route's envelope and the connection is closed. The
- *     same reader holds the body to `body_limit_bytes` (receive-body.ts), chunked or
+ *     same reader holds the body to `body_limit_bytes` (src/body/receive-body.ts), chunked or
  *     sized, and that limit holds in app.request() too, where no timer runs;
  *   - working: no timer. Waiting on the upstream (bounded by its own timeout and
  *     retries) or on the robot (an MCP tool call) is never cut;
@@ -19,11 +19,11 @@
  * a retryable 503 in its route's envelope before its body is read.
  */
 import type { Context, MiddlewareHandler } from "hono";
-import { handOverBody } from "../ingress/received-body.ts";
+import { declaredBodyLength } from "../body/read-body-chunks.ts";
+import { receiveBody, receivedBodyBytes } from "../body/receive-body.ts";
+import { handOverBody } from "../body/received-body.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
-import { declaredBodyLength } from "../lib/read-body-chunks.ts";
-import { receiveBody, receivedBodyBytes } from "./receive-body.ts";
 
 export type ServerLimits = {
   body_timeout_seconds: number;
@@ -104,7 +104,7 @@ export type BodyReceiverDeps = Omit<RequestLimitsDeps, "limits"> & {
 
 /**
  * Receives the whole body before any route runs (routes then read it from memory),
- * held to body_limit_bytes while it arrives (receive-body.ts); when Bun serves the
+ * held to body_limit_bytes while it arrives (src/body/receive-body.ts); when Bun serves the
  * app, also within the body deadline, the timer lifted while the route works and
  * the idle timeout set again once the answer is ready. An answer streamed with
  * pauses (MCP: the result of a robot call comes when the robot is done) keeps no
@@ -119,7 +119,7 @@ export function receiveBodies(
     /** Whether the route reads the body from the raw Request rather than through hono. */
     readsRawBody: (path: string) => boolean;
     /**
-     * Whether the route takes its body split (src/ingress/received-body.ts): a model
+     * Whether the route takes its body split (src/body/received-body.ts): a model
      * route, whose camera history is then never one buffer or one string.
      */
     splitsBody: (path: string) => boolean;

@@ -7,12 +7,12 @@
 import { expect } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { jsonBodyOf } from "../../src/body/parse-json-body.ts";
 import { type HubRequest, type HubToolCall, hubRequestSchema } from "../../src/hub/schema.ts";
 import * as gemini from "../../src/ingress/gemini/to-hub.ts";
 import * as messages from "../../src/ingress/messages/to-hub.ts";
 import { createResponseStore } from "../../src/ingress/responses/stored-responses.ts";
 import * as responses from "../../src/ingress/responses/to-hub.ts";
-import { jsonBodyOf } from "../../src/lib/parse-json-body.ts";
 import { buildChatRequest } from "../../src/upstream/build-chat-request.ts";
 
 const goldenTarget = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };

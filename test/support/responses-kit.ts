@@ -4,10 +4,10 @@
  * offered and their model-visible names), with fixed ids and times.
  */
 
+import { jsonBodyOf } from "../../src/body/parse-json-body.ts";
 import { type RenderContext, responseSettings } from "../../src/ingress/responses/from-hub.ts";
 import { parseRequest } from "../../src/ingress/responses/parse-request.ts";
 import { readTools } from "../../src/ingress/responses/read-tools.ts";
-import { jsonBodyOf } from "../../src/lib/parse-json-body.ts";
 
 export function renderContextFor(
   body: Record<string, unknown>,

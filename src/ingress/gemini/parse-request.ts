@@ -3,7 +3,7 @@
  * naming the field in wire spelling (`contents[2].parts[0].fileData`), so the
  * client — or whoever reads the records — knows exactly what the sidecar refused.
  */
-import type { JsonBody } from "../../lib/parse-json-body.ts";
+import type { JsonBody } from "../../body/parse-json-body.ts";
 import { parseRequestAt, requestObject } from "../parse-at.ts";
 import { type GenerateContentRequest, generateContentRequestSchema } from "./schema.ts";
 

@@ -8,15 +8,15 @@
  * is answered in the Gemini envelope.
  */
 import { Hono } from "hono";
+import { parseJsonBody, repeatedMembersPer } from "../../body/parse-json-body.ts";
+import { receivedBody } from "../../body/received-body.ts";
+import { wholeText } from "../../body/split-text.ts";
 import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
-import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts";
-import { wholeText } from "../../lib/split-text.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
 import type { IngressRouteDeps } from "../ingress-route-deps.ts";
-import { receivedBody } from "../received-body.ts";
 import { recordedPath } from "../recorded-path.ts";
 import { classifyGeminiOperation } from "./classify-operation.ts";
 import { renderError } from "./errors.ts";

@@ -1,14 +1,14 @@
 import { describe, expect, test } from "bun:test";
-import { estimateTokens } from "../../context/estimate.ts";
-import type { HubRequest } from "../../hub/schema.ts";
-import { stringifyReusingMembers } from "../../lib/frozen-json.ts";
 import {
   createRepeatedMembers,
   isRepeatedMember,
   jsonBodyOf,
   parseJsonBody,
   type RepeatedMembers,
-} from "../../lib/parse-json-body.ts";
+} from "../../body/parse-json-body.ts";
+import { estimateTokens } from "../../context/estimate.ts";
+import type { HubRequest } from "../../hub/schema.ts";
+import { stringifyReusingMembers } from "../../lib/frozen-json.ts";
 import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
 import { buildChatRequest } from "../../upstream/build-chat-request.ts";
 import type { DeliveredArguments } from "./convert-contents.ts";

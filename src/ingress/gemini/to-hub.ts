@@ -6,10 +6,11 @@
  * generation settings map here.
  * Spec: https://ai.google.dev/api/generate-content
  */
+
+import type { JsonBody } from "../../body/parse-json-body.ts";
 import type { Rendered, Translation } from "../../exchange/exchange-contract.ts";
 import type { HubRequest, HubResponse } from "../../hub/schema.ts";
 import { SidecarError } from "../../lib/errors.ts";
-import type { JsonBody } from "../../lib/parse-json-body.ts";
 import { createIgnoredFields } from "../ignored-fields.ts";
 import type { GeminiOperation } from "./classify-operation.ts";
 import { convertContents, convertSystem, type DeliveredArguments } from "./convert-contents.ts";

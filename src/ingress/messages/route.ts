@@ -8,14 +8,14 @@
  * error is answered in the Anthropic envelope.
  */
 import { Hono } from "hono";
+import { parseJsonBody, repeatedMembersPer } from "../../body/parse-json-body.ts";
+import { receivedBody } from "../../body/received-body.ts";
 import type { Episode } from "../../episodes/episode.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
-import { parseJsonBody, repeatedMembersPer } from "../../lib/parse-json-body.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
 import type { IngressRouteDeps } from "../ingress-route-deps.ts";
-import { receivedBody } from "../received-body.ts";
 import { recordedPath } from "../recorded-path.ts";
 import { renderError } from "./errors.ts";
 import { toHub } from "./to-hub.ts";

@@ -1,15 +1,15 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
-import { estimateTokens } from "../../context/estimate.ts";
-import { stringifyReusingMembers } from "../../lib/frozen-json.ts";
 import {
   createRepeatedMembers,
   isRepeatedMember,
   jsonBodyOf,
   parseJsonBody,
   type RepeatedMembers,
-} from "../../lib/parse-json-body.ts";
+} from "../../body/parse-json-body.ts";
+import { estimateTokens } from "../../context/estimate.ts";
+import { stringifyReusingMembers } from "../../lib/frozen-json.ts";
 import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
 import { buildChatRequest } from "../../upstream/build-chat-request.ts";
 import { type ToHubContext, toHub } from "./to-hub.ts";

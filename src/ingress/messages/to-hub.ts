@@ -19,6 +19,7 @@
  *   `<functions>` line Claude Code's ToolSearch tells the model to expect).
  */
 
+import type { JsonBody } from "../../body/parse-json-body.ts";
 import type { Translation } from "../../exchange/exchange-contract.ts";
 import type {
   HubMessage,
@@ -31,7 +32,6 @@ import type {
 } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
 import { deriveOncePerFrozen } from "../../lib/frozen-json.ts";
-import type { JsonBody } from "../../lib/parse-json-body.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { fromHub } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";

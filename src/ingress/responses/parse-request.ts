@@ -2,7 +2,7 @@
  * Validates a Responses request body against schema.ts; the first problem is a
  * 400 naming the field in wire spelling (`input[3].content[0].type`).
  */
-import type { JsonBody } from "../../lib/parse-json-body.ts";
+import type { JsonBody } from "../../body/parse-json-body.ts";
 import { parseRequestAt, requestObject } from "../parse-at.ts";
 import { type ResponsesRequest, responsesRequestSchema } from "./schema.ts";
 

@@ -13,7 +13,7 @@
  * never resolvable before.
  */
 import { z } from "zod";
-import { unsplit } from "../../lib/split-text.ts";
+import { unsplit } from "../../body/split-text.ts";
 import type { RecordedExchange, Records } from "../../records/read-records.ts";
 import { parseSseText } from "../../sse/read-sse.ts";
 import type { OutputItem } from "./from-hub.ts";

@@ -12,10 +12,11 @@
  *   `tool_choice` forcing a tool we do not offer, …) → 400 naming the field.
  *   Options that only tune OpenAI's service are recorded in `ignored`.
  */
+
+import type { JsonBody } from "../../body/parse-json-body.ts";
 import type { Translation } from "../../exchange/exchange-contract.ts";
 import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import type { JsonBody } from "../../lib/parse-json-body.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
 import { fromHub, type RenderContext, responseSettings } from "./from-hub.ts";

@@ -10,7 +10,7 @@
  * parsed again: its earlier value, deep-frozen, takes its place (and the later
  * stages reuse what they derived from that value, see frozen-json.ts).
  */
-import { deepFreeze, type KnownSpan } from "./frozen-json.ts";
+import { deepFreeze, type KnownSpan } from "../lib/frozen-json.ts";
 import { parseSplit, sharingFromChars } from "./parse-sharing-base64.ts";
 import { hasLongBase64String, type SplitText, splitText, unsplit, wholeText } from "./split-text.ts";
 

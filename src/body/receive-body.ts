@@ -6,19 +6,20 @@
  * as one with a content-length: a declared length over the limit is refused before
  * any of the body is read, an undeclared one as soon as it passes the limit, and
  * either way reading stops. A model route's body is split while it arrives
- * (src/ingress/received-body.ts), never one buffer; any other is read as text.
+ * (src/body/received-body.ts), never one buffer; any other is read as text.
  * The size of each body received in full is kept with its request
  * (receivedBodyBytes): what body_bytes_in_flight and the memory reclaimer count,
  * since a chunked camera history declares no length.
  */
-import { readModelBody } from "../ingress/received-body.ts";
+
 import {
   BodyOverLimitError,
   type BodyReadBounds,
   declaredBodyLength,
   readBodyText,
-} from "../lib/read-body-chunks.ts";
-import type { SplitText } from "../lib/split-text.ts";
+} from "./read-body-chunks.ts";
+import { readModelBody } from "./received-body.ts";
+import type { SplitText } from "./split-text.ts";
 
 export type ReceivedBody =
   | { kind: "complete"; text: string; split?: undefined }

@@ -1,14 +1,14 @@
 /**
  * How a model route gets its request body: split while it arrived (split-json-bytes.ts),
  * so that a camera history is never one buffer or one string. The app's body
- * receiver (src/server/receive-body.ts) reads it under body_limit_bytes and the body
+ * receiver (src/body/receive-body.ts) reads it under body_limit_bytes and the body
  * deadline and hands it over here; a body it did not read (a route mounted without
  * the app) is read and split when the route asks.
  */
-import { sharingFromChars } from "../lib/parse-sharing-base64.ts";
-import { type BodyReadBounds, declaredBodyLength } from "../lib/read-body-chunks.ts";
-import { readSplitJson } from "../lib/split-json-bytes.ts";
-import { type SplitText, unsplit } from "../lib/split-text.ts";
+import { sharingFromChars } from "./parse-sharing-base64.ts";
+import { type BodyReadBounds, declaredBodyLength } from "./read-body-chunks.ts";
+import { readSplitJson } from "./split-json-bytes.ts";
+import { type SplitText, unsplit } from "./split-text.ts";
 
 const handedOver = new WeakMap<Request, SplitText>();
 
