@@ -358,6 +358,25 @@ describe("tool search: deferred tools (defer_loading) and tool_reference", () =>
     expect(error.message).toContain("defer_loading");
   });
 
+  test("a tool_addition block (mid-conversation tool changes) is refused, naming the block's field", () => {
+    const error = errorOf(() =>
+      messagesToHub({
+        ...minimal,
+        messages: [
+          { role: "user", content: "hi" },
+          {
+            role: "system",
+            content: [
+              { type: "text", text: "tools changed" },
+              { type: "tool_addition", tool: { type: "tool_reference", name: "mcp__ura__observe" } },
+            ],
+          },
+        ],
+      }),
+    );
+    expect(error).toMatchObject({ kind: "invalid_request", param: "messages[1].content[1].tool" });
+  });
+
   test("a bad tool_reference is refused, naming the field", () => {
     const error = errorOf(() =>
       messagesToHub({ ...minimal, tools: [search], messages: searched([{ type: "tool_reference" }]) }),
