@@ -26,6 +26,7 @@ export function authenticateIngress(
   episodeId: string,
   headers: Headers,
   query?: URLSearchParams,
+  options: { modelRequest?: boolean } = {},
 ): Episode {
   const episode = store.get(episodeId);
   if (!credentialMatches(presentedKey(headers, query), episode.ingressKey)) {
@@ -33,19 +34,23 @@ export function authenticateIngress(
   }
   const closing = store.closingReason();
   if (closing !== undefined) throw new SidecarError("unavailable", closing);
-  episode.checkModelRequest(headers);
+  // A model listing is not a model request: Claude Code lists at start-up, before its MCP side connects.
+  if (options.modelRequest !== false) episode.checkModelRequest(headers);
   return episode;
 }
 
 /**
  * The episode of a request under /e/{episode}, authenticated. `keyInQuery`: the
- * key may also come as `?key=` (Gemini's API-key convention).
+ * key may also come as `?key=` (Gemini's API-key convention). `modelRequest: false`
+ * (a model listing): the client's pin and MCP connection are not checked or counted.
  */
 export function authenticateRequest(
   store: EpisodeStore,
   c: Context,
-  options: { keyInQuery?: boolean } = {},
+  options: { keyInQuery?: boolean; modelRequest?: boolean } = {},
 ): Episode {
   const query = options.keyInQuery ? new URL(c.req.url).searchParams : undefined;
-  return authenticateIngress(store, c.req.param("episode") ?? "", c.req.raw.headers, query);
+  return authenticateIngress(store, c.req.param("episode") ?? "", c.req.raw.headers, query, {
+    ...(options.modelRequest === false ? { modelRequest: false } : {}),
+  });
 }

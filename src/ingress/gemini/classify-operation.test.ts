@@ -48,9 +48,19 @@ test.each([
   ["GET", "/v1beta/models/ura-qwen:generateContent", "not supported"],
   ["POST", "/upload/v1beta/files", "not supported"],
   ["POST", "/v1beta/cachedContents", "not supported"],
-  ["GET", "/v1beta/models", "not supported"],
+  ["POST", "/v1beta/models", "not supported"],
+  ["DELETE", "/v1beta/models/ura-qwen", "not supported"],
 ])("unsupported: %s %s", (method, path, reason) => {
   const op = classify(method, path);
   expect(op.kind).toBe("unsupported");
   if (op.kind === "unsupported") expect(op.reason).toContain(reason);
+});
+
+test("models.list and models.get are GETs; the name of get is kept for the route to check", () => {
+  expect(classify("GET", "/v1beta/models")).toEqual({ kind: "list_models" });
+  expect(classify("GET", "/v1beta/models/", "pageSize=50")).toEqual({ kind: "list_models" });
+  expect(classify("GET", "/v1beta/models/gemini-2.5-flash")).toEqual({
+    kind: "get_model",
+    model: "gemini-2.5-flash",
+  });
 });

@@ -12,6 +12,8 @@
  *   POST models/{model}:streamGenerateContent    → SSE exchange (`alt=sse`; without
  *                                                   it a JSON array, as Google does)
  *   POST models/{model}:countTokens              → local 400, an auxiliary response
+ *   GET  models                                  → models.list: the episode's model
+ *   GET  models/{model}                          → models.get (another name: 404)
  * and everything else — another model name (the CLI's classifier or utility
  * models), file uploads, `cachedContents`, embeddings, any other path or method —
  * is unsupported: archived as a failed exchange that puts the episode in
@@ -21,9 +23,12 @@
 export type GeminiOperation =
   | { kind: "generate"; model: string; stream: boolean; sse: boolean }
   | { kind: "count_tokens"; model: string }
+  | { kind: "list_models" }
+  | { kind: "get_model"; model: string }
   | { kind: "unsupported"; reason: string };
 
 const modelsPath = /^\/(v1beta|v1|v1alpha)\/models\/(.+)$/;
+const listPath = /^\/(v1beta|v1|v1alpha)\/models\/?$/;
 
 export function classifyGeminiOperation(input: {
   method: string;
@@ -36,6 +41,9 @@ export function classifyGeminiOperation(input: {
   const served = `only POST …/models/${input.episodeModel}:{generateContent,streamGenerateContent,countTokens} is served`;
   const match = modelsPath.exec(input.path);
   const modelAction = match?.[2] === undefined ? undefined : safeDecode(match[2]);
+  if (input.method === "GET" && listPath.test(input.path)) return { kind: "list_models" };
+  if (input.method === "GET" && modelAction !== undefined && !modelAction.includes(":"))
+    return { kind: "get_model", model: modelAction };
   const colon = modelAction?.lastIndexOf(":") ?? -1;
   if (input.method !== "POST" || modelAction === undefined || colon <= 0) {
     return { kind: "unsupported", reason: `${what} is not supported by the sidecar (${served})` };

@@ -16,10 +16,12 @@ import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
+import { requestedModel, servedModel } from "../episode-model.ts";
 import type { IngressRouteDeps } from "../ingress-route-deps.ts";
 import { recordedPath } from "../recorded-path.ts";
 import { classifyGeminiOperation } from "./classify-operation.ts";
 import { renderError } from "./errors.ts";
+import { toGeminiModel, toGeminiModelList } from "./model-objects.ts";
 import { toHub } from "./to-hub.ts";
 
 /** Gemini CLI resends its system instruction (~30 KB) and tool list (~7 KB) unchanged every turn; per episode. */
@@ -30,7 +32,8 @@ export function createRoutes(deps: IngressRouteDeps): Hono {
   app.onError((error) => renderError(toSidecarError(error)));
 
   app.all("/gemini/*", async (c) => {
-    const episode = authenticateRequest(deps.episodes, c, { keyInQuery: true });
+    // The pin and MCP checks wait for the operation: a model listing is not a model request.
+    const episode = authenticateRequest(deps.episodes, c, { keyInQuery: true, modelRequest: false });
     const url = new URL(c.req.url);
     const operation = classifyGeminiOperation({
       method: c.req.method,
@@ -38,6 +41,11 @@ export function createRoutes(deps: IngressRouteDeps): Hono {
       query: url.searchParams,
       episodeModel: episode.model,
     });
+    if (operation.kind === "list_models")
+      return c.json(toGeminiModelList([servedModel(episode, deps.exchange.models)]));
+    if (operation.kind === "get_model")
+      return c.json(toGeminiModel(requestedModel(episode, deps.exchange.models, operation.model)));
+    episode.checkModelRequest(c.req.raw.headers);
     const body = parseJsonBody(await receivedBody(c.req.raw), repeatedOf(episode));
     const path = recordedPath(url);
     if (operation.kind === "count_tokens") {

@@ -23,7 +23,7 @@ import { renderStream, streamEvents } from "./stream.ts";
 
 export type ToHubContext = {
   /** What the request path asks for (classify-operation.ts); countTokens is answered by the route. */
-  operation: Exclude<GeminiOperation, { kind: "count_tokens" }>;
+  operation: Extract<GeminiOperation, { kind: "generate" | "unsupported" }>;
   deliveredArguments?: DeliveredArguments;
 };
 

@@ -3,6 +3,9 @@
  *   POST /anthropic/v1/messages[?beta=true]   one model exchange, JSON or SSE
  *   POST /anthropic/v1/messages/count_tokens  local, final 400 (auxiliary: no
  *     exchange, no turn) — Claude Code then uses its own estimate
+ *   GET  /anthropic/v1/models[/{id}]          the episode's model as Anthropic ModelInfo
+ *     with its real limits (model-objects.ts; Claude Code's gateway model discovery);
+ *     another id is a 404
  * The key comes as `x-api-key` (ANTHROPIC_API_KEY) or `Authorization: Bearer`
  * (ANTHROPIC_AUTH_TOKEN). Everything else is the shared exchange pipeline; any
  * error is answered in the Anthropic envelope.
@@ -15,9 +18,11 @@ import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
+import { requestedModel, servedModel } from "../episode-model.ts";
 import type { IngressRouteDeps } from "../ingress-route-deps.ts";
 import { recordedPath } from "../recorded-path.ts";
 import { renderError } from "./errors.ts";
+import { toAnthropicModel, toAnthropicModelPage } from "./model-objects.ts";
 import { toHub } from "./to-hub.ts";
 
 const countTokensMessage =
@@ -36,6 +41,16 @@ const repeatedOf = repeatedMembersPer<Episode>(["tools", "system"]);
 export function createRoutes(deps: IngressRouteDeps): Hono {
   const app = new Hono();
   app.onError((error) => renderError(toSidecarError(error)));
+
+  app.get("/anthropic/v1/models", (c) => {
+    const episode = authenticateRequest(deps.episodes, c, { modelRequest: false });
+    return c.json(toAnthropicModelPage([servedModel(episode, deps.exchange.models)]));
+  });
+
+  app.get("/anthropic/v1/models/:id", (c) => {
+    const episode = authenticateRequest(deps.episodes, c, { modelRequest: false });
+    return c.json(toAnthropicModel(requestedModel(episode, deps.exchange.models, c.req.param("id"))));
+  });
 
   app.post("/anthropic/v1/messages/count_tokens", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);

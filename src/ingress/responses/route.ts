@@ -6,6 +6,8 @@
  *   GET  /v1/responses/{id}     a stored, delivered response of this episode, as delivered
  *                               (from its records: also after a restart)
  *   POST /v1/responses/compact  local, final 400 (auxiliary: no exchange, no turn)
+ *   GET  /v1/models[/{id}]      the episode's model, OpenAI list/model objects with its
+ *                               real limits (model-objects.ts); another id is a 404
  * The key comes as `Authorization: Bearer`. Everything else is the shared
  * exchange pipeline; any error is answered in the OpenAI envelope.
  */
@@ -17,9 +19,11 @@ import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
+import { requestedModel, servedModel } from "../episode-model.ts";
 import type { IngressRouteDeps } from "../ingress-route-deps.ts";
 import { recordedPath } from "../recorded-path.ts";
 import { renderError } from "./errors.ts";
+import { toOpenAiModel, toOpenAiModelList } from "./model-objects.ts";
 import { deliveredResponse } from "./stored-responses.ts";
 import { toHub } from "./to-hub.ts";
 
@@ -49,6 +53,16 @@ export function createRoutes(deps: IngressRouteDeps): Hono {
       path: recordedPath(new URL(c.req.url)),
     };
     return answerAuxiliary(deps.logger, episode, { ...entry, message: compactMessage }, error, renderError);
+  });
+
+  app.get("/v1/models", (c) => {
+    const episode = authenticateRequest(deps.episodes, c, { modelRequest: false });
+    return c.json(toOpenAiModelList([servedModel(episode, deps.exchange.models)]));
+  });
+
+  app.get("/v1/models/:id", (c) => {
+    const episode = authenticateRequest(deps.episodes, c, { modelRequest: false });
+    return c.json(toOpenAiModel(requestedModel(episode, deps.exchange.models, c.req.param("id"))));
   });
 
   app.get("/v1/responses/:id", (c) => {
