@@ -42,8 +42,8 @@ async function setup(config: Record<string, unknown> = {}) {
     const res = await control("/episodes", { method: "POST", body: JSON.stringify({ manifest }) });
     expect(res.status).toBe(201);
     const info = (await res.json()) as { id: string; mcp_token: string; urls: { mcp: string } };
-    const { client } = await connectMcp(info.urls.mcp, info.mcp_token);
-    return { info, client, episode: sidecar.episodes.get(info.id) };
+    const { client, transport } = await connectMcp(info.urls.mcp, info.mcp_token);
+    return { info, client, transport, episode: sidecar.episodes.get(info.id) };
   };
   const pending = async (id: string) =>
     (
@@ -188,6 +188,48 @@ describe("approval over the control API", () => {
     expect(waiting.length).toBeGreaterThanOrEqual(5);
     await client.close();
   });
+
+  test("a client that withdraws the call (cancels it) while it awaits approval: rejected by client, never runs", async () => {
+    const { create, waitForPending, decide, submitted, pending } = await setup();
+    const { info, client, episode } = await create(moveManifest());
+    deliverBatch(episode, [{ id: "call_m1", tool: "move", args: { x: 3 } }]);
+    const gaveUp = new AbortController();
+    // The SDK sends notifications/cancelled for the request when its signal aborts (as on its own timeout).
+    const result = client.callTool({ name: "move", arguments: { x: 3 } }, undefined, {
+      signal: gaveUp.signal,
+    });
+    await waitForPending(info.id);
+    gaveUp.abort("the user pressed Esc");
+    await result.catch(() => undefined);
+    for (let i = 0; i < 100 && (await pending(info.id)).length > 0; i++) await Bun.sleep(5);
+    expect(await pending(info.id)).toEqual([]);
+    expect(readJournal(episode).at(-1)).toMatchObject({ type: "rejected", callId: "call_m1", by: "client" });
+    const late = await decide(info.id, "call_m1", { decision: "approve" });
+    expect(late.status).toBe(409);
+    expect(submitted).toEqual([]);
+    await client.close();
+  });
+
+  for (const how of ["its session is closed (DELETE)", "its connection goes away"] as const) {
+    test(`a client whose ${how.replace("its ", "")} while its call awaits approval withdraws it: never runs`, async () => {
+      const { create, waitForPending, submitted, pending } = await setup();
+      const { info, client, transport, episode } = await create(moveManifest());
+      deliverBatch(episode, [{ id: "call_m1", tool: "move", args: { x: 3 } }]);
+      const result = client.callTool({ name: "move", arguments: { x: 3 } }).catch(() => undefined);
+      await waitForPending(info.id);
+      if (how === "its session is closed (DELETE)") await transport.terminateSession();
+      await client.close(); // aborts the client's requests: their connections close
+      await result;
+      for (let i = 0; i < 100 && (await pending(info.id)).length > 0; i++) await Bun.sleep(5);
+      expect(await pending(info.id)).toEqual([]);
+      expect(readJournal(episode).at(-1)).toMatchObject({
+        type: "rejected",
+        callId: "call_m1",
+        by: "client",
+      });
+      expect(submitted).toEqual([]);
+    });
+  }
 
   test("a condition: only arguments that match it ask; others run at once", async () => {
     const { create, waitForPending, decide, submitted } = await setup();

@@ -153,6 +153,19 @@ describe("approval", () => {
     expect(ledger.state().calls.get("m1")?.status).toBe("rejected");
   });
 
+  test("a client that withdraws the call while it awaits approval: rejected by client, nothing runs", async () => {
+    const { ledger, journal } = setup();
+    deliver(ledger, "b1", [call("m1", "move")]);
+    const gone = new AbortController();
+    const admission = ledger.admit({ tool: "move", args: { x: 1 } }, { withdrawn: gone.signal });
+    await tick();
+    gone.abort();
+    const error = await rejection(admission);
+    expect(error.message).toBe("not run: the client withdrew the call before a decision");
+    expect(journal.at(-1)).toMatchObject({ type: "rejected", by: "client" });
+    expect(() => ledger.decide("m1", { decision: "approve", by: "ui" })).toThrow(/already rejected \(client/);
+  });
+
   test("closing the episode rejects what awaits approval; nothing runs", async () => {
     const { ledger, journal } = setup();
     deliver(ledger, "b1", [call("m1", "move")]);

@@ -93,6 +93,8 @@ export type StopAnswerRecord = { status: number | null; stopped: boolean; detail
 /** Default of approval_timeout_ms. */
 export const defaultApprovalTimeoutMs = 300_000;
 
+export type AdmitHooks = { onApprovalRequested?: () => void; withdrawn?: AbortSignal };
+
 /** A call waiting for an operator's decision. */
 export interface PendingApproval {
   readonly call: LedgerCall;
@@ -120,9 +122,11 @@ export interface EpisodeLedger {
   revoke(batchId: string, reason?: string): void;
   /**
    * Resolves when the callback may run; rejects with a SidecarError whose message says
-   * why not. `onApprovalRequested` is told when the call starts waiting for an operator.
+   * why not. `onApprovalRequested` is told when the call starts waiting for an operator;
+   * `withdrawn` aborts when the client no longer waits for the call: a call still awaiting
+   * approval is then rejected (`by: client`), since no answer could reach the model.
    */
-  admit(callback: LedgerCallback, hooks?: { onApprovalRequested?: () => void }): Promise<Admission>;
+  admit(callback: LedgerCallback, hooks?: AdmitHooks): Promise<Admission>;
   /** An operator's decision on a call awaiting approval; throws `conflict` when it changes nothing. */
   decide(callId: string, decision: ApprovalDecision): LedgerCall;
   /** Calls waiting for an operator's decision, in delivery order. */
@@ -214,10 +218,7 @@ function openLedger(
     ]);
   }
 
-  async function admit(
-    callback: LedgerCallback,
-    hooks: { onApprovalRequested?: () => void } = {},
-  ): Promise<Admission> {
+  async function admit(callback: LedgerCallback, hooks: AdmitHooks = {}): Promise<Admission> {
     const call = await claim(callback);
     gated.add(call.id);
     let deadline: Deadline | undefined;
@@ -261,7 +262,7 @@ function openLedger(
   }
 
   /** The tool's rate limit, then its approval: resolves when the call may go on, throws when it never runs. */
-  async function holdByPolicy(call: LedgerCall, hooks: { onApprovalRequested?: () => void }): Promise<void> {
+  async function holdByPolicy(call: LedgerCall, hooks: AdmitHooks): Promise<void> {
     const stillClaimed = () => {
       if (broken !== undefined) throw broken;
       const current = state.calls.get(call.id);
@@ -285,7 +286,13 @@ function openLedger(
     commit(requestApproval(state, call.id, { rule, expiresAt: clock() + approvalTimeoutMs }));
     hooks.onApprovalRequested?.();
     const deadline = startDeadline(approvalTimeoutMs);
+    const withdrawn = () => {
+      if (broken !== undefined || state.calls.get(call.id)?.status !== "awaiting_approval") return;
+      commit(expireApproval(state, call.id, "client", "the client withdrew the call before a decision"));
+    };
+    hooks.withdrawn?.addEventListener("abort", withdrawn, { once: true });
     try {
+      if (hooks.withdrawn?.aborted) withdrawn();
       for (;;) {
         if (broken !== undefined) throw broken;
         const current = state.calls.get(call.id);
@@ -293,15 +300,17 @@ function openLedger(
         if (current?.status !== "awaiting_approval") {
           const by = current?.approval?.by;
           const why = current?.reason ?? "no decision";
+          const nobody = by === "closed" || by === "restart" || by === "client";
           throw new SidecarError(
-            by === "closed" || by === "restart" ? "episode_closed" : "invalid_request",
-            by === "closed" || by === "restart" ? `not run: ${why}` : `rejected by the operator: ${why}`,
+            nobody ? "episode_closed" : "invalid_request",
+            nobody ? `not run: ${why}` : `rejected by the operator: ${why}`,
           );
         }
         if (!(await nextChange(deadline)))
           commit(expireApproval(state, call.id, "timeout", `no decision within ${approvalTimeoutMs} ms`));
       }
     } finally {
+      hooks.withdrawn?.removeEventListener("abort", withdrawn);
       deadline.cancel();
     }
   }

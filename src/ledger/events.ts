@@ -46,8 +46,13 @@ export const refusalCodeSchema = z.enum([
 ]);
 export type RefusalCode = z.infer<typeof refusalCodeSchema>;
 
-/** Who decided a call that awaited approval; `timeout`, `closed` and `restart` are the sidecar deciding for nobody. */
-export const approvalDeciderSchema = z.enum(["ui", "api", "timeout", "closed", "restart"]);
+/**
+ * Who decided a call that awaited approval: an operator (`ui`, `api`), or nobody —
+ * no decision in time (`timeout`), the episode closed (`closed`) or restarted
+ * (`restart`), or the client withdrew the call (`client`: it cancelled it or its
+ * session closed), so no answer could reach the model any more.
+ */
+export const approvalDeciderSchema = z.enum(["ui", "api", "timeout", "closed", "restart", "client"]);
 export type ApprovalDecider = z.infer<typeof approvalDeciderSchema>;
 export type StopReason = z.infer<typeof stopReasonSchema>;
 

@@ -373,11 +373,11 @@ export function decideApproval(state: LedgerState, callId: string, decision: App
       ]);
 }
 
-/** Nobody decided in time (`by: timeout`), or the sidecar settles the call (`closed`, `restart`): it never runs. */
+/** Nobody decided in time (`by: timeout`), or the sidecar settles the call (`closed`, `restart`, `client`): it never runs. */
 export function expireApproval(
   state: LedgerState,
   callId: string,
-  by: "timeout" | "closed" | "restart",
+  by: "timeout" | "closed" | "restart" | "client",
   reason: string,
 ): Transition {
   const call = requireCall(state, callId);

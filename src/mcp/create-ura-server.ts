@@ -4,8 +4,11 @@
  * verbatim, calls handled by handleToolCall. Built on the SDK's low-level
  * `Server`, because `McpServer` wants zod input shapes and strips unknown
  * arguments before a handler could read the OpenCode plugin's `_callID`.
- * `notifications/cancelled` is ignored: OpenCode sends one after every completed
- * call, and robot work already admitted is never abandoned half-way. A call that
+ * `notifications/cancelled` abandons nothing admitted: OpenCode sends one after every
+ * completed call, and robot work already admitted is never abandoned half-way. It
+ * only withdraws a call still awaiting an operator's approval (as do the session
+ * closing and the client's connection for the call going away, connection-signal.ts): that call is rejected and never runs, since its answer could no longer
+ * reach the model (a client that gave up on it sends one; docs/approvals.md). A call that
  * carries `_meta.progressToken` gets progress notifications while it is held
  * (tool-call-progress.ts), on its own response stream, never after its result.
  */
@@ -17,6 +20,7 @@ import {
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Episode } from "../episodes/episode.ts";
 import type { Logger } from "../lib/logger.ts";
+import { connectionSignal } from "./connection-signal.ts";
 import { handleToolCall } from "./handle-tool-call.ts";
 import { createToolCallProgress } from "./tool-call-progress.ts";
 import type { ArgumentsCheck } from "./tool-validators.ts";
@@ -39,7 +43,12 @@ export function createUraServer(deps: UraServerDeps): Server {
     { name: episode.manifest.server, version: deps.version },
     { capabilities: { tools: { listChanged: false } } },
   );
-  server.setNotificationHandler(CancelledNotificationSchema, () => {});
+  /** Each held call's withdrawal, by its JSON-RPC request id. */
+  const withdrawals = new Map<string | number, AbortController>();
+  server.setNotificationHandler(CancelledNotificationSchema, (notification) => {
+    const id = notification.params.requestId;
+    if (id !== undefined) withdrawals.get(id)?.abort(notification.params.reason);
+  });
   server.setRequestHandler(ListToolsRequestSchema, () => {
     episode.mcpToolsListed();
     return {
@@ -52,6 +61,13 @@ export function createUraServer(deps: UraServerDeps): Server {
   });
   server.setRequestHandler(CallToolRequestSchema, async (request, extra) => {
     if (deps.calls) deps.calls.running += 1;
+    const withdrawal = new AbortController();
+    withdrawals.set(extra.requestId, withdrawal);
+    // The SDK aborts extra.signal when the session's transport closes; the connection's when the client is gone.
+    const closed = () => withdrawal.abort("the client's MCP session or connection closed");
+    extra.signal.addEventListener("abort", closed, { once: true });
+    const connection = connectionSignal();
+    connection?.addEventListener("abort", closed, { once: true });
     const progress = createToolCallProgress({
       token: request.params._meta?.progressToken,
       intervalMs: deps.progressIntervalMs,
@@ -71,6 +87,7 @@ export function createUraServer(deps: UraServerDeps): Server {
           checks: deps.checks,
           logger: deps.logger,
           onState: (state, jobId) => progress.enter(state, jobId),
+          withdrawn: withdrawal.signal,
         },
         {
           name: request.params.name,
@@ -80,6 +97,9 @@ export function createUraServer(deps: UraServerDeps): Server {
       );
     } finally {
       progress.stop();
+      withdrawals.delete(extra.requestId);
+      extra.signal.removeEventListener("abort", closed);
+      connection?.removeEventListener("abort", closed);
       if (deps.calls) deps.calls.running -= 1;
     }
   });

@@ -37,6 +37,8 @@ export type ToolCallContext = {
   logger: Logger;
   /** Told each state the call enters while it is held (progress notifications). */
   onState?: (state: ToolCallState, jobId?: string) => void;
+  /** Aborts when the client no longer waits for this call (it cancelled it, its session closed). */
+  withdrawn?: AbortSignal;
 };
 
 const errorResult = (text: string, images: ToolContent[] = []): ToolCallResult => ({
@@ -68,7 +70,10 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
   try {
     admission = await episode.ledger.admit(
       { tool: params.name, args, ...(identity ? { identity } : {}) },
-      { onApprovalRequested: () => ctx.onState?.("awaiting_approval") },
+      {
+        onApprovalRequested: () => ctx.onState?.("awaiting_approval"),
+        ...(ctx.withdrawn ? { withdrawn: ctx.withdrawn } : {}),
+      },
     );
   } catch (error) {
     return refuse(toSidecarError(error).message);

@@ -19,6 +19,7 @@ import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../lib/credentials.ts";
 import type { Logger } from "../lib/logger.ts";
 import { checkHostAndOrigin } from "./check-host.ts";
+import { withConnectionSignal } from "./connection-signal.ts";
 import { createUraServer } from "./create-ura-server.ts";
 import type { ToolChecks } from "./tool-validators.ts";
 
@@ -154,7 +155,7 @@ export function createMcpRoutes(deps: McpRouteDeps): Hono {
       const session = sessions.get(sessionId);
       if (!session || session.episodeId !== episode.id)
         return jsonRpcError(404, "Session not found: initialize a new one");
-      return session.transport.handleRequest(request);
+      return withConnectionSignal(request.signal, () => session.transport.handleRequest(request));
     }
     if (request.method !== "POST") return jsonRpcError(400, "Bad Request: no session; send initialize first");
     let body: unknown;

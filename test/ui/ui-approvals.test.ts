@@ -123,7 +123,7 @@ describe("/ui approvals", () => {
   });
 
   test("Reject needs a reason; the model is told it and nothing runs", async () => {
-    const { info, episode, client, page, post, submitted } = await setup();
+    const { info, episode, client, post, submitted } = await setup();
     deliverBatch(episode, [{ id: "call_m1", tool: "move", args: { x: 9 } }]);
     const result = client.callTool({ name: "move", arguments: { x: 9 } });
     await waitForPending(episode);
