@@ -2,7 +2,12 @@
  * Claude Code kit (docs/clients.md, docs/client-observations.md): print mode with
  * stream-json output, only the `ura` MCP server (`--strict-mcp-config`), its own
  * config dir, telemetry, updater and nonessential traffic off. The MCP token is a
- * `${URA_MCP_TOKEN}` reference that Claude Code expands in mcp.json.
+ * `${URA_MCP_TOKEN}` reference that Claude Code expands in mcp.json. The model's limits
+ * (launch info `model_capabilities`): a model id it does not know gets a 200K window and
+ * 32K output unless CLAUDE_CODE_MAX_CONTEXT_TOKENS (honoured for a name not starting with
+ * `claude-`) and CLAUDE_CODE_MAX_OUTPUT_TOKENS say otherwise; the window it is told is the
+ * upstream's largest prompt, from which it keeps its own output and compaction reserve.
+ * Gateway model discovery on: it lists the episode's model at start-up.
  */
 import { join } from "node:path";
 import {
@@ -21,6 +26,7 @@ export function planClaudeKit(input: KitInput): KitPlan {
   const model = input.model ?? clientModelName;
   const mcpConfig = join(dir, "mcp.json");
   const toolTimeoutMs = toolCallTimeoutMs(episode);
+  const limits = episode.model_capabilities;
   return {
     client: "claude",
     dirs: common.dirs,
@@ -50,6 +56,13 @@ export function planClaudeKit(input: KitInput): KitPlan {
       CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT: String(toolTimeoutMs),
       // --dangerously-skip-permissions is refused as root unless the CLI is told it runs in a sandbox.
       IS_SANDBOX: "1",
+      CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY: "1",
+      ...(limits
+        ? {
+            CLAUDE_CODE_MAX_CONTEXT_TOKENS: String(limits.max_input_tokens),
+            CLAUDE_CODE_MAX_OUTPUT_TOKENS: String(limits.max_output_tokens),
+          }
+        : {}),
     },
     credentials: { ANTHROPIC_API_KEY: episode.ingress_key, URA_MCP_TOKEN: episode.mcp_token },
     bin: input.bin,

@@ -4,7 +4,12 @@
  * MCP server; both credentials are read from environment variables Codex is told
  * about (`env_key`, `bearer_token_env_var`). `exec` mode, update checks,
  * analytics and plugins off. A model name Codex does not know keeps MCP tools
- * out of its `tool_search`.
+ * out of its `tool_search`. For such a name Codex has no metadata ("Model metadata for
+ * `ura-qwen` not found. Defaulting to fallback metadata"): the kit gives it the episode
+ * model's window (`model_context_window`) and the point to compact at
+ * (`model_auto_compact_token_limit`, model-limits.ts). A `model_catalog_json` would also
+ * carry modalities, but its entries need Codex's whole ModelInfo (shell type, reasoning
+ * levels, …): not written.
  */
 import { join } from "node:path";
 import {
@@ -14,6 +19,7 @@ import {
   type KitPlan,
   toolCallTimeoutMs,
 } from "./kit-plan.ts";
+import { compactAtTokens } from "./model-limits.ts";
 
 const tomlString = (s: string) => JSON.stringify(s);
 
@@ -22,9 +28,16 @@ export function planCodexKit(input: KitInput): KitPlan {
   const common = commonKitParts(dir);
   const model = input.model ?? clientModelName;
   const codexHome = join(dir, "codex-home");
+  const limits = episode.model_capabilities;
   const configToml = [
     `model = ${tomlString(model)}`,
     `model_provider = "ura"`,
+    ...(limits
+      ? [
+          `model_context_window = ${limits.max_input_tokens}`,
+          `model_auto_compact_token_limit = ${compactAtTokens(limits)}`,
+        ]
+      : []),
     "check_for_update_on_startup = false",
     "",
     "[analytics]",

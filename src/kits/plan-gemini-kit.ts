@@ -4,7 +4,10 @@
  * telemetry, loop detection and IDE off, the `ura` MCP server trusted), the
  * workspace trusted, and `-m` naming the episode's model exactly (without it the
  * CLI calls a routing classifier first). The MCP token is a `${URA_MCP_TOKEN}`
- * reference that Gemini CLI expands in settings.
+ * reference that Gemini CLI expands in settings. Gemini CLI compresses the chat when the
+ * last prompt's token count reaches `model.compressionThreshold` × its token limit for
+ * the model, which for any non-Gemini name is 1,048,576: the kit sets the threshold so
+ * that the product is the episode model's compaction point (model-limits.ts).
  */
 import { join } from "node:path";
 import {
@@ -16,6 +19,7 @@ import {
   mcpTokenReference,
   toolCallTimeoutMs,
 } from "./kit-plan.ts";
+import { compactAtTokens } from "./model-limits.ts";
 
 /**
  * Gemini CLI compresses a long chat by asking a model alias of its own
@@ -33,6 +37,9 @@ const compressionAliasNames = [
   "chat-compression-2.5-flash",
   "chat-compression-2.5-flash-lite",
 ];
+/** Gemini CLI's token limit for a model name it does not know (tokenLimit's default). */
+const geminiDefaultTokenLimit = 1_048_576;
+
 function compressionAliases(model: string): Record<string, { modelConfig: { model: string } }> {
   return Object.fromEntries(compressionAliasNames.map((alias) => [alias, { modelConfig: { model } }]));
 }
@@ -41,6 +48,7 @@ export function planGeminiKit(input: KitInput): KitPlan {
   const { dir, episode } = input;
   const common = commonKitParts(dir);
   const model = input.model ?? episode.model ?? clientModelName;
+  const limits = episode.model_capabilities;
   return {
     client: "gemini",
     dirs: common.dirs,
@@ -50,7 +58,10 @@ export function planGeminiKit(input: KitInput): KitPlan {
         general: { enableAutoUpdate: false, enableAutoUpdateNotification: false },
         privacy: { usageStatisticsEnabled: false },
         telemetry: { enabled: false },
-        model: { disableLoopDetection: true },
+        model: {
+          disableLoopDetection: true,
+          ...(limits ? { compressionThreshold: compactAtTokens(limits) / geminiDefaultTokenLimit } : {}),
+        },
         modelConfigs: { customAliases: compressionAliases(model) },
         ide: { enabled: false },
         mcpServers: {

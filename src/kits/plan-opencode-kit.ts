@@ -3,7 +3,9 @@
  * the episode's Responses URL via @ai-sdk/openai, the `ura` remote MCP server, only
  * `ura_*` tools allowed, the call-id plugin, every OPENCODE_DISABLE_* switch that
  * keeps it offline, and a pre-seeded config dir so it skips its own npm install.
- * Credentials are `{env:…}` references resolved by OpenCode at start-up.
+ * Credentials are `{env:…}` references resolved by OpenCode at start-up. The model's
+ * `limit` and input modalities come from the episode model's capabilities: OpenCode
+ * compacts when an answer's tokens reach `limit.context` minus `limit.output`.
  */
 import { join } from "node:path";
 import { modelToolName } from "../clients/tool-names.ts";
@@ -31,6 +33,9 @@ export function planOpencodeKit(input: KitInput): KitPlan {
   const configFile = join(dir, "opencode.json");
   const pluginFile = input.pluginFile ?? join(dir, "plugins/ura-call-id.ts");
   const pluginDependency = { "@opencode-ai/plugin": manifest.version };
+  const limits = episode.model_capabilities;
+  // Launch info from an older sidecar carries no capabilities: the kit's former figures.
+  const imageInput = limits?.image_input ?? true;
   const files = [
     // Pre-seeded so OpenCode skips its background `npm install @opencode-ai/plugin`.
     jsonFile(join(configDir, "package.json"), { dependencies: pluginDependency }),
@@ -55,10 +60,12 @@ export function planOpencodeKit(input: KitInput): KitPlan {
             [model]: {
               name: model,
               tool_call: true,
-              attachment: true,
+              attachment: imageInput,
               reasoning: false,
-              modalities: { input: ["text", "image"], output: ["text"] },
-              limit: { context: 131072, output: 8192 },
+              modalities: { input: imageInput ? ["text", "image"] : ["text"], output: ["text"] },
+              limit: limits
+                ? { context: limits.context_window, output: limits.max_output_tokens }
+                : { context: 131072, output: 8192 },
             },
           },
         },
