@@ -115,6 +115,11 @@ export async function composeApp(options: ComposeOptions) {
         readPixel: createPixelReader(codecs),
         defaultModel: config.upstream.model,
         profile: config.upstream.scripted_profile,
+        // The demo model refuses an over-long prompt as Model Studio does, at the model's own limit.
+        maxInputTokens: (model) => {
+          const resolution = models.resolve(model);
+          return resolution.ok ? resolution.capabilities.max_input_tokens : undefined;
+        },
       })
     : undefined;
   // The demo model (or a test's stand-in) runs in-process: no socket, nothing leaves the machine.

@@ -68,3 +68,17 @@ describe("the episode's model capabilities shape the upstream request", () => {
     expect(scripted.received).toHaveLength(0);
   });
 });
+
+describe("the scripted upstream plays Model Studio's input limit", () => {
+  test("a prompt over the model's max_input_tokens gets the context-length 400; one under it is answered", async () => {
+    const { createEpisode, scripted, post } = await setup();
+    const episode = createEpisode({ max_turns: 0, model: "qwen-custom-32k" });
+    // ~4 characters a token: 100,000 characters are about 25,000 tokens, 140,000 about 35,000.
+    expect((await post(episode.id, episode.ingressKey, turn(100, "x".repeat(100_000)))).status).toBe(200);
+    const res = await post(episode.id, episode.ingressKey, turn(100, "x".repeat(140_000)));
+    expect(res.status).toBe(400);
+    const { error } = (await res.json()) as { error: { message: string } };
+    expect(error.message).toContain("Range of input length should be [1, 30720]");
+    expect(scripted.received.map((r) => r.fault ?? "answered")).toEqual(["answered", "input_too_long"]);
+  });
+});
