@@ -231,6 +231,23 @@ describe("approval over the control API", () => {
     });
   }
 
+  test("arguments that fail the input schema are refused before any operator is asked", async () => {
+    const { create, submitted, pending } = await setup();
+    const { info, client, episode } = await create(moveManifest());
+    deliverBatch(episode, [{ id: "call_bad", tool: "move", args: { x: "far" } }]);
+    const answer = await client.callTool({ name: "move", arguments: { x: "far" } });
+    expect(answer.isError).toBe(true);
+    expect(textOf(answer)).toContain("arguments do not match the input schema of move");
+    expect(await pending(info.id)).toEqual([]);
+    expect(
+      readJournal(episode)
+        .filter((e) => e.callId === "call_bad")
+        .map((e) => e.type),
+    ).toEqual(["claimed", "failed"]);
+    expect(submitted).toEqual([]);
+    await client.close();
+  });
+
   test("a condition: only arguments that match it ask; others run at once", async () => {
     const { create, waitForPending, decide, submitted } = await setup();
     const condition = { when: { properties: { x: { minimum: 5 } }, required: ["x"] } };

@@ -13,7 +13,8 @@
  *   batch order) and the call goes ahead; if an earlier call is still running
  *   unacknowledged, the call is refused and recorded as failed — it never
  *   reached the executor.
- * - Policy (tool-policy.ts, after the claim, before the batch order): a call over
+ * - Policy (tool-policy.ts, after the claim and the caller's precheck, e.g. the input
+ *   schema, before the batch order): a call over
  *   its tool's rate limit is rate limited and refused; a call whose tool asks for
  *   approval waits up to `approvalTimeoutMs` for `decide` (an operator's decision,
  *   bound to the call id and its arguments' SHA-256); a rejection or no decision
@@ -93,7 +94,16 @@ export type StopAnswerRecord = { status: number | null; stopped: boolean; detail
 /** Default of approval_timeout_ms. */
 export const defaultApprovalTimeoutMs = 300_000;
 
-export type AdmitHooks = { onApprovalRequested?: () => void; withdrawn?: AbortSignal };
+export type AdmitHooks = {
+  /**
+   * Why the claimed call must not run at all (e.g. its arguments fail the tool's input
+   * schema), checked before any rate limit or approval: the call fails at once, so no
+   * operator is ever asked about a call that could not run anyway.
+   */
+  precheck?: (call: LedgerCall) => string | undefined;
+  onApprovalRequested?: () => void;
+  withdrawn?: AbortSignal;
+};
 
 /** A call waiting for an operator's decision. */
 export interface PendingApproval {
@@ -270,6 +280,11 @@ function openLedger(
         throw new SidecarError("episode_closed", current?.reason ?? `call ${call.id} can no longer run`);
     };
     stillClaimed(); // the episode may have closed between the claim and now
+    const problem = hooks.precheck?.(call);
+    if (problem !== undefined) {
+      commit(recordExecution(state, call.id, { type: "failed", reason: problem }));
+      throw new SidecarError("invalid_request", problem);
+    }
     const limit = policy.rate(call.tool);
     if (limit !== undefined) {
       const now = clock();

@@ -3,8 +3,8 @@
  *   identity (raw `_meta` / `_callID`, read before anything else) → strip the
  *   clients' private arguments → ledger admission (a callback that matches no
  *   delivered, unclaimed call is refused and journaled by the ledger; the tool's
- *   rate limit and approval, docs/approvals.md, may refuse or hold it there) → input
- *   schema check → executor submit → acknowledgement → receipt.
+ *   input schema, then its rate limit and approval, docs/approvals.md, may refuse or
+ *   hold it there) → executor submit → acknowledgement → receipt.
  * Foreground tools answer with the receipt; background tools answer on
  * acknowledgement and their receipt is journaled when it arrives. A finish
  * receipt with `submitted: true` finishes the episode. Nothing refused ever
@@ -64,6 +64,14 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
   }
   const tool = episode.manifest.tools.find((t) => t.name === params.name);
   const args = withoutPrivateArguments(rawArgs);
+  const argumentsProblem = (): string | undefined => {
+    // Unreachable while the ledger only registers manifest tools; kept so a bad registration cannot reach the executor.
+    if (tool === undefined) return `no tool ${JSON.stringify(params.name)} in this episode's manifest`;
+    const check = ctx.checks.get(tool.name)?.(args) ?? { valid: true };
+    return check.valid
+      ? undefined
+      : `arguments do not match the input schema of ${tool.name}: ${check.message}`;
+  };
 
   let admission: Admission;
   ctx.onState?.("admitting");
@@ -71,6 +79,8 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
     admission = await episode.ledger.admit(
       { tool: params.name, args, ...(identity ? { identity } : {}) },
       {
+        // The input schema first: an operator is never asked about a call that could not run.
+        precheck: () => argumentsProblem(),
         onApprovalRequested: () => ctx.onState?.("awaiting_approval"),
         ...(ctx.withdrawn ? { withdrawn: ctx.withdrawn } : {}),
       },
@@ -79,16 +89,10 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
     return refuse(toSidecarError(error).message);
   }
   const callId = admission.call.id;
+  // Checked by the ledger before it admitted the call (precheck); narrows the type here.
   if (tool === undefined) {
-    // Unreachable while the ledger only registers manifest tools; kept so a bad registration cannot reach the executor.
     admission.failed(`no tool ${params.name} in the manifest`);
     return refuse(`no tool ${JSON.stringify(params.name)} in this episode's manifest`);
-  }
-  const check = ctx.checks.get(tool.name)?.(args) ?? { valid: true };
-  if (!check.valid) {
-    const reason = `arguments do not match the input schema of ${tool.name}: ${check.message}`;
-    admission.failed(reason);
-    return refuse(reason);
   }
 
   episode.toolCallAdmitted();

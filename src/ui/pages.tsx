@@ -77,6 +77,8 @@ export type EpisodeRow = {
   turns: number;
   toolCalls: number;
   failures: number;
+  /** Calls waiting for an operator's decision on the episode's page. */
+  awaitingApproval: number;
   createdAt: string;
 };
 
@@ -117,7 +119,15 @@ export const EpisodeListPage: FC<{ rows: EpisodeRow[]; page: number; pages: numb
             <td>
               <a href={`/ui/episodes/${r.id}`}>{r.id}</a>
             </td>
-            <td class={`state ${r.state}`}>{r.state}</td>
+            <td class={`state ${r.state}`}>
+              {r.state}
+              {r.awaitingApproval > 0 ? (
+                <a class="awaiting_approval" href={`/ui/episodes/${r.id}#approvals`}>
+                  {" "}
+                  · {r.awaitingApproval} awaiting approval
+                </a>
+              ) : null}
+            </td>
             <td>{r.client}</td>
             <td>{r.model}</td>
             <td>{r.turns}</td>

@@ -104,6 +104,7 @@ export function createUiRoutes(deps: UiDeps): Hono {
       turns: e.counters.delivered_exchanges,
       toolCalls: e.ledger.calls,
       failures: e.counters.failed_exchanges + e.ledger.refusedCallbacks,
+      awaitingApproval: e.ledger.awaitingApproval.length,
       createdAt: e.created_at,
     }));
     return c.html(<EpisodeListPage rows={rows} page={page} pages={pages} total={all.length} />);

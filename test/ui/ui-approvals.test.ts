@@ -61,7 +61,7 @@ async function setup() {
   const info = (await res.json()) as { id: string; mcp_token: string; urls: { mcp: string } };
   const episode = sidecar.episodes.get(info.id);
   const { client } = await connectMcp(info.urls.mcp, info.mcp_token);
-  return { sidecar, info, episode, client, page, post, submitted };
+  return { sidecar, info, episode, client, page, post, submitted, cookie };
 }
 
 async function waitForPending(episode: Episode) {
@@ -70,7 +70,7 @@ async function waitForPending(episode: Episode) {
 
 describe("/ui approvals", () => {
   test("the page shows the pending call with the latest image; Approve runs it once, journaled by ui", async () => {
-    const { sidecar, info, episode, client, page, post, submitted } = await setup();
+    const { sidecar, info, episode, client, page, post, submitted, cookie } = await setup();
     // A model turn whose request carries a frame: the latest image the operator sees.
     const png = cameraLikePng(64, 48, 3);
     const turn = await sidecar.app.request(`/e/${info.id}/v1/responses`, {
@@ -84,6 +84,12 @@ describe("/ui approvals", () => {
     const result = client.callTool({ name: "move", arguments: { x: 3 } });
     await waitForPending(episode);
 
+    // The episode list points at it.
+    const list = await (
+      await sidecar.app.request("/ui", { headers: { cookie, accept: "text/html" } })
+    ).text();
+    expect(list).toContain(`href="/ui/episodes/${info.id}#approvals"`);
+    expect(list).toContain("1 awaiting approval");
     const html = await page(info.id);
     expect(html).toContain('data-approval="call_m1"');
     expect(html).toContain("1 call(s) awaiting your approval");
