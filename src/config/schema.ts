@@ -311,6 +311,21 @@ export const configSchema = z
     shipping: shippingSchema.optional(),
     /** Create one episode at start-up (the one-CLI case, and `make run`). */
     default_episode: z.boolean().default(false),
+    /**
+     * A streaming client kept waiting while its exchange waits on the upstream (queue,
+     * backoff, a slow answer): after `head_after_ms` the response head and bytes its parser
+     * ignores go out, then every `every_ms` until the answer (src/exchange/keep-streaming-alive.ts;
+     * each client's limits in docs/clients.md). An `every_ms` at or over the server's own idle
+     * cut (server.idle_timeout_seconds less Bun's 4 s step) is lowered under it.
+     */
+    stream_keepalive: z
+      .object({
+        enabled: z.boolean().default(true),
+        head_after_ms: z.number().int().min(0).max(30_000).default(2_000),
+        every_ms: z.number().int().min(1_000).max(60_000).default(10_000),
+      })
+      .strict()
+      .default({ enabled: true, head_after_ms: 2_000, every_ms: 10_000 }),
   })
   .strict();
 

@@ -148,3 +148,13 @@ test("POST /__script/profile switches the profile; a bad one is refused naming t
   expect(bad.status).toBe(400);
   expect(await bad.text()).toContain("tokens_per_second");
 });
+
+test("a profile changed while an answer is on its way leaves that answer's pace as it started", async () => {
+  const upstream = upstreamWith({ head_ms: 50, stream_ms: 300 });
+  const started = performance.now();
+  const pending = upstream.fetch(chat());
+  await Bun.sleep(20);
+  upstream.setProfile("instant");
+  await (await pending).text();
+  expect(performance.now() - started).toBeGreaterThanOrEqual(330);
+});

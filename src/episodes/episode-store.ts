@@ -143,6 +143,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
       tool_call_timeout_ms:
         longestToolCallMs(deps.config) +
         (asksForApproval(episode.manifest) ? deps.config.approval_timeout_ms : 0),
+      model_deadline_ms: deps.config.upstream.deadline_ms,
     };
   }
 

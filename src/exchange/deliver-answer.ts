@@ -24,6 +24,8 @@ export type Delivery = PreparedAnswer & {
   /** The client's request signal: a client gone before the last frame revokes the delivery. */
   clientSignal: AbortSignal;
   turn: Turn;
+  /** Keepalives sent before the answer (keep-streaming-alive.ts), read when it is delivered. */
+  keepalives?: () => number | undefined;
 };
 
 const encoder = new TextEncoder();
@@ -61,7 +63,12 @@ export function deliverAnswer(delivery: Delivery): Response {
   const settleRecords = (outcome: DeliveryOutcome, reason?: string) => {
     if (outcome === "delivered") {
       turn.delivered(batchId);
-      episode.records.delivered(exchangeId, { content_type: rendered.contentType }, rendered.chunks.join(""));
+      const keepalives = delivery.keepalives?.();
+      episode.records.delivered(
+        exchangeId,
+        { content_type: rendered.contentType, ...(keepalives === undefined ? {} : { keepalives }) },
+        rendered.chunks.join(""),
+      );
       episode.records.status(exchangeId, { status: "delivered", batch: batchId ?? null });
     } else {
       turn.revoked(batchId);

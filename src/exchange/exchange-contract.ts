@@ -42,4 +42,6 @@ export type ExchangeSpec = {
   renderError: (error: SidecarError) => Response;
   /** The client's request signal: a client that leaves cancels the upstream work. */
   clientSignal: AbortSignal;
+  /** The client asked for a stream: it can be kept waiting with keepalives (keep-streaming-alive.ts). */
+  streaming?: boolean;
 };

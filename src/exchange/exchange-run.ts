@@ -13,6 +13,7 @@ import type { Logger } from "../lib/logger.ts";
 import type { ModelCatalog } from "../models/model-catalog.ts";
 import type { DataDirBudget } from "../records/data-dir-budget.ts";
 import type { UpstreamClient } from "../upstream/upstream-client.ts";
+import type { KeepAliveOutcome, KeepAliveTiming } from "./keep-streaming-alive.ts";
 
 export type ExchangeDeps = {
   upstream: UpstreamClient;
@@ -32,6 +33,8 @@ export type ExchangeDeps = {
    * echo its bearer in an error message or an answer), as from logs and records.
    */
   redact: (text: string) => string;
+  /** Head and keepalives for a streaming client while the exchange waits (keep-streaming-alive.ts); none = off. */
+  keepAlive?: KeepAliveTiming;
 };
 
 /** One exchange under way. */
@@ -41,4 +44,6 @@ export type ExchangeRun = {
   /** `ex_0001`, …: names the exchange's record lines and its ledger batch. */
   id: string;
   log: Logger;
+  /** Set once the response head went out before the exchange settled: its end is told in-stream. */
+  keptAlive?: KeepAliveOutcome;
 };

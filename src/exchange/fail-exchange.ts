@@ -39,6 +39,7 @@ export function failExchange(
         http_status: answer.status,
       },
       episode_state: episode.state,
+      ...(run.keptAlive ? { told_in_stream: true as const, keepalives: run.keptAlive.keepalives } : {}),
       ...context,
     });
   } catch (recordsError) {

@@ -12,7 +12,8 @@
  *   deliverAnswer         frames to the client, then delivered or revoked (delivered, status)
  *
  * Everything up to the prepared answer is one value (`answerExchange`), so delivery
- * is a stage of its own that could open the response earlier. A stage that throws
+ * is a stage of its own. A streaming exchange that takes a while opens the response
+ * earlier, with keepalives, and its answer follows (keep-streaming-alive.ts). A stage that throws
  * fails the exchange (fail-exchange.ts): a `failed` status and an error in the
  * client's envelope.
  */
@@ -26,6 +27,7 @@ import { deliverAnswer } from "./deliver-answer.ts";
 import type { ExchangeSpec } from "./exchange-contract.ts";
 import type { ExchangeDeps, ExchangeRun } from "./exchange-run.ts";
 import { exchangeError, failExchange, redactError } from "./fail-exchange.ts";
+import { keepStreamingAlive, streamForms } from "./keep-streaming-alive.ts";
 import { type PreparedAnswer, prepareAnswer } from "./prepare-answer.ts";
 import { imagesOf, prepareUpstreamRequest } from "./prepare-upstream-request.ts";
 import { recordClientRequest } from "./record-client-request.ts";
@@ -42,6 +44,24 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     id,
     log: deps.logger.child({ episode: episode.id, exchange: id, protocol: spec.protocol }),
   };
+  if (!spec.streaming || deps.keepAlive === undefined) return runStages(run, spec);
+  const answer = runStages(run, spec);
+  // The exchange outlives the response opened early: shutdown waits for it too.
+  void episode.track(answer);
+  return keepStreamingAlive({
+    answer,
+    form: streamForms[spec.protocol],
+    timing: deps.keepAlive,
+    renderError: (error) => spec.renderError(redactError(error, deps.redact)),
+    toSidecarError: exchangeError,
+    headSent: (state) => {
+      run.keptAlive = state;
+    },
+  });
+}
+
+async function runStages(run: ExchangeRun, spec: ExchangeSpec): Promise<Response> {
+  const { deps, episode } = run;
   let refused: SidecarError | undefined;
   try {
     refused = recordClientRequest(run, spec);
@@ -58,7 +78,14 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   try {
     turn = reserveTurn(episode);
     const answer = await answerExchange(run, spec);
-    return deliverAnswer({ ...answer, episode, log: run.log, clientSignal: spec.clientSignal, turn });
+    return deliverAnswer({
+      ...answer,
+      episode,
+      log: run.log,
+      clientSignal: spec.clientSignal,
+      turn,
+      keepalives: () => run.keptAlive?.keepalives,
+    });
   } catch (error) {
     return failExchange(run, spec.renderError, turn, error);
   }

@@ -113,7 +113,17 @@ describe("client kits", () => {
   test("the config files point at the episode and reference the credentials", () => {
     const opencode = createKit({ client: "opencode", episode, dir: join(root, "oc2") });
     const config = JSON.parse(readFileSync(join(opencode.dir, "opencode.json"), "utf8"));
-    expect(config.provider.ura.options).toEqual({ baseURL: episode.urls.responses, apiKey: "{env:URA_KEY}" });
+    // The waits for a model answer lie past the sidecar's deadline (10 min by default) and a minute.
+    expect(config.provider.ura.options).toEqual({
+      baseURL: episode.urls.responses,
+      apiKey: "{env:URA_KEY}",
+      headerTimeout: 660_000,
+      chunkTimeout: 660_000,
+    });
+    const later = { ...episode, model_deadline_ms: 1_200_000 };
+    expect(
+      createKit({ client: "claude", episode: later, dir: join(root, "cl3") }).plan.env.API_TIMEOUT_MS,
+    ).toBe("1260000");
     expect(config.mcp.ura).toMatchObject({
       url: episode.urls.mcp,
       headers: { Authorization: "Bearer {env:URA_MCP_TOKEN}" },
@@ -137,6 +147,7 @@ describe("client kits", () => {
     const toml = readFileSync(join(codex.dir, "codex-home/config.toml"), "utf8");
     expect(toml).toContain(`base_url = "${episode.urls.responses}"`);
     expect(toml).toContain('bearer_token_env_var = "URA_MCP_TOKEN"');
+    expect(toml).toContain("stream_idle_timeout_ms = 660000");
     expect(codex.warnings).toEqual([]);
     expect(createKit({ client: "codex", episode, dir: mkdtempSync("/tmp/ura-kit-") }).warnings[0]).toContain(
       "/tmp",

@@ -88,6 +88,19 @@ export function toolCallTimeoutMs(episode: LaunchInfo): number {
   return episode.tool_call_timeout_ms ?? defaultLongestToolCallMs;
 }
 
+/** upstream.deadline_ms's default, for launch info from a sidecar that does not say. */
+const defaultModelDeadlineMs = 600_000;
+
+/**
+ * How long the client may wait for one model answer without a byte: the sidecar's
+ * deadline for the exchange and a minute for the answer to travel. A streaming answer
+ * is kept alive long before (src/exchange/keep-streaming-alive.ts); this covers what
+ * cannot be (a non-streaming request, keepalives turned off).
+ */
+export function modelWaitMs(episode: LaunchInfo): number {
+  return (episode.model_deadline_ms ?? defaultModelDeadlineMs) + 60_000;
+}
+
 /** The MCP token as a reference that Claude Code (mcp.json) and Gemini CLI (settings.json) expand from the environment. */
 // biome-ignore lint/suspicious/noTemplateCurlyInString: a reference the client expands, not a template of ours
 export const mcpTokenReference = "${URA_MCP_TOKEN}";

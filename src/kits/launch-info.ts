@@ -24,6 +24,12 @@ export const launchInfoSchema = z.looseObject({
    */
   tool_call_timeout_ms: z.number().int().positive().optional(),
   /**
+   * The longest one model exchange may take (upstream.deadline_ms): each kit sets its
+   * client's wait for a model answer above it where the client lets it (docs/clients.md).
+   * Absent in launch info from an older sidecar: the default deadline.
+   */
+  model_deadline_ms: z.number().int().positive().optional(),
+  /**
    * What the episode's model can do (src/models): each kit tells its client the window
    * and output limit from it. Absent in launch info from an older sidecar: kits then
    * tell nothing and the client keeps its own assumptions.

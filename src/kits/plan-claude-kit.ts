@@ -17,6 +17,7 @@ import {
   type KitInput,
   type KitPlan,
   mcpTokenReference,
+  modelWaitMs,
   toolCallTimeoutMs,
 } from "./kit-plan.ts";
 
@@ -54,6 +55,10 @@ export function planClaudeKit(input: KitInput): KitPlan {
       CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: "1",
       // Over HTTP it also gives up on a call silent for 5 min; the sidecar sends no progress while a robot acts.
       CLAUDE_CODE_MCP_TOOL_IDLE_TIMEOUT: String(toolTimeoutMs),
+      // The request's wait for the response head (default 10 min) and its stream watchdog's
+      // wait for an event (default 5 min; keepalive pings do not count): past the sidecar's deadline.
+      API_TIMEOUT_MS: String(modelWaitMs(episode)),
+      CLAUDE_STREAM_IDLE_TIMEOUT_MS: String(modelWaitMs(episode)),
       // --dangerously-skip-permissions is refused as root unless the CLI is told it runs in a sandbox.
       IS_SANDBOX: "1",
       CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY: "1",

@@ -17,6 +17,7 @@ import {
   commonKitParts,
   type KitInput,
   type KitPlan,
+  modelWaitMs,
   toolCallTimeoutMs,
 } from "./kit-plan.ts";
 import { compactAtTokens } from "./model-limits.ts";
@@ -48,6 +49,8 @@ export function planCodexKit(input: KitInput): KitPlan {
     `base_url = ${tomlString(episode.urls.responses)}`,
     `wire_api = "responses"`,
     `env_key = "URA_KEY"`,
+    // Between two SSE events (default 5 min): past the sidecar's deadline.
+    `stream_idle_timeout_ms = ${modelWaitMs(episode)}`,
     "",
     "[mcp_servers.ura]",
     `url = ${tomlString(episode.urls.mcp)}`,

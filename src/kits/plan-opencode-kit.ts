@@ -16,6 +16,7 @@ import {
   jsonFile,
   type KitInput,
   type KitPlan,
+  modelWaitMs,
   toolCallTimeoutMs,
 } from "./kit-plan.ts";
 
@@ -55,7 +56,14 @@ export function planOpencodeKit(input: KitInput): KitPlan {
         ura: {
           npm: "@ai-sdk/openai",
           name: "ura",
-          options: { baseURL: episode.urls.responses, apiKey: "{env:URA_KEY}" },
+          // The waits for the response head and between two stream reads (5 min each by
+          // default): past the sidecar's deadline.
+          options: {
+            baseURL: episode.urls.responses,
+            apiKey: "{env:URA_KEY}",
+            headerTimeout: modelWaitMs(episode),
+            chunkTimeout: modelWaitMs(episode),
+          },
           models: {
             [model]: {
               name: model,

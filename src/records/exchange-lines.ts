@@ -139,7 +139,11 @@ export const upstreamResponseLineSchema = lineSchema(
 );
 
 /** What was delivered: a JSON answer spliced in as `body`, an SSE stream as the string `body`. */
-export const deliveredFieldsSchema = z.object({ content_type: z.string() });
+export const deliveredFieldsSchema = z.object({
+  content_type: z.string(),
+  /** Keepalive frames sent before the answer (src/exchange/keep-streaming-alive.ts); not part of `body`. */
+  keepalives: z.number().int().optional(),
+});
 export const deliveredLineSchema = lineSchema("delivered", deliveredFieldsSchema, {
   body: z.unknown().optional(),
 });
@@ -163,6 +167,9 @@ export const statusFieldsSchema = z.discriminatedUnion("status", [
     episode_state: z.string(),
     /** A context failure (protected content over target): the decision reached. */
     context_decision: contextDecisionSchema.optional(),
+    /** The head had gone out (kept alive): the error ended the stream in its in-stream form. */
+    told_in_stream: z.literal(true).optional(),
+    keepalives: z.number().int().optional(),
   }),
   z.object({
     status: z.literal("revoked"),
@@ -189,6 +196,8 @@ export const statusLineSchema = z.looseObject({
   context_decision: contextDecisionSchema.partial().loose().optional(),
   reason: z.string().optional(),
   frames_sent: z.number().optional(),
+  told_in_stream: z.literal(true).optional(),
+  keepalives: z.number().int().optional(),
 });
 
 export type ClientRequestFields = z.infer<typeof clientRequestFieldsSchema>;

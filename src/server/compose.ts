@@ -245,6 +245,18 @@ export async function composeApp(options: ComposeOptions) {
       logger,
       shutdownSignal: shutdownController.signal,
       redact,
+      ...(config.stream_keepalive.enabled
+        ? {
+            keepAlive: {
+              headAfterMs: config.stream_keepalive.head_after_ms,
+              // Under the server's own cut of a connection that writes nothing (Bun counts in 4 s steps).
+              everyMs: Math.min(
+                config.stream_keepalive.every_ms,
+                (config.server.idle_timeout_seconds - 5) * 1000,
+              ),
+            },
+          }
+        : {}),
     },
   };
 

@@ -74,6 +74,7 @@ export function createRoutes(deps: IngressRouteDeps): Hono {
         translate: () => toHub(body, ctx),
         renderError,
         clientSignal: c.req.raw.signal,
+        streaming: operation.kind === "generate" && operation.sse,
       }),
     );
   });

@@ -15,6 +15,7 @@ import { Hono } from "hono";
 import { parseJsonBody, repeatedMembersPer } from "../../body/parse-json-body.ts";
 import { receivedBody } from "../../body/received-body.ts";
 import type { Episode } from "../../episodes/episode.ts";
+import { asksForStream } from "../../exchange/keep-streaming-alive.ts";
 import { runExchange } from "../../exchange/run-exchange.ts";
 import { SidecarError, toSidecarError } from "../../lib/errors.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
@@ -90,6 +91,7 @@ export function createRoutes(deps: IngressRouteDeps): Hono {
         translate: () => toHub(body, ctx),
         renderError,
         clientSignal: c.req.raw.signal,
+        streaming: asksForStream(body),
       }),
     );
   });
