@@ -6,10 +6,10 @@
  * as one with a content-length: a declared length over the limit is refused before
  * any of the body is read, an undeclared one as soon as it passes the limit, and
  * either way reading stops. A model route's body is split while it arrives
- * (src/body/received-body.ts), never one buffer; any other is read as text.
- * The size of each body received in full is kept with its request
- * (receivedBodyBytes): what body_bytes_in_flight and the memory reclaimer count,
- * since a chunked camera history declares no length.
+ * (received-body.ts), never one buffer; any other is read as text.
+ * The size of each body received in full comes back with it: what
+ * body_bytes_in_flight and the memory reclaimer count, since a chunked camera
+ * history declares no length.
  */
 
 import {
@@ -22,21 +22,11 @@ import { readModelBody } from "./received-body.ts";
 import type { SplitText } from "./split-text.ts";
 
 export type ReceivedBody =
-  | { kind: "complete"; text: string; split?: undefined }
-  | { kind: "complete"; split: SplitText }
+  | { kind: "complete"; bytes: number; text: string; split?: undefined }
+  | { kind: "complete"; bytes: number; split: SplitText }
   | { kind: "timeout" }
   | { kind: "closed" }
   | { kind: "over_limit" };
-
-const receivedSizes = new WeakMap<Request, number>();
-
-/**
- * The bytes of the request's body as received by receiveBody; for a body it did not
- * receive (none, refused, or a route mounted without the receiver), its content-length.
- */
-export function receivedBodyBytes(request: Request): number {
-  return receivedSizes.get(request) ?? declaredBodyLength(request) ?? 0;
-}
 
 export async function receiveBody(
   request: Request,
@@ -62,13 +52,13 @@ export async function receiveBody(
     },
   };
   const reading: Promise<ReceivedBody> = options.split
-    ? readModelBody(request, bounds).then((split) => ({ kind: "complete", split }))
-    : readText(request, bounds).then((text) => ({ kind: "complete", text }));
-  const whole = reading.then((received) => {
-    receivedSizes.set(request, declared ?? counted);
-    return received;
-  });
-  const body = whole.catch(
+    ? readModelBody(request, bounds).then((split) => ({
+        kind: "complete",
+        bytes: declared ?? counted,
+        split,
+      }))
+    : readText(request, bounds).then((text) => ({ kind: "complete", bytes: declared ?? counted, text }));
+  const body = reading.catch(
     (error): ReceivedBody =>
       error instanceof BodyOverLimitError ? { kind: "over_limit" } : { kind: "closed" },
   );

@@ -1,23 +1,19 @@
 /**
  * How a model route gets its request body: split while it arrived (split-json-bytes.ts),
- * so that a camera history is never one buffer or one string. The app's body
- * receiver (src/body/receive-body.ts) reads it under body_limit_bytes and the body
- * deadline and hands it over here; a body it did not read (a route mounted without
- * the app) is read and split when the route asks.
+ * so that a camera history is never one buffer or one string. Its route group's body
+ * receiver (receive-bodies.ts) reads it under body_limit_bytes and the body deadline
+ * and hands it on in the request's context; a body it did not read (a route mounted
+ * without the app) is read and split when the route asks.
  */
+import type { Context } from "hono";
+import type { BodyEnv } from "./body-variables.ts";
 import { sharingFromChars } from "./parse-sharing-base64.ts";
 import { type BodyReadBounds, declaredBodyLength } from "./read-body-chunks.ts";
 import { readSplitJson } from "./split-json-bytes.ts";
 import { type SplitText, unsplit } from "./split-text.ts";
 
-const handedOver = new WeakMap<Request, SplitText>();
-
 /** Bodies under this size are kept whole: splitting them saves little and costs a slower parse. */
 export const splitFromBytes = sharingFromChars;
-
-export function handOverBody(request: Request, body: SplitText): void {
-  handedOver.set(request, body);
-}
 
 /**
  * Reads a model request's body from its stream chunk by chunk: the runtime never
@@ -33,10 +29,10 @@ export async function readModelBody(request: Request, bounds: BodyReadBounds = {
   return readSplitJson(request.body, { keepWholeUnder: splitFromBytes, ...bounds });
 }
 
-/** The request's body, split; each request's body is read once. */
-export async function receivedBody(request: Request): Promise<SplitText> {
-  const body = handedOver.get(request);
-  if (body === undefined) return readModelBody(request);
-  handedOver.delete(request);
+/** The request's body, split; each request's body is read once (the context lets go of it). */
+export async function receivedBody(c: Context<BodyEnv>): Promise<SplitText> {
+  const body = c.get("splitBody");
+  if (body === undefined) return readModelBody(c.req.raw);
+  c.set("splitBody", undefined);
   return body;
 }

@@ -13,6 +13,7 @@ import { WebStandardStreamableHTTPServerTransport } from "@modelcontextprotocol/
 import { isInitializeRequest } from "@modelcontextprotocol/sdk/types.js";
 import { Hono } from "hono";
 import packageJson from "../../package.json" with { type: "json" };
+import type { BodyEnv } from "../body/body-variables.ts";
 import { defaultProgressIntervalMs } from "../config/schema.ts";
 import type { Episode } from "../episodes/episode.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
@@ -67,8 +68,8 @@ export type McpRouteDeps = {
   mcpProgressIntervalMs?: number;
 };
 
-export function createMcpRoutes(deps: McpRouteDeps): Hono {
-  const app = new Hono();
+export function createMcpRoutes(deps: McpRouteDeps): Hono<BodyEnv> {
+  const app = new Hono<BodyEnv>();
   const sessions = new Map<string, Session>();
   const listenHost = () => new URL(deps.episodes.baseUrl()).hostname;
 

@@ -12,7 +12,9 @@
  */
 import { Hono, type MiddlewareHandler } from "hono";
 import type { BodyAdmission } from "../body/body-admission.ts";
-import { receivedBodyBytes } from "../body/receive-body.ts";
+import type { BodyEnv, BodyForm } from "../body/body-variables.ts";
+import { receivedBodyBytes } from "../body/body-variables.ts";
+import { receiveBodies } from "../body/receive-bodies.ts";
 import type { MemoryReclaimer } from "../body/reclaim-memory.ts";
 import { type ControlDeps, createControlRoutes } from "../control/control-routes.ts";
 import { createHealthRoutes } from "../health/health-routes.ts";
@@ -24,14 +26,14 @@ import { jsonRpcError } from "../mcp/mcp-routes.ts";
 import type { Metrics } from "../observe/metrics.ts";
 import { createMetricsRoute } from "../observe/metrics-route.ts";
 import { createUiRoutes, type UiDeps } from "../ui/ui-routes.tsx";
-import { admitRequests, receiveBodies, type ServerLimits } from "./request-timeouts.ts";
+import { admitRequests, answerTimers, type ServerLimits } from "./request-timeouts.ts";
 import type { RouteDeps } from "./route-deps.ts";
 
 export type AppDeps = RouteDeps & {
   control: ControlDeps;
   version: string;
   demoUpstream: boolean;
-  /** body_limit_bytes, on every route: counted while a body arrives, also with app.request() (src/body/receive-body.ts). */
+  /** body_limit_bytes, on every route group: counted while a body arrives, also with app.request() (src/body/receive-bodies.ts). */
   bodyLimitBytes: number;
   /** Connection timeouts and the in-flight limit (config `server`); they act only when Bun.serve serves the app. */
   serverLimits?: ServerLimits;
@@ -50,25 +52,28 @@ export type AppDeps = RouteDeps & {
   /** Told the body size of every answered request (large ones free their memory early). */
   memory?: MemoryReclaimer;
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
-  episodeRoutes: ((deps: RouteDeps) => Hono)[];
+  episodeRoutes: readonly EpisodeRouteGroup[];
 };
 
-/** Model request bodies from this size on are admitted under body_bytes_in_flight. */
-const admittedFromBytes = 1024 * 1024;
+/** A route group mounted under /e/{episode}, with the paths it serves there and the form it takes bodies in. */
+export type EpisodeRouteGroup = {
+  /** Its paths under /e/{episode} (a hono path pattern): its body receiver acts on them alone. */
+  paths: string;
+  body: BodyForm;
+  routes: (deps: RouteDeps) => Hono<BodyEnv>;
+};
 
-export function createApp(deps: AppDeps): Hono {
-  const app = new Hono();
+export function createApp(deps: AppDeps): Hono<BodyEnv> {
+  const app = new Hono<BodyEnv>();
   let requestSeq = 0;
   app.use("*", async (c, next) => {
     requestSeq += 1;
     const requestId = c.req.header("x-request-id") ?? `req_${requestSeq}`;
     const started = deps.clock();
-    // The request as it arrived: the one whose body size the receiver kept (an MCP route gets a copy).
-    const request = c.req.raw;
     try {
       await next();
     } finally {
-      deps.memory?.requestEnded(receivedBodyBytes(request));
+      deps.memory?.requestEnded(receivedBodyBytes(c));
     }
     c.header("x-request-id", requestId);
     deps.logger.debug("request", {
@@ -97,13 +102,9 @@ export function createApp(deps: AppDeps): Hono {
   // event stream (MCP) pauses while the robot works: it keeps no timer and ends its connection.
   const pausingAnswer = (path: string, answer: Response) =>
     !ingressProtocolOf(path) && (answer.headers.get("content-type") ?? "").startsWith("text/event-stream");
-  // Model routes take their body split (src/body/received-body.ts); MCP's transport reads
-  // the raw request; every other route reads it with c.req.text().
-  const splitsBody = (path: string) => ingressProtocolOf(path) !== undefined;
-  const readsRawBody = (path: string) => !splitsBody(path);
-  const bodyArriving = (bytes: number) => deps.memory?.bodyArriving(bytes);
-  app.use(
-    "*",
+  if (deps.serverLimits) app.use("*", answerTimers(deps.serverLimits, pausingAnswer));
+  // Each route group receives its bodies in its own form (src/body/receive-bodies.ts).
+  const bodies = (form: BodyForm) =>
     receiveBodies(
       {
         bodyLimitBytes: deps.bodyLimitBytes,
@@ -124,28 +125,11 @@ export function createApp(deps: AppDeps): Hono {
             },
             { status: 413 },
           ),
+        ...(deps.memory ? { bodyArriving: (bytes: number) => deps.memory?.bodyArriving(bytes) } : {}),
+        ...(deps.admission ? { admission: deps.admission } : {}),
       },
-      { pausingAnswer, readsRawBody, splitsBody, bodyArriving },
-    ),
-  );
-  if (deps.admission) {
-    const admission = deps.admission;
-    app.use("/e/*", async (c, next) => {
-      // As received: a chunked camera history declares no length.
-      const bytes = receivedBodyBytes(c.req.raw);
-      // Tool callbacks (MCP) and small model requests never queue behind camera histories. After
-      // the body is received (its deadline would otherwise run while it waits): a waiting
-      // request holds its text, not the copies processing makes.
-      if (c.req.method !== "POST" || bytes < admittedFromBytes || !ingressProtocolOf(c.req.path))
-        return next();
-      const release = await admission.admit(bytes);
-      try {
-        await next();
-      } finally {
-        release();
-      }
-    });
-  }
+      form,
+    );
   app.route(
     "/health",
     createHealthRoutes({
@@ -156,10 +140,16 @@ export function createApp(deps: AppDeps): Hono {
     }),
   );
   if (deps.metrics) app.route("/metrics", createMetricsRoute(deps.metrics, deps.control.controlPassword));
+  app.use("/control/*", bodies("text"));
   app.route("/control", createControlRoutes(deps.control));
-  if (deps.ui)
+  if (deps.ui) {
+    app.use("/ui/*", bodies("text"));
     app.route("/ui", createUiRoutes({ ...deps.ui, controlPassword: deps.control.controlPassword }));
-  for (const routes of deps.episodeRoutes) app.route("/e/:episode", routes(deps));
+  }
+  for (const group of deps.episodeRoutes) {
+    app.use(`/e/:episode${group.paths}`, bodies(group.body));
+    app.route("/e/:episode", group.routes(deps));
+  }
   app.notFound((c) =>
     c.json({ error: { type: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404),
   );

@@ -1,6 +1,6 @@
 /**
- * The request limits over a real Bun.serve (they act only when Bun serves the app):
- * routes still read the body (hono's reader and the raw Request, as the MCP
+ * The request limits over a real Bun.serve (they act only when Bun serves the app),
+ * with a body receiver of each form on its own route: routes still read the body (hono's reader and the raw Request, as the MCP
  * transport does), the in-flight limit refuses through `refuse` before a body is
  * read, a pausing stream is sent with `connection: close`, a body over the limit
  * is refused while it arrives (chunked) or from its length (sized), and an app
@@ -8,10 +8,12 @@
  */
 import { afterEach, expect, test } from "bun:test";
 import { Hono } from "hono";
+import type { BodyEnv } from "../body/body-variables.ts";
+import { receiveBodies } from "../body/receive-bodies.ts";
 import { receivedBody } from "../body/received-body.ts";
 import { wholeText } from "../body/split-text.ts";
 import { createLogger } from "../lib/logger.ts";
-import { admitRequests, type RequestLimitsDeps, receiveBodies } from "./request-timeouts.ts";
+import { admitRequests, answerTimers, type RequestLimitsDeps } from "./request-timeouts.ts";
 
 const refusals: { path: string; kind: string; operation: unknown }[] = [];
 const bodyLimitBytes = 4 * 1024 * 1024;
@@ -26,33 +28,30 @@ const deps: RequestLimitsDeps = {
 };
 
 function limitedApp(bodyArriving?: (bodyBytes: number) => void) {
-  const app = new Hono();
+  const app = new Hono<BodyEnv>();
   app.use("*", admitRequests(deps));
   app.use(
     "*",
-    receiveBodies(
-      {
-        ...deps,
-        bodyLimitBytes,
-        refuseOversized: (request) => {
-          refusals.push({ path: new URL(request.url).pathname, kind: "too_large", operation: "body_limit" });
-          return new Response("too large", { status: 413 });
-        },
-      },
-      {
-        pausingAnswer: (path) => path === "/events",
-        readsRawBody: (path) => path === "/raw",
-        splitsBody: (path) => path === "/split",
-        ...(bodyArriving ? { bodyArriving } : {}),
-      },
-    ),
+    answerTimers(deps.limits, (path) => path === "/events"),
   );
+  const receiver = {
+    ...deps,
+    bodyLimitBytes,
+    refuseOversized: (request: Request) => {
+      refusals.push({ path: new URL(request.url).pathname, kind: "too_large", operation: "body_limit" });
+      return new Response("too large", { status: 413 });
+    },
+    ...(bodyArriving ? { bodyArriving } : {}),
+  };
+  app.use("/text", receiveBodies(receiver, "text"));
+  app.use("/raw", receiveBodies(receiver, "raw"));
+  app.use("/split", receiveBodies(receiver, "split"));
   const { promise: release, resolve } = Promise.withResolvers<void>();
   const holding = { count: 0 };
   app.post("/text", async (c) => c.text(`text:${await c.req.text()}`));
   app.post("/raw", async (c) => c.json(await c.req.raw.json()));
   app.post("/split", async (c) => {
-    const body = await receivedBody(c.req.raw);
+    const body = await receivedBody(c);
     return c.json({ strings: body.strings.length, whole: wholeText(body) });
   });
   app.get("/hold", async (c) => {
@@ -70,7 +69,7 @@ afterEach(() => {
   refusals.length = 0;
 });
 
-function serve(app: Hono) {
+function serve(app: Hono<BodyEnv>) {
   const server = Bun.serve({
     hostname: "127.0.0.1",
     port: 0,

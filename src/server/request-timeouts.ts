@@ -7,9 +7,10 @@
  *     within about 10 s (fixed by Bun, not configurable);
  *   - body: `server.body_timeout_seconds` from the end of the head to the last body
  *     byte, a deadline that bytes trickling in do not extend; over it the client
- *     gets a final error in its route's envelope and the connection is closed. The
- *     same reader holds the body to `body_limit_bytes` (src/body/receive-body.ts), chunked or
- *     sized, and that limit holds in app.request() too, where no timer runs;
+ *     gets a final error in its route's envelope and the connection is closed. Each
+ *     route group's body receiver (src/body/receive-bodies.ts) holds the body to it
+ *     and to `body_limit_bytes`, chunked or sized; that limit holds in app.request()
+ *     too, where no timer runs;
  *   - working: no timer. Waiting on the upstream (bounded by its own timeout and
  *     retries) or on the robot (an MCP tool call) is never cut;
  *   - answering and between requests: `server.idle_timeout_seconds` without a byte
@@ -18,23 +19,15 @@
  * answered at once (each holds a connection); beyond it a request is refused with
  * a retryable 503 in its route's envelope before its body is read.
  */
-import type { Context, MiddlewareHandler } from "hono";
-import { declaredBodyLength } from "../body/read-body-chunks.ts";
-import { receiveBody, receivedBodyBytes } from "../body/receive-body.ts";
-import { handOverBody } from "../body/received-body.ts";
+import type { MiddlewareHandler } from "hono";
 import { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
+import { servingServer } from "../lib/serving-server.ts";
 
 export type ServerLimits = {
   body_timeout_seconds: number;
   idle_timeout_seconds: number;
   max_requests_in_flight: number;
-};
-
-/** The part of Bun's server the limits use (absent when a test drives the app with app.request()). */
-type ServingServer = {
-  readonly pendingRequests: number;
-  timeout(request: Request, seconds: number): void;
 };
 
 export type RequestLimitsDeps = {
@@ -51,11 +44,6 @@ export type RequestLimitsDeps = {
 
 /** Bun closes the connection this long after our own body deadline, should our answer not get out. */
 const backstopSeconds = 8;
-
-function servingServer(c: Context): ServingServer | undefined {
-  const server = (c.env as { server?: ServingServer } | undefined)?.server;
-  return server && typeof server.timeout === "function" ? server : undefined;
-}
 
 /** Probes answer even at the limit: a busy sidecar is not a dead one. */
 const exempt = (path: string) => path === "/health" || path.startsWith("/health/");
@@ -93,117 +81,28 @@ export function admitRequests(deps: RequestLimitsDeps): MiddlewareHandler {
   };
 }
 
-export type BodyReceiverDeps = Omit<RequestLimitsDeps, "limits"> & {
-  /** body_limit_bytes: the largest body of any request, served or driven with app.request(). */
-  bodyLimitBytes: number;
-  /** The body deadline and idle timeout; they act only when Bun.serve serves the app. */
-  limits?: ServerLimits;
-  /** The answer to a body over body_limit_bytes, in the envelope of its route (the one for model routes is recorded). */
-  refuseOversized: (request: Request) => Response;
-};
-
 /**
- * Receives the whole body before any route runs (routes then read it from memory),
- * held to body_limit_bytes while it arrives (src/body/receive-body.ts); when Bun serves the
- * app, also within the body deadline, the timer lifted while the route works and
- * the idle timeout set again once the answer is ready. An answer streamed with
- * pauses (MCP: the result of a robot call comes when the robot is done) keeps no
- * timer and closes its connection when it ends instead: the timer can only be set
- * again before the stream closes, and a pass-through stream to do so delayed the
- * last bytes enough that a shutdown closing the connections cut them.
+ * Around every route, when Bun serves the app: once the answer is ready, the idle
+ * timeout is set again (the route group's body receiver lifted the body's backstop
+ * while the route worked, src/body/receive-bodies.ts). An answer streamed with pauses
+ * (MCP: the result of a robot call comes when the robot is done) keeps no timer and
+ * closes its connection when it ends instead: the timer can only be set again before
+ * the stream closes, and a pass-through stream to do so delayed the last bytes enough
+ * that a shutdown closing the connections cut them.
  */
-export function receiveBodies(
-  deps: BodyReceiverDeps,
-  options: {
-    pausingAnswer: (path: string, answer: Response) => boolean;
-    /** Whether the route reads the body from the raw Request rather than through hono. */
-    readsRawBody: (path: string) => boolean;
-    /**
-     * Whether the route takes its body split (src/body/received-body.ts): a model
-     * route, whose camera history is then never one buffer or one string.
-     */
-    splitsBody: (path: string) => boolean;
-    /**
-     * Told the size of each body before the route works on it (the memory reclaimer's
-     * bodyArriving): a declared one before it is read, a chunked one once it has arrived.
-     */
-    bodyArriving?: (bodyBytes: number) => void;
-  },
+export function answerTimers(
+  limits: ServerLimits,
+  pausingAnswer: (path: string, answer: Response) => boolean,
 ): MiddlewareHandler {
   return async (c, next) => {
     const server = servingServer(c);
-    const limits = server && deps.limits;
+    if (!server) return next();
     const original = c.req.raw;
-    if (original.body) {
-      // A collection owed from the last large request best runs before the next body arrives on
-      // top of its memory, so a declared size is told first. A chunked body's size is known only
-      // once it has arrived; told then, the collection still runs before the route makes its
-      // copies of the body, and a chunked body is never taken for a small one.
-      const declared = declaredBodyLength(original);
-      if (declared !== undefined) options.bodyArriving?.(declared);
-      const started = deps.clock();
-      const received = await receiveBody(original, {
-        split: options.splitsBody(c.req.path),
-        limitBytes: deps.bodyLimitBytes,
-        ...(limits ? { deadlineMs: limits.body_timeout_seconds * 1000 } : {}),
-      });
-      if (received.kind === "over_limit") {
-        deps.logger.warn("request body over the limit", {
-          method: original.method,
-          path: c.req.path,
-          limit_bytes: deps.bodyLimitBytes,
-          content_length: original.headers.get("content-length"),
-        });
-        // The rest of the body is not read: the connection cannot carry another request.
-        return closingConnection(deps.refuseOversized(original));
-      }
-      if (received.kind !== "complete") {
-        const waited = deps.clock() - started;
-        const reason =
-          received.kind === "timeout"
-            ? `the request body did not arrive in full within ${limits?.body_timeout_seconds} s (server.body_timeout_seconds)`
-            : "the client closed the connection before sending its whole request body";
-        deps.logger.warn("request body not received", {
-          method: original.method,
-          path: c.req.path,
-          reason,
-          ms: waited,
-        });
-        const refusal = deps.refuse(
-          original,
-          new SidecarError("invalid_request", reason, { param: "body" }),
-          {
-            operation: "body_timeout",
-            reason,
-            waited_ms: waited,
-          },
-        );
-        return closingConnection(refusal);
-      }
-      if (declared === undefined) options.bodyArriving?.(receivedBodyBytes(original));
-      if (received.split) {
-        handOverBody(original, received.split);
-      } else {
-        // Held once, as the text routes read: hono's readers answer from this cache, and only a
-        // route that reads the raw request (the MCP transport) gets a copy to read from.
-        // (hono keeps the promise of each reader's result there, though its type names the value)
-        (c.req.bodyCache as { text?: Promise<string> }).text = Promise.resolve(received.text);
-        if (options.readsRawBody(c.req.path)) c.req.raw = new Request(original, { body: received.text });
-      }
-    }
-    if (!server || !limits) return next();
-    server.timeout(original, 0);
     await next();
-    const body = c.res.body;
-    if (body && options.pausingAnswer(c.req.path, c.res)) {
+    if (c.res.body && pausingAnswer(c.req.path, c.res)) {
       c.res.headers.set("connection", "close");
     } else {
       server.timeout(original, limits.idle_timeout_seconds);
     }
   };
-}
-
-function closingConnection(refusal: Response): Response {
-  refusal.headers.set("connection", "close");
-  return refusal;
 }

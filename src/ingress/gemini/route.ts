@@ -8,6 +8,7 @@
  * is answered in the Gemini envelope.
  */
 import { Hono } from "hono";
+import type { BodyEnv } from "../../body/body-variables.ts";
 import { parseJsonBody, repeatedMembersPer } from "../../body/parse-json-body.ts";
 import { receivedBody } from "../../body/received-body.ts";
 import { wholeText } from "../../body/split-text.ts";
@@ -27,8 +28,8 @@ import { toHub } from "./to-hub.ts";
 /** Gemini CLI resends its system instruction (~30 KB) and tool list (~7 KB) unchanged every turn; per episode. */
 const repeatedOf = repeatedMembersPer<Episode>(["systemInstruction", "tools"]);
 
-export function createRoutes(deps: IngressRouteDeps): Hono {
-  const app = new Hono();
+export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
+  const app = new Hono<BodyEnv>();
   app.onError((error) => renderError(toSidecarError(error)));
 
   app.all("/gemini/*", async (c) => {
@@ -46,7 +47,7 @@ export function createRoutes(deps: IngressRouteDeps): Hono {
     if (operation.kind === "get_model")
       return c.json(toGeminiModel(requestedModel(episode, deps.exchange.models, operation.model)));
     episode.checkModelRequest(c.req.raw.headers);
-    const body = parseJsonBody(await receivedBody(c.req.raw), repeatedOf(episode));
+    const body = parseJsonBody(await receivedBody(c), repeatedOf(episode));
     const path = recordedPath(url);
     if (operation.kind === "count_tokens") {
       const error = new SidecarError(

@@ -11,6 +11,7 @@
  * error is answered in the Anthropic envelope.
  */
 import { Hono } from "hono";
+import type { BodyEnv } from "../../body/body-variables.ts";
 import { parseJsonBody, repeatedMembersPer } from "../../body/parse-json-body.ts";
 import { receivedBody } from "../../body/received-body.ts";
 import type { Episode } from "../../episodes/episode.ts";
@@ -39,8 +40,8 @@ function betaFlags(header: string | undefined): string[] {
 /** Claude Code resends its tool list (63 KB of its 77 KB request) and system prompt (6 KB) unchanged every turn; per episode. */
 const repeatedOf = repeatedMembersPer<Episode>(["tools", "system"]);
 
-export function createRoutes(deps: IngressRouteDeps): Hono {
-  const app = new Hono();
+export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
+  const app = new Hono<BodyEnv>();
   app.onError((error) => renderError(toSidecarError(error)));
 
   app.get("/anthropic/v1/models", (c) => {
@@ -55,7 +56,7 @@ export function createRoutes(deps: IngressRouteDeps): Hono {
 
   app.post("/anthropic/v1/messages/count_tokens", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
-    await receivedBody(c.req.raw);
+    await receivedBody(c);
     const error = new SidecarError("invalid_request", countTokensMessage);
     const entry = {
       protocol: "messages" as const,
@@ -67,7 +68,7 @@ export function createRoutes(deps: IngressRouteDeps): Hono {
 
   app.post("/anthropic/v1/messages", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
-    const body = parseJsonBody(await receivedBody(c.req.raw), repeatedOf(episode));
+    const body = parseJsonBody(await receivedBody(c), repeatedOf(episode));
     const ctx = { betaFlags: betaFlags(c.req.header("anthropic-beta")) };
     return episode.track(
       runExchange(deps.exchange, {

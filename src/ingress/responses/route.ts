@@ -12,6 +12,7 @@
  * exchange pipeline; any error is answered in the OpenAI envelope.
  */
 import { Hono } from "hono";
+import type { BodyEnv } from "../../body/body-variables.ts";
 import { parseJsonBody, repeatedMembersPer } from "../../body/parse-json-body.ts";
 import { receivedBody } from "../../body/received-body.ts";
 import type { Episode } from "../../episodes/episode.ts";
@@ -39,14 +40,14 @@ const compactMessage =
 /** Codex resends its tool list (~21 KB of its ~45 KB request) unchanged every turn; per episode. */
 const repeatedOf = repeatedMembersPer<Episode>(["tools"]);
 
-export function createRoutes(deps: IngressRouteDeps): Hono {
-  const app = new Hono();
+export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
+  const app = new Hono<BodyEnv>();
   app.onError((error) => renderError(toSidecarError(error)));
   const seconds = () => Math.floor(deps.clock() / 1000);
 
   app.post("/v1/responses/compact", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
-    await receivedBody(c.req.raw);
+    await receivedBody(c);
     const error = new SidecarError("invalid_request", compactMessage, { code: "unsupported_endpoint" });
     const entry = {
       protocol: "responses" as const,
@@ -80,7 +81,7 @@ export function createRoutes(deps: IngressRouteDeps): Hono {
       newResponseId: () => deps.ids.callId().replace(/^call_/, "resp_"),
       store: () => deps.responses.of(episode),
     };
-    const body = parseJsonBody(await receivedBody(c.req.raw), repeatedOf(episode));
+    const body = parseJsonBody(await receivedBody(c), repeatedOf(episode));
     return episode.track(
       runExchange(deps.exchange, {
         protocol: "responses",
