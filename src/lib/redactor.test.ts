@@ -1,6 +1,6 @@
 import { expect, test } from "bun:test";
 import { secretWeakness } from "../config/secret-strength.ts";
-import { createRedactor, secretForms } from "./episode-records.ts";
+import { createRedactor, secretForms } from "./redactor.ts";
 
 test("a secret is redacted raw, JSON-escaped once and twice, and URL-encoded", () => {
   const secret = 'pw"with\\odd chars&1';
