@@ -45,7 +45,17 @@ const maxTracked = 10_000;
 type ExchangeTimes = { protocol: string; times: Partial<Record<ExchangeStage, number>> };
 type CallTimes = { tool: string; submittedAt?: number };
 
-export function createMetrics(sources: MetricsSources) {
+/** The sidecar's metrics: counted from observed record writes, rendered for a scrape. */
+export interface Metrics {
+  /** Hung on the records (observer.ts): every exchange line, ledger and auxiliary write counts. */
+  observer: Observer;
+  /** The exposition format's content type. */
+  contentType: string;
+  /** The text exposition of every metric. */
+  render(): Promise<string>;
+}
+
+export function createMetrics(sources: MetricsSources): Metrics {
   const registry = new Registry();
   const registers = [registry];
   new Gauge({
@@ -358,12 +368,9 @@ export function createMetrics(sources: MetricsSources) {
   return {
     observer,
     contentType: registry.contentType,
-    /** The text exposition of every metric. */
     render: () => registry.metrics(),
   };
 }
-
-export type Metrics = ReturnType<typeof createMetrics>;
 
 /** The shared upstream budget's state, read at scrape time. */
 function registerBudgetMetrics(state: NonNullable<MetricsSources["upstreamBudget"]>, registers: Registry[]) {

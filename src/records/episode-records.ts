@@ -32,7 +32,7 @@ import type { JsonText, KnownSpan } from "../lib/frozen-json.ts";
 import { RecordsWriteError } from "./append-file.ts";
 import type { BlobStore } from "./blob-store.ts";
 import type { ExchangeLine } from "./exchange-lines.ts";
-import { exchangeVerbs } from "./exchange-verbs.ts";
+import { type ExchangeRecordVerbs, exchangeVerbs, type WriteExchangeLine } from "./exchange-verbs.ts";
 import type { GroupCommit, SyncOptions } from "./group-commit.ts";
 import { externalizeImages, externalizeImageValue, hasReferenceForm } from "./image-references.ts";
 import { type BodyPiece, bodyPieces, externalizePieces } from "./known-spans.ts";
@@ -131,7 +131,27 @@ export function formatRecordLine(
   return options.redact(line);
 }
 
-export function createEpisodeRecords(options: RecordsOptions) {
+/** An episode's records: its exchange lines through the verbs, its ledger journal, its description. */
+export interface EpisodeRecords extends ExchangeRecordVerbs {
+  readonly dir: string;
+  /** The one write under the verbs (exchange-verbs.ts); callers use the verbs. */
+  exchangeLine: WriteExchangeLine;
+  ledger(event: Record<string, unknown>): void;
+  auxiliary(data: Record<string, unknown>): void;
+  /** Rewrites episode.json at once (a state change). */
+  describe(episode: unknown): void;
+  /** Rewrites episode.json off the event loop; resolves once on disk or superseded. */
+  describeInBackground(episode: unknown): Promise<void>;
+  /** Writes the final marker; nothing is appended after it. */
+  freeze(marker: Record<string, unknown>): void;
+  /** Resolves once every line appended so far is on stable storage (when durability is on). */
+  sync(options?: SyncOptions): Promise<void>;
+  readonly frozen: boolean;
+  /** The first write that failed (full disk …), for the episode's status. */
+  readonly failure: string | undefined;
+}
+
+export function createEpisodeRecords(options: RecordsOptions): EpisodeRecords {
   mkdirSync(options.dir, { recursive: true });
   let frozen = false;
   const path = (name: string) => join(options.dir, name);
@@ -287,4 +307,3 @@ export function createEpisodeRecords(options: RecordsOptions) {
   };
 }
 
-export type EpisodeRecords = ReturnType<typeof createEpisodeRecords>;
