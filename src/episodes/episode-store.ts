@@ -13,6 +13,7 @@ import { episodeIdPattern, type Ids } from "../lib/ids.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { asksForApproval } from "../manifest/tool-policy.ts";
+import type { ModelCapabilities } from "../models/model-capabilities.ts";
 import { createModelCatalog } from "../models/model-catalog.ts";
 import { observeRecords } from "../observe/observe-records.ts";
 import { noObserver, type Observer } from "../observe/observer.ts";
@@ -22,6 +23,7 @@ import { createGroupCommit } from "../records/group-commit.ts";
 import { createRecurringTexts } from "../records/text-references.ts";
 import { createEpisode, type Episode } from "./episode.ts";
 import type { EpisodeOptions } from "./episode-options.ts";
+import type { EpisodeStatus } from "./episode-status.ts";
 
 export type EpisodeStoreDeps = {
   config: Config;
@@ -46,7 +48,10 @@ export type EpisodeStoreDeps = {
   episodeEnded?: (id: string) => void;
 };
 
-export function episodeUrls(baseUrl: string, id: string) {
+/** Where a client finds the episode, one base URL per protocol and the MCP endpoint. */
+export type EpisodeUrls = { responses: string; gemini: string; anthropic: string; mcp: string };
+
+export function episodeUrls(baseUrl: string, id: string): EpisodeUrls {
   const root = `${baseUrl}/e/${id}`;
   return {
     /** OpenAI Responses base URL (OpenCode baseURL, Codex base_url): POST {this}/responses */
@@ -59,7 +64,33 @@ export function episodeUrls(baseUrl: string, id: string) {
   };
 }
 
-export function createEpisodeStore(deps: EpisodeStoreDeps) {
+/** What a launcher needs to point a client at an episode (credentials included), and what its model can do. */
+export type LaunchInfo = EpisodeStatus & {
+  model_capabilities?: ModelCapabilities;
+  urls: EpisodeUrls;
+  ingress_key: string;
+  mcp_token: string;
+  tool_call_timeout_ms: number;
+};
+
+/** The episodes of this process: created, restored (adopted), found by id, refused once shutdown began. */
+export interface EpisodeStore {
+  /** Throws SidecarError `unavailable` once shutdown began. */
+  create(options: EpisodeOptions): Episode;
+  /** Throws SidecarError `not_found`. */
+  get(id: string): Episode;
+  /** Adds an episode restored from its records (src/lifecycle/restore-episodes.ts). */
+  adopt(episode: Episode): void;
+  /** Shutdown began: from now on new episodes and new model exchanges are refused (503 `unavailable`). */
+  stopAccepting(reason?: string): void;
+  /** Why new work is refused (shutdown), or undefined while accepting. */
+  closingReason(): string | undefined;
+  list(): Episode[];
+  launchInfo(episode: Episode): LaunchInfo;
+  baseUrl(): string;
+}
+
+export function createEpisodeStore(deps: EpisodeStoreDeps): EpisodeStore {
   const episodes = new Map<string, Episode>();
   let closing: string | undefined;
   const createExecutor =
@@ -131,8 +162,7 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     return episode;
   }
 
-  /** What a launcher needs to point a client at the episode (credentials included), and what its model can do. */
-  function launchInfo(episode: Episode) {
+  function launchInfo(episode: Episode): LaunchInfo {
     const model = models.resolve(episode.model);
     return {
       ...episode.describe(),
@@ -147,14 +177,12 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     };
   }
 
-  /** Adds an episode restored from its records (src/lifecycle/restore-episodes.ts). */
   function adopt(episode: Episode): void {
     if (episodes.has(episode.id))
       throw new SidecarError("internal", `episode ${episode.id} is already loaded`);
     episodes.set(episode.id, episode);
   }
 
-  /** Shutdown began: from now on new episodes and new model exchanges are refused (503 `unavailable`). */
   function stopAccepting(reason = "the sidecar is shutting down; no new work is accepted"): void {
     closing ??= reason;
   }
@@ -164,12 +192,9 @@ export function createEpisodeStore(deps: EpisodeStoreDeps) {
     get,
     adopt,
     stopAccepting,
-    /** Why new work is refused (shutdown), or undefined while accepting. */
     closingReason: () => closing,
     list: () => [...episodes.values()],
     launchInfo,
     baseUrl: deps.baseUrl,
   };
 }
-
-export type EpisodeStore = ReturnType<typeof createEpisodeStore>;

@@ -6,7 +6,7 @@
 
 import type { z } from "zod";
 import { manifestToolFor } from "../clients/tool-names.ts";
-import { createContextMemory } from "../context/context-cut.ts";
+import { type ContextMemory, createContextMemory } from "../context/context-cut.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { Executor } from "../executor/executor.ts";
 import {
@@ -81,7 +81,119 @@ export type RestoredEpisodeState = {
   report: Record<string, unknown>;
 };
 
-export function createEpisode(init: EpisodeInit) {
+/**
+ * An episode as the routes, the MCP server, the control API and shutdown see it:
+ * what it is (its id, model, manifest, credentials, records), its state, and verbs,
+ * each of which decides how soon episode.json is rewritten.
+ */
+export interface Episode {
+  readonly id: string;
+  readonly createdAt: string;
+  /** The upstream model (the episode's, not the client's). */
+  readonly model: string;
+  readonly manifest: Manifest;
+  /** 0 = unlimited. */
+  readonly maxTurns: number;
+  readonly context: ContextPolicy;
+  readonly client: ClientKind | undefined;
+  readonly ingressKey: string;
+  readonly mcpToken: string;
+  readonly records: EpisodeRecords;
+  readonly executor: Executor;
+  readonly ledger: EpisodeLedger;
+  /** The context policy's previous reduction, so the next turn keeps the prompt's prefix. */
+  readonly contextMemory: ContextMemory;
+  readonly counters: Readonly<EpisodeCounters>;
+  readonly mcp: Readonly<EpisodeMcp>;
+  /** Aborted when the episode is cancelled: its upstream work stops. */
+  readonly abortSignal: AbortSignal;
+  readonly state: EpisodeState;
+  readonly failure: { reason: FailureReason; message: string } | undefined;
+  readonly result: unknown;
+
+  nextExchangeId(): string;
+  /** The manifest tool behind a model-visible name (undefined: one of the client's own tools). */
+  toolFor(modelName: string): string | undefined;
+  /**
+   * Keeps the arguments text of the model's calls: a client that echoes a call's
+   * arguments back as an object (Gemini) gets Qwen's exact bytes sent upstream again.
+   */
+  rememberArguments(calls: readonly { id: string; arguments: string }[]): void;
+  argumentsOf(callId: string): string | undefined;
+  /**
+   * Version pin and MCP-connected checks of a model request; throws (400) when it must
+   * be refused. Returns the client's own session id on it, when it sent one.
+   */
+  checkModelRequest(headers: Headers): string | undefined;
+  /** The client's own session id on a request, for its records (client-identity.ts). */
+  clientSessionOf(headers: Headers): string | undefined;
+  /** Whether model exchanges may still run; the reason when not. */
+  closedReason(): string | undefined;
+  /**
+   * Takes one of max_turns for an exchange about to go upstream; false when every
+   * turn is delivered or held by an exchange in flight. Each taken turn is given
+   * back when the exchange ends (exchangeDelivered, exchangeRevoked, exchangeFailed).
+   */
+  reserveTurn(): boolean;
+  fail(reason: FailureReason, message: string): void;
+  /** A submitted finish ends the episode's robot work (admission closes). */
+  finish(receipt: unknown): void;
+  /**
+   * Cancel: close admission, abort upstream work, wait (bounded) for admitted callbacks;
+   * the calls that did not finish. `deadline`: the episode's deadline_ms passed.
+   */
+  cancel(
+    message?: string,
+    drainTimeoutMs?: number,
+    reason?: "cancelled" | "deadline",
+  ): Promise<{ unfinished: string[] }>;
+  /** Asks the executor to stop the jobs still in flight (shutdown drain overrun); nothing without the manifest's `stop`. */
+  stopJobs(reason: "drain_overrun"): Promise<void>;
+  /**
+   * An MCP request of this episode's client began; call the returned function when its
+   * answer ended. Undefined when the manifest asks for no stops (nothing watches the client).
+   */
+  mcpRequestOpened(): (() => void) | undefined;
+  /** A model exchange reached the client: its turn counts against max_turns, its calls become claimable. */
+  exchangeDelivered(batchId: string | undefined): void;
+  /** The client went away before the last byte: the exchange's calls can never run. */
+  exchangeRevoked(batchId: string | undefined): void;
+  /** A model exchange failed; a provider failure also ends the episode's model work (at once on disk). */
+  exchangeFailed(outcome: { heldTurn: boolean; providerError?: string }): void;
+  /** A tool call passed the ledger and the schema check and goes to the executor. */
+  toolCallAdmitted(): void;
+  /** A tool call was refused and never executed. */
+  toolCallRefused(): void;
+  mcpSessionOpened(): void;
+  mcpSessionClosed(): void;
+  /** The client's MCP side completed initialize: the tools can reach the model. */
+  mcpInitialized(userAgent: string | undefined): void;
+  /** The client listed the tools (recorded once). */
+  mcpToolsListed(): void;
+  /** An answer given without a model exchange (no turn, e.g. a local countTokens 400): counted and recorded. */
+  auxiliaryResponse(entry: Record<string, unknown>): void;
+  /** Tracks a running handler so shutdown can wait for it. */
+  track<T>(work: Promise<T>): Promise<T>;
+  /** Handlers tracked and still running. */
+  handlersInFlight(): number;
+  /** Resolves once no tracked handler is running (one that starts another is waited for too). */
+  handlersSettled(): Promise<void>;
+  /**
+   * A delivery is being written; `revoke` revokes it if it never settles (shutdown).
+   * Call the returned function once it settled.
+   */
+  deliveryOpened(revoke: (reason: string) => void): () => void;
+  /** Revokes every delivery still being written (shutdown, after the drain). */
+  revokeDeliveries(reason: string): void;
+  abort(reason: Error): void;
+  describe(): EpisodeStatus;
+  /** Rewrites episode.json at once (state changes). */
+  persist(): void;
+  /** Rewrites episode.json within a quarter second, once for any number of calls (counters). */
+  persistSoon(): void;
+}
+
+export function createEpisode(init: EpisodeInit): Episode {
   const abort = new AbortController();
   const inFlight = new Set<Promise<unknown>>();
   const restored = init.restored;
@@ -163,14 +275,27 @@ export function createEpisode(init: EpisodeInit) {
   /** The exact arguments text of each tool call the model made, by call id. */
   const modelArguments = new Map<string, string>();
   let persistTimer: ReturnType<typeof setTimeout> | undefined;
-  const episode = {
-    ...init,
+  const deliveries = new Set<(reason: string) => void>();
+  const releaseTurn = () => {
+    turnsInFlight = Math.max(0, turnsInFlight - 1);
+    stopper.clientSeen();
+  };
+  const episode: Episode = {
+    id: init.id,
+    createdAt: init.createdAt,
+    model: init.model,
+    manifest: init.manifest,
+    maxTurns: init.maxTurns,
+    context: init.context,
+    client: init.client,
+    ingressKey: init.ingressKey,
+    mcpToken: init.mcpToken,
+    records: init.records,
+    executor: init.executor,
     ledger,
-    /** The context policy's previous reduction, so the next turn keeps the prompt's prefix. */
     contextMemory: createContextMemory(),
-    /** Changed only by the verbs below, each of which decides how soon episode.json is rewritten. */
-    counters: counters as Readonly<EpisodeCounters>,
-    mcp: mcp as Readonly<EpisodeMcp>,
+    counters,
+    mcp,
     abortSignal: abort.signal,
     get state() {
       return state;
@@ -181,38 +306,27 @@ export function createEpisode(init: EpisodeInit) {
     get result() {
       return result;
     },
-    nextExchangeId(): string {
+    nextExchangeId() {
       exchangeSeq += 1;
       return `ex_${String(exchangeSeq).padStart(4, "0")}`;
     },
-    /** The manifest tool behind a model-visible name (undefined: one of the client's own tools). */
-    toolFor(modelName: string): string | undefined {
+    toolFor(modelName) {
       return manifestToolFor(modelName, init.manifest.server, toolNames);
     },
-    /**
-     * Keeps the arguments text of the model's calls: a client that echoes a call's
-     * arguments back as an object (Gemini) gets Qwen's exact bytes sent upstream again.
-     */
-    rememberArguments(calls: readonly { id: string; arguments: string }[]): void {
+    rememberArguments(calls) {
       for (const call of calls) modelArguments.set(call.id, call.arguments);
     },
     argumentsOf(callId: string): string | undefined {
       return modelArguments.get(callId);
     },
-    /**
-     * Version pin and MCP-connected checks of a model request; throws (400) when it must
-     * be refused. Returns the client's own session id on it, when it sent one.
-     */
-    checkModelRequest(headers: Headers): string | undefined {
+    checkModelRequest(headers) {
       stopper.clientSeen();
       return clientIdentity.checkModelRequest(headers, mcp);
     },
-    /** The client's own session id on a request, for its records (client-identity.ts). */
-    clientSessionOf(headers: Headers): string | undefined {
+    clientSessionOf(headers) {
       return clientIdentity.sessionIdOf(headers);
     },
-    /** Whether model exchanges may still run; the reason when not. */
-    closedReason(): string | undefined {
+    closedReason() {
       if (restored) return restored.closedReason;
       if (state === "failed" || state === "interrupted") {
         return `episode ${init.id} is ${state}${failure ? ` (${failure.reason}: ${failure.message})` : ""}; no further model exchanges are run`;
@@ -223,19 +337,10 @@ export function createEpisode(init: EpisodeInit) {
       }
       return undefined;
     },
-    /**
-     * Takes one of max_turns for an exchange about to go upstream; false when every
-     * turn is delivered or held by an exchange in flight. Each taken turn is given
-     * back with `releaseTurn` when the exchange ends (delivered ones are then counted).
-     */
-    reserveTurn(): boolean {
+    reserveTurn() {
       if (init.maxTurns > 0 && counters.delivered_exchanges + turnsInFlight >= init.maxTurns) return false;
       turnsInFlight += 1;
       return true;
-    },
-    releaseTurn(): void {
-      turnsInFlight = Math.max(0, turnsInFlight - 1);
-      stopper.clientSeen();
     },
     fail(reason: FailureReason, message: string): void {
       if (state === "failed" || state === "interrupted") return;
@@ -297,7 +402,7 @@ export function createEpisode(init: EpisodeInit) {
       stopper.enabled ? stopper.mcpRequestOpened() : undefined,
     /** A model exchange reached the client: its turn counts against max_turns, its calls become claimable. */
     exchangeDelivered(batchId: string | undefined): void {
-      episode.releaseTurn();
+      releaseTurn();
       try {
         if (batchId) ledger.delivered(batchId);
         counters.delivered_exchanges += 1;
@@ -307,7 +412,7 @@ export function createEpisode(init: EpisodeInit) {
     },
     /** The client went away before the last byte: the exchange's calls can never run. */
     exchangeRevoked(batchId: string | undefined): void {
-      episode.releaseTurn();
+      releaseTurn();
       try {
         if (batchId) ledger.revoke(batchId);
         counters.revoked_exchanges += 1;
@@ -317,7 +422,7 @@ export function createEpisode(init: EpisodeInit) {
     },
     /** A model exchange failed; a provider failure also ends the episode's model work (at once on disk). */
     exchangeFailed(outcome: { heldTurn: boolean; providerError?: string }): void {
-      if (outcome.heldTurn) episode.releaseTurn();
+      if (outcome.heldTurn) releaseTurn();
       counters.failed_exchanges += 1;
       if (outcome.providerError !== undefined) episode.fail("provider_error", outcome.providerError);
       episode.persistSoon();
@@ -371,9 +476,17 @@ export function createEpisode(init: EpisodeInit) {
       );
       return work;
     },
-    inFlight,
-    /** Deliveries still being written, each with its revocation (shutdown revokes what never settled). */
-    deliveries: new Set<(reason: string) => void>(),
+    handlersInFlight: () => inFlight.size,
+    async handlersSettled() {
+      while (inFlight.size > 0) await Promise.allSettled([...inFlight]);
+    },
+    deliveryOpened(revoke) {
+      deliveries.add(revoke);
+      return () => deliveries.delete(revoke);
+    },
+    revokeDeliveries(reason) {
+      for (const revoke of [...deliveries]) revoke(reason);
+    },
     abort: (reason: Error) => abort.abort(reason),
     describe(): EpisodeStatus {
       return {
@@ -433,5 +546,3 @@ export function createEpisode(init: EpisodeInit) {
   };
   return episode;
 }
-
-export type Episode = ReturnType<typeof createEpisode>;

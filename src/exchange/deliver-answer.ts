@@ -39,12 +39,12 @@ export function deliverAnswer(delivery: Delivery): Response {
   // Shutdown waits for this delivery to settle, and revokes it if it never does (drain-episodes.ts).
   const { promise: settledPromise, resolve: resolveSettled } = Promise.withResolvers<void>();
   const revokeOnShutdown = (reason: string) => settle("revoked", reason);
-  episode.deliveries.add(revokeOnShutdown);
+  const closeDelivery = episode.deliveryOpened(revokeOnShutdown);
   void episode.track(settledPromise);
   const settle = (outcome: DeliveryOutcome, reason?: string) => {
     if (settled) return;
     settled = true;
-    episode.deliveries.delete(revokeOnShutdown);
+    closeDelivery();
     clientSignal.removeEventListener("abort", onClientAbort);
     resolveSettled();
     let recorded = true;

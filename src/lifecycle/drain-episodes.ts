@@ -40,7 +40,8 @@ export async function drainEpisodes(
   for (const episode of episodes) {
     const unfinished = callsRunHere(episode);
     if (unfinished.length > 0) unfinishedCalls.set(episode.id, unfinished);
-    if (episode.inFlight.size > 0) pendingHandlers.set(episode.id, episode.inFlight.size);
+    const handlers = episode.handlersInFlight();
+    if (handlers > 0) pendingHandlers.set(episode.id, handlers);
   }
   return {
     complete: outcome === "drained" && unfinishedCalls.size === 0 && pendingHandlers.size === 0,
@@ -63,14 +64,10 @@ function callsRunHere(episode: Episode): readonly string[] {
 /** Resolves when the episode's admitted calls and handlers are all done. */
 async function settleEpisode(episode: Episode): Promise<void> {
   const ledger = episode.ledger.summary().interrupted ? Promise.resolve() : episode.ledger.drain();
-  for (;;) {
-    const pending = [...episode.inFlight];
-    if (pending.length === 0) break;
-    await Promise.allSettled(pending);
-  }
+  await episode.handlersSettled();
   await ledger;
   // A receipt may have started one more handler (none do today); settle again if so.
-  if (episode.inFlight.size > 0) await settleEpisode(episode);
+  if (episode.handlersInFlight() > 0) await settleEpisode(episode);
 }
 
 /** Writes every episode's final marker; returns the markers by episode id. */
@@ -82,8 +79,7 @@ export function freezeEpisodes(
   const markers = new Map<string, Record<string, unknown>>();
   for (const episode of episodes) {
     // A delivery still being written when the drain ended can no longer be confirmed: its calls are revoked.
-    for (const revoke of [...episode.deliveries])
-      revoke("the sidecar shut down before the delivery completed");
+    episode.revokeDeliveries("the sidecar shut down before the delivery completed");
     const unfinished = drain.unfinishedCalls.get(episode.id) ?? [];
     const pending = drain.pendingHandlers.get(episode.id) ?? 0;
     const complete = unfinished.length === 0 && pending === 0;

@@ -306,4 +306,3 @@ export function createEpisodeRecords(options: RecordsOptions): EpisodeRecords {
     },
   };
 }
-

@@ -108,7 +108,7 @@ export async function validateClient(options: ValidateClientOptions): Promise<Cl
   );
 
   // Handlers still finishing (an admitted callback, a record write) settle before judging.
-  await Promise.race([Promise.allSettled([...episode.inFlight]), Bun.sleep(10_000)]);
+  await Promise.race([episode.handlersSettled(), Bun.sleep(10_000)]);
   const status = episodeStatusSchema.parse(JSON.parse(JSON.stringify(episode.describe())));
   const statusFile = join(dir, "episode-status.json");
   writeFileSync(statusFile, `${JSON.stringify(status, null, 2)}\n`);
