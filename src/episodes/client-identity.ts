@@ -16,6 +16,7 @@
 import { type ClientManifest, type ClientName, clientManifests } from "../clients/client-manifests.ts";
 import { type DetectedClient, detectClient } from "../clients/detect-client.ts";
 import { SidecarError } from "../lib/errors.ts";
+import type { ClientIdentityStatus } from "./episode-status.ts";
 
 export type McpRequirement = "warn" | "refuse";
 export type McpSeen = { initialized: boolean; tools_listed: boolean; user_agent?: string | undefined };
@@ -39,7 +40,20 @@ function label(d: DetectedClient): string {
   return `${d.client} ${d.version ?? "(no version)"}`;
 }
 
-export function createClientIdentity(init: ClientIdentityInit) {
+/** Which client an episode sees on its model and MCP requests, checked against the one expected. */
+export interface ClientIdentity {
+  /** The client's own session id on a request (the header its manifest names), without noting it. */
+  sessionIdOf(headers: Headers): string | undefined;
+  /**
+   * Called for every model request of the episode; throws `invalid_request` (400) when
+   * it must be refused. Returns the client's own session id on it, when it sent one.
+   */
+  checkModelRequest(headers: Headers, mcp: McpSeen): string | undefined;
+  /** The status as this process describes it: the session members are always there. */
+  describe(mcp: McpSeen): ClientIdentityStatus & { session_ids: string[]; session_ids_beyond_limit: number };
+}
+
+export function createClientIdentity(init: ClientIdentityInit): ClientIdentity {
   const manifests = init.manifests ?? clientManifests;
   let modelUserAgent: string | undefined;
   let modelRequests = 0;
@@ -169,5 +183,3 @@ export function createClientIdentity(init: ClientIdentityInit) {
     },
   };
 }
-
-export type ClientIdentity = ReturnType<typeof createClientIdentity>;

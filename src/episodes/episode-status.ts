@@ -54,6 +54,8 @@ export const clientIdentityStatusSchema = z.looseObject({
   flags: z.array(z.string()),
 });
 
+export type ClientIdentityStatus = z.infer<typeof clientIdentityStatusSchema>;
+
 export const ledgerSummarySchema = z.object({
   admission: z.enum(["open", "closed"]),
   interrupted: z.boolean(),

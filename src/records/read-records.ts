@@ -195,9 +195,32 @@ function groupExchanges(lines: RecordLine[]): RecordedExchange[] {
   }));
 }
 
-export type Records = ReturnType<typeof openRecords>;
+/** A data directory's records, read with their references resolved. */
+export interface Records {
+  readonly dataDir: string;
+  readonly blobs: BlobStore;
+  /** Ids of the episodes with a records directory, sorted. */
+  episodeIds(): string[];
+  /** Throws for an id that is not one, or an episode without records here. */
+  readEpisode(id: string): EpisodeRecordsView;
+  /** An episode's records directory given by its path (its blobs still come from this data directory). */
+  readEpisodeDir(dir: string): EpisodeRecordsView;
+  /** The client's request body exactly as received. */
+  clientRequestText(exchange: RecordedExchange): string | undefined;
+  /** The upstream request body exactly as sent. */
+  upstreamRequestText(exchange: RecordedExchange): string | undefined;
+  /** The body delivered to the client exactly as sent. */
+  deliveredText(exchange: RecordedExchange): string | undefined;
+  /** The line's text with every image inline (text members too): a self-contained line. */
+  inlineLine(line: RecordLine): string;
+  /**
+   * A parsed value with every blob reference replaced by the data URL or base64 it
+   * stands for, and every text reference by its string (for a line parsed on its own).
+   */
+  resolve(value: unknown): unknown;
+}
 
-export function openRecords(dataDir: string, blobs: BlobStore = createBlobStore(dataDir)) {
+export function openRecords(dataDir: string, blobs: BlobStore = createBlobStore(dataDir)): Records {
   const episodesDir = join(dataDir, "episodes");
   const read = (digest: string) => blobs.read(digest);
 
@@ -273,33 +296,24 @@ export function openRecords(dataDir: string, blobs: BlobStore = createBlobStore(
   return {
     dataDir,
     blobs,
-    /** Ids of the episodes with a records directory, sorted. */
-    episodeIds(): string[] {
+    episodeIds() {
       if (!existsSync(episodesDir)) return [];
       return readdirSync(episodesDir)
         .filter((name) => episodeIdPattern.test(name))
         .sort();
     },
-    readEpisode(id: string): EpisodeRecordsView {
+    readEpisode(id) {
       if (!episodeIdPattern.test(id))
         throw new Error(`not an episode id: ${JSON.stringify(id.slice(0, 80))}`);
       const dir = join(episodesDir, id);
       if (!existsSync(dir)) throw new Error(`no records for episode ${id} in ${dataDir}`);
       return readEpisodeDir(dir);
     },
-    /** An episode's records directory given by its path (its blobs still come from this data directory). */
     readEpisodeDir,
-    /** The client's request body exactly as received. */
-    clientRequestText: (exchange: RecordedExchange) => bodyText(exchange.stage("client_request")),
-    /** The upstream request body exactly as sent. */
-    upstreamRequestText: (exchange: RecordedExchange) => bodyText(exchange.stage("upstream_request")),
-    /** The body delivered to the client exactly as sent. */
-    deliveredText: (exchange: RecordedExchange) => bodyText(exchange.stage("delivered")),
+    clientRequestText: (exchange) => bodyText(exchange.stage("client_request")),
+    upstreamRequestText: (exchange) => bodyText(exchange.stage("upstream_request")),
+    deliveredText: (exchange) => bodyText(exchange.stage("delivered")),
     inlineLine,
-    /**
-     * A parsed value with every blob reference replaced by the data URL or base64 it
-     * stands for, and every text reference by its string (for a line parsed on its own).
-     */
-    resolve: (value: unknown) => resolveTextReferences(resolveBlobReferences(value, read), read),
+    resolve: (value) => resolveTextReferences(resolveBlobReferences(value, read), read),
   };
 }

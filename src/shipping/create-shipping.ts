@@ -10,8 +10,8 @@ import { S3Client } from "bun";
 import type { ShippingConfig } from "../config/shipping-config.ts";
 import type { Logger } from "../lib/logger.ts";
 import { resolveS3Credentials } from "./s3-credentials.ts";
-import { createShipper, type ShippableEpisode } from "./shipper.ts";
-import { openUploadJournal } from "./upload-journal.ts";
+import { createShipper, type ShippableEpisode, type Shipper } from "./shipper.ts";
+import { openUploadJournal, type UploadJournal } from "./upload-journal.ts";
 
 export type ShippingDeps = {
   config: ShippingConfig;
@@ -23,7 +23,16 @@ export type ShippingDeps = {
   clock: () => number;
 };
 
-export function createShipping(deps: ShippingDeps) {
+/** Record shipping as built: the background shipper, its journal, and where it ships to. */
+export interface Shipping {
+  shipper: Shipper;
+  journal: UploadJournal;
+  /** The S3 endpoint; undefined: AWS's own, by region. */
+  endpoint: string | undefined;
+  region: string;
+}
+
+export function createShipping(deps: ShippingDeps): Shipping {
   const { config, env } = deps;
   const credentials = resolveS3Credentials(config, env);
   deps.registerSecret(credentials.secretAccessKey);
@@ -56,5 +65,3 @@ export function createShipping(deps: ShippingDeps) {
   });
   return { shipper, journal, endpoint, region };
 }
-
-export type Shipping = ReturnType<typeof createShipping>;

@@ -61,7 +61,22 @@ export function backoffMs(retry: ShippingConfig["retry"], failures: number): num
   return Math.min(retry.max_backoff_ms, retry.initial_backoff_ms * 2 ** Math.max(0, failures - 1));
 }
 
-export function createShipper(deps: ShipperDeps) {
+/** Uploads each ended episode's records, retrying with back-off, resumable across restarts. */
+export interface Shipper {
+  start(): void;
+  /** Stops looking for work; an upload under way is left to finish or to be resumed by the next start. */
+  stop(): void;
+  /** Resolves when the pass under way (if any) ends. */
+  idle(): Promise<void>;
+  /** The shipping state of every ended episode seen (for /metrics). */
+  states(): ShippingStatus["state"][];
+  /** The counts since start-up (for /metrics). */
+  totals(): ShippingTotals;
+  /** The episode's shipping status; null while it is running or was never seen ended. */
+  status(id: string): ShippingStatus | null;
+}
+
+export function createShipper(deps: ShipperDeps): Shipper {
   const { config, journal, logger, clock } = deps;
   const tracked = new Map<string, Tracked>();
   const totals: ShippingTotals = { ...noShippingTotals };
@@ -205,22 +220,18 @@ export function createShipper(deps: ShipperDeps) {
   }
 
   return {
-    start(): void {
+    start() {
       stopped = false;
       schedule();
     },
-    /** Stops looking for work; an upload under way is left to finish or to be resumed by the next start. */
-    stop(): void {
+    stop() {
       stopped = true;
       if (timer) clearTimeout(timer);
     },
-    /** Resolves when the pass under way (if any) ends. */
     idle: () => current ?? Promise.resolve(),
-    /** The shipping state of every ended episode seen, and the counts since start-up (for /metrics). */
     states: () => [...tracked.values()].map((entry) => entry.state),
-    totals: (): ShippingTotals => ({ ...totals }),
-    /** The episode's shipping status; null while it is running or was never seen ended. */
-    status(id: string): ShippingStatus | null {
+    totals: () => ({ ...totals }),
+    status(id) {
       // Shipped by an earlier process, not looked at by this one yet: the journal says so.
       const entry =
         tracked.get(id) ?? (journal.shipped(id) ? { ...track(id), state: "shipped" as const } : undefined);
@@ -230,5 +241,3 @@ export function createShipper(deps: ShipperDeps) {
     },
   };
 }
-
-export type Shipper = ReturnType<typeof createShipper>;

@@ -38,7 +38,21 @@ const journalLineSchema = z.discriminatedUnion("event", [
 
 export type ShippedFact = z.infer<typeof shippedFactSchema>;
 
-export function openUploadJournal(options: { dataDir: string; target: string; clock: () => number }) {
+/** What has reached the bucket: each object confirmed by its key and SHA-256, each episode shipped. */
+export interface UploadJournal {
+  readonly path: string;
+  /** Whether the bucket holds this key with these bytes (confirmed earlier). */
+  has(key: string, sha256: string): boolean;
+  confirmObject(key: string, sha256: string, size: number): void;
+  confirmShipped(fact: Omit<ShippedFact, "at" | "event" | "target">): ShippedFact;
+  shipped(episode: string): ShippedFact | undefined;
+}
+
+export function openUploadJournal(options: {
+  dataDir: string;
+  target: string;
+  clock: () => number;
+}): UploadJournal {
   const dir = join(options.dataDir, "shipping");
   mkdirSync(dir, { recursive: true });
   const path = join(dir, "journal.jsonl");
@@ -59,20 +73,17 @@ export function openUploadJournal(options: { dataDir: string; target: string; cl
   const now = () => new Date(options.clock()).toISOString();
   return {
     path,
-    /** Whether the bucket holds this key with these bytes (confirmed earlier). */
-    has: (key: string, sha256: string) => objects.get(key) === sha256,
-    confirmObject(key: string, sha256: string, size: number): void {
+    has: (key, sha256) => objects.get(key) === sha256,
+    confirmObject(key, sha256, size) {
       appendJsonLine(path, { at: now(), event: "object", target: options.target, key, sha256, size });
       objects.set(key, sha256);
     },
-    confirmShipped(fact: Omit<ShippedFact, "at" | "event" | "target">): ShippedFact {
+    confirmShipped(fact) {
       const line: ShippedFact = { at: now(), event: "shipped", target: options.target, ...fact };
       appendJsonLine(path, line);
       shipped.set(fact.episode, line);
       return line;
     },
-    shipped: (episode: string) => shipped.get(episode),
+    shipped: (episode) => shipped.get(episode),
   };
 }
-
-export type UploadJournal = ReturnType<typeof openUploadJournal>;
