@@ -199,7 +199,7 @@ describe("export dataset", () => {
   });
 
   test("a missing blob skips the conversation that needs it, naming the blob", async () => {
-    const dataDir = dataDirWith({ id: "ep_blob", turns: smokeTurns, blobs: true });
+    const dataDir = dataDirWith({ id: "ep_blob", turns: smokeTurns });
     const blobs = join(dataDir, "blobs", "sha256");
     const ok = await exportOf(dataDir);
     expect(ok.lines).toHaveLength(1);

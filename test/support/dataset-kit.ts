@@ -3,16 +3,20 @@
  * a data directory with episodes whose exchanges.jsonl lines have the stages the
  * sidecar records — the client's request (an OpenAI Responses body with PNG
  * frames), the after-context decision, the upstream wire request (the frames as
- * lossless WebP, inline or as blob references), the validated response and the
- * status — so each test can break one thing and see what the export says.
+ * lossless WebP), the validated response and the status — written through the
+ * records writer, as the sidecar writes them (images into the blob store), so
+ * each test can break one thing and see what the export says.
  */
-import { createHash } from "node:crypto";
-import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import type { Codecs } from "../../src/images/codecs.ts";
 import { solidColourPng } from "../../src/images/generate-png.ts";
 import { webpSettingsSchema } from "../../src/images/settings.ts";
+import { createBlobStore } from "../../src/records/blob-store.ts";
+import { createEpisodeRecords } from "../../src/records/episode-records.ts";
+import { identicalRequest } from "../../src/records/exchange-lines.ts";
+import { hubResponse } from "./hub-kit.ts";
 
 export const observeTool = {
   type: "function",
@@ -52,8 +56,6 @@ export type EpisodeSpec = {
   createdAt?: string;
   /** The model's answers, one per exchange; each observe result carries one frame. */
   turns: Turn[];
-  /** Images go upstream as blob references instead of data URLs. */
-  blobs?: boolean;
   frozen?: boolean;
 };
 
@@ -68,83 +70,82 @@ export function createDataDir(): string {
   return mkdtempSync(join(tmpdir(), "ura-dataset-"));
 }
 
-function writeBlob(dataDir: string, bytes: Uint8Array): string {
-  const hex = createHash("sha256").update(bytes).digest("hex");
-  mkdirSync(join(dataDir, "blobs", "sha256"), { recursive: true });
-  writeFileSync(join(dataDir, "blobs", "sha256", hex), bytes);
-  return hex;
-}
+const noImages = {
+  images: 0,
+  converted: 0,
+  cacheHits: 0,
+  passedThrough: {},
+  bytesBefore: 0,
+  bytesAfter: 0,
+  encodeMs: 0,
+  leftOut: 0,
+};
 
 /** Writes one episode; returns its records directory. */
 export function writeEpisode(dataDir: string, spec: EpisodeSpec, codecs: Codecs): string {
   const dir = join(dataDir, "episodes", spec.id);
-  mkdirSync(dir, { recursive: true });
+  let now = Date.parse(spec.createdAt ?? "2026-12-01T10:00:00.000Z");
+  const records = createEpisodeRecords({
+    dir,
+    clock: () => now,
+    redact: (line) => line,
+    blobs: createBlobStore(dataDir, { fsync: false }),
+  });
   const state = spec.state ?? "finished";
-  writeFileSync(
-    join(dir, "episode.json"),
-    JSON.stringify({
-      id: spec.id,
-      created_at: spec.createdAt ?? "2026-12-01T10:00:00.000Z",
-      state,
-      failure: state === "failed" ? { reason: "provider_error", message: "upstream failed" } : null,
-      result: spec.submitted === false ? null : { submitted: true, answer: "red" },
-      model: spec.model ?? "qwen3-vl-plus",
-      client: spec.client ?? "opencode",
-    }),
-  );
+  records.describe({
+    id: spec.id,
+    created_at: spec.createdAt ?? "2026-12-01T10:00:00.000Z",
+    state,
+    failure: state === "failed" ? { reason: "provider_error", message: "upstream failed" } : null,
+    result: spec.submitted === false ? null : { submitted: true, answer: "red" },
+    model: spec.model ?? "qwen3-vl-plus",
+    client: spec.client ?? "opencode",
+  });
   const system = { role: "system", content: "You drive a robot." };
   const user = { role: "user", content: "Observe, then finish with the colour." };
   const chat: Record<string, unknown>[] = [system, user];
   const responses: Record<string, unknown>[] = [{ role: "system", content: system.content }, user];
-  const lines: unknown[] = [];
   let frame = 0;
   spec.turns.forEach((turn, n) => {
     const exchange = `ex_${String(n + 1).padStart(4, "0")}`;
-    const at = `2026-12-01T10:00:${String(n).padStart(2, "0")}.000Z`;
-    lines.push({
-      at,
+    now = Date.parse(`2026-12-01T10:00:${String(n).padStart(2, "0")}.000Z`);
+    records.clientRequest(
       exchange,
-      stage: "client_request",
-      protocol: "responses",
-      path: "/v1/responses",
-      body: { input: [...responses] },
+      { protocol: "responses", path: "/v1/responses" },
+      { json: JSON.stringify({ input: responses }) },
+    );
+    const estimate = { estimate_before: 0, estimate_after: 0, images_omitted: [], blocks_removed: [] };
+    records.afterContext(exchange, {
+      request: identicalRequest,
+      decision: { policy: "identity", reduced: false, ...estimate },
     });
-    lines.push({
-      at,
+    records.upstreamRequest(
       exchange,
-      stage: "after_context",
-      request: "identical to the translated request",
-      decision: { policy: "identity", reduced: false },
-    });
-    lines.push({
-      at,
-      exchange,
-      stage: "upstream_request",
-      images: {},
-      ignored: [],
-      body: {
+      { images: noImages, ignored: [] },
+      JSON.stringify({
         model: "qwen3-vl-plus",
-        messages: [...chat],
+        messages: chat,
         tools: [finishTool, observeTool],
         parallel_tool_calls: true,
-      },
-    });
+      }),
+    );
     const toolCalls = (turn.calls ?? []).map((c, i) => ({ id: `call_${n + 1}_${i}`, ...c }));
-    lines.push({
-      at,
-      exchange,
-      stage: "upstream_response",
+    records.upstreamResponse(exchange, {
       attempts: [],
       raw: "",
-      validated: {
+      validated: hubResponse({
         id: `chatcmpl-${n}`,
-        model: "qwen3-vl-plus",
         text: turn.text ?? null,
         toolCalls,
         finishReason: toolCalls.length ? "tool_calls" : "stop",
-      },
+      }),
     });
-    lines.push({ at, exchange, stage: "status", status: turn.status ?? "delivered", batch: null });
+    records.status(
+      exchange,
+      turn.status === "revoked"
+        ? { status: "revoked", reason: "test", frames_sent: 0, batch: null }
+        : { status: "delivered", batch: null },
+    );
     if ((turn.status ?? "delivered") !== "delivered") return;
     chat.push({
       role: "assistant",
@@ -169,9 +170,7 @@ export function writeEpisode(dataDir: string, spec: EpisodeSpec, codecs: Codecs)
       const rgb = colours[frame++ % colours.length] ?? [0, 0, 0];
       const png = solidColourPng(8, 6, rgb);
       const webp = codecs.encodeWebpLossless(codecs.decodePng(png), webpSettingsSchema.parse({}));
-      const url = spec.blobs
-        ? { $blob: `sha256:${writeBlob(dataDir, webp)}`, media_type: "image/webp", bytes: webp.length }
-        : `data:image/webp;base64,${Buffer.from(webp).toString("base64")}`;
+      const url = `data:image/webp;base64,${Buffer.from(webp).toString("base64")}`;
       chat.push({
         role: "tool",
         tool_call_id: call.id,
@@ -194,9 +193,7 @@ export function writeEpisode(dataDir: string, spec: EpisodeSpec, codecs: Codecs)
       });
     }
   });
-  appendFileSync(join(dir, "exchanges.jsonl"), lines.map((l) => `${JSON.stringify(l)}\n`).join(""));
-  if (spec.frozen ?? state !== "running")
-    writeFileSync(join(dir, "frozen.json"), JSON.stringify({ reason: "test", complete: true }));
+  if (spec.frozen ?? state !== "running") records.freeze({ reason: "test", complete: true });
   return dir;
 }
 
