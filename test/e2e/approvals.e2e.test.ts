@@ -1,6 +1,6 @@
 /**
- * A person in the loop, end to end: the real, pinned Claude Code and Codex CLIs
- * through the compiled binary, a manifest tool `move` with `approval: "always"`, a
+ * A person in the loop, end to end: each of the four real, pinned CLIs (Claude Code,
+ * Codex, OpenCode, Gemini CLI) through the compiled binary, a manifest tool `move` with `approval: "always"`, a
  * robot controller over HTTP that logs every job (test/support/recording-executor.ts),
  * the scripted model looking once (a camera frame from the controller) and then asking
  * for one move (src/scripted-upstream/move-episode-reply.ts), and an operator in
@@ -158,7 +158,7 @@ function expectFinished(client: ClientName, s: Scenario, resultText: string) {
 
 describeInLoopbackNamespace(
   "operator approval with real CLIs",
-  { file: import.meta.path, timeoutMs: 6 * timeoutMs },
+  { file: import.meta.path, timeoutMs: 12 * timeoutMs },
   () => {
     beforeAll(async () => {
       upstream = await serveScriptedUpstream(0, { decide: moveEpisodeReply() });
@@ -206,7 +206,7 @@ describeInLoopbackNamespace(
       upstream?.stop();
     });
 
-    for (const client of ["claude", "codex"] as const) {
+    for (const client of ["claude", "codex", "opencode", "gemini"] as const) {
       test(
         `${client}: approved on the episode page after a wait → the move runs once; the CLI waited`,
         async () => {
