@@ -4,7 +4,8 @@
  * the 8-bit RGBA pixels a correct decoder must produce (16-bit ones: the 16-bit samples).
  * Written with write-png.ts (no WASM), so it also works inside the compiled binary.
  */
-import { cameraLikeFrame, createRandom, type RgbaFrame, screenshotLikeFrame } from "./synthetic-frames.ts";
+import { seededRandom } from "../lib/seeded-random.ts";
+import { cameraLikeFrame, type RgbaFrame, screenshotLikeFrame } from "./synthetic-frames.ts";
 import { type PngBitDepth, pngRowBytes, writePng } from "./write-png.ts";
 
 export interface GeneratedPng {
@@ -78,7 +79,7 @@ export function rgbaTransparentPng(width: number, height: number, seed = 3): Gen
 
 /** Greyscale (colour type 0) at 8 bits, or packed at 1/2/4 bits. */
 export function greyPng(width: number, height: number, bitDepth: 1 | 2 | 4 | 8 = 8, seed = 4): GeneratedPng {
-  const random = createRandom(seed);
+  const random = seededRandom(seed);
   const max = (1 << bitDepth) - 1;
   const levels = new Uint8Array(width * height);
   for (let y = 0; y < height; y++) {
@@ -104,7 +105,7 @@ export function greyPng(width: number, height: number, bitDepth: 1 | 2 | 4 | 8 =
 
 /** Grey with alpha (colour type 4), some pixels fully transparent. */
 export function greyAlphaPng(width: number, height: number, seed = 5): GeneratedPng {
-  const random = createRandom(seed);
+  const random = seededRandom(seed);
   const rows = new Uint8Array(width * height * 2);
   const rgba = new Uint8Array(width * height * 4);
   for (let p = 0; p < width * height; p++) {
@@ -125,7 +126,7 @@ export function palettePng(
   bitDepth: 1 | 2 | 4 | 8 = 8,
   seed = 6,
 ): GeneratedPng {
-  const random = createRandom(seed);
+  const random = seededRandom(seed);
   const entries = 1 << bitDepth;
   const palette = new Uint8Array(entries * 3);
   for (let i = 0; i < palette.length; i++) palette[i] = Math.floor(random() * 256);
@@ -153,7 +154,7 @@ export function palettePng(
 
 /** RGB at 16 bits per sample (colour type 2, bit depth 16): low bytes carry real detail. */
 export function rgb16Png(width: number, height: number, seed = 7): GeneratedPng {
-  const random = createRandom(seed);
+  const random = seededRandom(seed);
   const rows = new Uint8Array(width * height * 6);
   const rgba = new Uint8Array(width * height * 4);
   for (let p = 0; p < width * height; p++) {

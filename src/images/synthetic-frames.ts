@@ -4,19 +4,8 @@
  * the encoder up at start-up with a real-sized frame, and by tests and benches.
  */
 
+import { seededRandom } from "../lib/seeded-random.ts";
 import { writePng } from "./write-png.ts";
-
-/** A small seeded PRNG (mulberry32), so frames are identical run to run. */
-export function createRandom(seed: number): () => number {
-  let state = seed >>> 0;
-  return () => {
-    state = (state + 0x6d2b79f5) >>> 0;
-    let t = state;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
 
 export interface RgbaFrame {
   width: number;
@@ -30,7 +19,7 @@ function clampByte(value: number): number {
 
 /** A lit room with a table and two objects, plus ±`noise` sensor noise per channel. */
 export function cameraLikeFrame(width: number, height: number, seed = 1, noise = 6): RgbaFrame {
-  const random = createRandom(seed);
+  const random = seededRandom(seed);
   const data = new Uint8Array(width * height * 4);
   const objects = [0, 1].map(() => ({
     cx: random() * width,
@@ -74,7 +63,7 @@ export function cameraLikeFrame(width: number, height: number, seed = 1, noise =
 
 /** Flat panels, a title bar and rows of "text" strokes: what a desktop screenshot compresses like. */
 export function screenshotLikeFrame(width: number, height: number, seed = 2): RgbaFrame {
-  const random = createRandom(seed);
+  const random = seededRandom(seed);
   const data = new Uint8Array(width * height * 4);
   const sidebar = Math.floor(width * 0.2);
   for (let y = 0; y < height; y++) {

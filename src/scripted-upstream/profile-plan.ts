@@ -5,6 +5,7 @@
  * comes from the injected clock, measured from the upstream's start (or its reset).
  */
 import type { BurstKind, UpstreamProfile } from "../config/upstream-profile.ts";
+import { seededRandom } from "../lib/seeded-random.ts";
 
 export interface ProfilePlan {
   /** The failure a request arriving at `now` gets, if it falls into a burst window. */
@@ -15,18 +16,6 @@ export interface ProfilePlan {
   frameDelaysMs(frames: readonly string[]): number[];
   /** Windows count from here on (the upstream's reset). */
   restart(now: number): void;
-}
-
-/** mulberry32: a small, fast, seedable generator; good enough for jitter and shares. */
-function seededRandom(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 /** Tokens a frame carries: its text or tool-argument delta at ~4 characters a token. */

@@ -1,0 +1,15 @@
+/**
+ * A small seeded pseudo-random generator (mulberry32) with values in [0, 1): the
+ * same sequence from the same seed, run to run, for synthetic frames and the
+ * scripted upstream's jitter and shares. Not for anything secret.
+ */
+export function seededRandom(seed: number): () => number {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
