@@ -16,6 +16,7 @@ import packageJson from "../package.json" with { type: "json" };
 import { helpText } from "./cli/help.ts";
 import type { ConfigFlags } from "./config/load-config.ts";
 import type { Config } from "./config/schema.ts";
+import { errorMessage } from "./lib/error-message.ts";
 import type { Sidecar } from "./server/start-sidecar.ts";
 
 const version = packageJson.version;
@@ -93,7 +94,7 @@ async function main(argv: string[]): Promise<number> {
       strict: true,
     }).values as typeof flags;
   } catch (error) {
-    console.error(`ura-sidecar serve: ${(error as Error).message}`);
+    console.error(`ura-sidecar serve: ${errorMessage(error)}`);
     return 2;
   }
   let config: Config;

@@ -10,6 +10,8 @@
  * parsed again: its earlier value, deep-frozen, takes its place (and the later
  * stages reuse what they derived from that value, see frozen-json.ts).
  */
+
+import { errorMessage } from "../lib/error-message.ts";
 import { deepFreeze, type KnownSpan } from "../lib/frozen-json.ts";
 import { parseSplit, sharingFromChars } from "./parse-sharing-base64.ts";
 import { hasLongBase64String, type SplitText, splitText, unsplit, wholeText } from "./split-text.ts";
@@ -166,7 +168,7 @@ function scanJson(text: string, repeated?: RepeatedMembers): Scan {
 }
 
 function invalidJson(error: unknown, received: SplitText): JsonBody {
-  return { parsed: false, received, reason: `request body is not valid JSON (${(error as Error).message})` };
+  return { parsed: false, received, reason: `request body is not valid JSON (${errorMessage(error)})` };
 }
 
 /**

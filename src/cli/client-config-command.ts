@@ -17,6 +17,7 @@ import { type FoundClient, provenVersionNote } from "../clients/proven-version.t
 import { contextPolicySchema } from "../context/policy-schema.ts";
 import { createKit } from "../kits/create-kit.ts";
 import { type LaunchInfo, launchInfoSchema } from "../kits/launch-info.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
 
 const policyNames = contextPolicySchema.unwrap().options.map((option) => option.shape.policy.value);
@@ -36,7 +37,7 @@ async function control(sidecar: string, url: string, init: RequestInit): Promise
     return await fetch(url, init);
   } catch (error) {
     throw new Error(
-      `no sidecar answers at ${sidecar} (${(error as Error).message.split(":")[0]}): start one (\`make run\`, or \`ura-sidecar serve\`), or give its address with --sidecar URL`,
+      `no sidecar answers at ${sidecar} (${errorMessage(error).split(":")[0]}): start one (\`make run\`, or \`ura-sidecar serve\`), or give its address with --sidecar URL`,
     );
   }
 }
@@ -136,9 +137,7 @@ export async function clientConfigCommand(
       ? await readEpisode(values.episode, sidecar, env.URA_CONTROL_PASSWORD)
       : await createEpisode(sidecar, env.URA_CONTROL_PASSWORD, policy as PolicyName | undefined);
   } catch (error) {
-    console.error(
-      `ura-sidecar client-config: episode ${values.episode ?? "(new)"}: ${(error as Error).message}`,
-    );
+    console.error(`ura-sidecar client-config: episode ${values.episode ?? "(new)"}: ${errorMessage(error)}`);
     return 1;
   }
   if (policy !== undefined && policyOf(episode) !== policy) {

@@ -8,6 +8,7 @@
 import { readSecrets } from "../config/load-config.ts";
 import { ExportRefused, exportDataset } from "../dataset/export-dataset.ts";
 import { loadCodecs } from "../images/codecs.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
 
 export const usage = `usage: ura-sidecar export dataset --out DIR (EPISODE_ID… | --all) [--data-dir DIR (default ./ura-data)]
@@ -59,7 +60,7 @@ export async function exportDatasetCommand(
       untilText && /^\d{4}-\d{2}-\d{2}$/.test(untilText) ? `${untilText}T23:59:59.999Z` : untilText,
     );
   } catch (error) {
-    return fail((error as Error).message);
+    return fail(errorMessage(error));
   }
   const { values, positionals } = parsed;
   if (!values.out) return fail("--out DIR is required");

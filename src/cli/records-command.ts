@@ -9,6 +9,7 @@
  * The data directory is --data-dir, else URA_DATA_DIR, else ./ura-data (as `serve`).
  */
 import { existsSync, writeFileSync } from "node:fs";
+import { errorMessage } from "../lib/error-message.ts";
 import type { ExchangeStage } from "../records/exchange-lines.ts";
 import { type EpisodeRecordsView, openRecords, type RecordedExchange } from "../records/read-records.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
@@ -130,7 +131,7 @@ export async function recordsCommand(
     await out.write(text);
     return 0;
   } catch (error) {
-    out.error(`ura-sidecar records: ${(error as Error).message}`);
+    out.error(`ura-sidecar records: ${errorMessage(error)}`);
     return 1;
   }
 }

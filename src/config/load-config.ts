@@ -5,6 +5,7 @@
  */
 import { readFileSync } from "node:fs";
 import { type ZodError, z } from "zod";
+import { errorMessage } from "../lib/error-message.ts";
 import { type Config, configSchema } from "./schema.ts";
 
 export type ConfigFlags = {
@@ -89,13 +90,13 @@ function readConfigFile(path: string): Json {
   try {
     text = readFileSync(path, "utf8");
   } catch (error) {
-    throw new ConfigError([`--config ${path}: cannot read (${(error as Error).message})`]);
+    throw new ConfigError([`--config ${path}: cannot read (${errorMessage(error)})`]);
   }
   let parsed: unknown;
   try {
     parsed = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError([`--config ${path}: not valid JSON (${(error as Error).message})`]);
+    throw new ConfigError([`--config ${path}: not valid JSON (${errorMessage(error)})`]);
   }
   if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
     throw new ConfigError([`--config ${path}: expected a JSON object at the top level`]);

@@ -13,6 +13,7 @@ import { createHash } from "node:crypto";
 import { existsSync, mkdirSync, readdirSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { basename, dirname, join, resolve } from "node:path";
 import type { Codecs } from "../images/codecs.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import { buildConversations, type Conversation } from "./build-conversations.ts";
 import { createSecretFinder } from "./find-secrets.ts";
 import {
@@ -335,7 +336,7 @@ function exportConversation(
     const reason =
       error instanceof MissingBlob
         ? `${error.message} (an image of exchange ${tail}'s upstream request)`
-        : `exchange ${tail}: ${(error as Error).message}`;
+        : `exchange ${tail}: ${errorMessage(error)}`;
     return { skip: { kind: "corrupt", reason }, problems: [] };
   }
   const text = JSON.stringify(rendered.line);

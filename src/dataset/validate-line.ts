@@ -8,6 +8,7 @@ import { createHash } from "node:crypto";
 import type { JsonSchemaType } from "@modelcontextprotocol/sdk/validation";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { Codecs, RgbaImage } from "../images/codecs.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import type { WireRequest } from "./build-conversations.ts";
 import type { SecretFinder } from "./find-secrets.ts";
 import type { BlobRef } from "./read-episode.ts";
@@ -56,7 +57,7 @@ export function validateLine(context: LineContext): Problem[] {
   try {
     line = JSON.parse(context.lineText);
   } catch (error) {
-    add("system prompt, tools and messages as sent", `the line is not JSON: ${(error as Error).message}`);
+    add("system prompt, tools and messages as sent", `the line is not JSON: ${errorMessage(error)}`);
     return problems;
   }
   const messages = Array.isArray(line.messages) ? line.messages : [];
@@ -123,7 +124,7 @@ function checkArguments(
     } catch (error) {
       add(
         "arguments are JSON matching the tool's schema",
-        `tool ${name}: its schema does not compile: ${(error as Error).message}`,
+        `tool ${name}: its schema does not compile: ${errorMessage(error)}`,
       );
     }
   }
@@ -224,7 +225,7 @@ function checkImages(
       try {
         pixels = decode(image, context.codecs);
       } catch (error) {
-        add(check, `messages[${i}]: ${url.slice(0, 80)} does not decode: ${(error as Error).message}`);
+        add(check, `messages[${i}]: ${url.slice(0, 80)} does not decode: ${errorMessage(error)}`);
         continue;
       }
       const sentAsIs = context.frames.bytes.has(bytesDigest);

@@ -15,6 +15,7 @@ import {
   type EpisodeLedgerOptions,
 } from "../ledger/episode-ledger.ts";
 import { credentialDigest } from "../lib/credentials.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { compileToolPolicy } from "../manifest/tool-policy.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
@@ -519,7 +520,7 @@ export function createEpisode(init: EpisodeInit): Episode {
         // Never fatal (it runs from timers too): the failure is in records.failure and the status.
         init.warn?.("episode.json could not be written", {
           episode: init.id,
-          message: (error as Error).message,
+          message: errorMessage(error),
         });
       }
     },
@@ -537,7 +538,7 @@ export function createEpisode(init: EpisodeInit): Episode {
         init.records.describeInBackground({ ...episode.describe(), restore: restoreInfo }).catch((error) =>
           init.warn?.("episode.json could not be written", {
             episode: init.id,
-            message: (error as Error).message,
+            message: errorMessage(error),
           }),
         );
       }, 250);

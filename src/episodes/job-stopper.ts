@@ -9,6 +9,7 @@
  */
 import type { Executor, StopReason } from "../executor/executor.ts";
 import type { EpisodeLedger } from "../ledger/episode-ledger.ts";
+import { errorMessage } from "../lib/error-message.ts";
 
 export interface JobStopper {
   /** Asks the executor to stop every job in flight not asked before; resolves once each answered. */
@@ -52,7 +53,7 @@ export function createJobStopper(options: JobStopperOptions): JobStopper {
           ledger.stopRequested(callId, reason);
         } catch (error) {
           // A journal that fails stops nothing: a stop that is not on record is not asked.
-          const message = error instanceof Error ? error.message : String(error);
+          const message = errorMessage(error);
           options.warn?.("stop not journaled; not asked", {
             episode: options.episodeId,
             call: callId,
@@ -66,7 +67,7 @@ export function createJobStopper(options: JobStopperOptions): JobStopper {
         try {
           ledger.stopAnswered(callId, reason, answer);
         } catch (error) {
-          const message = error instanceof Error ? error.message : String(error);
+          const message = errorMessage(error);
           options.warn?.("stop answer not journaled", { episode: options.episodeId, call: callId, message });
         }
       }),

@@ -8,6 +8,8 @@
  * to stop a job in flight (POST {url}/jobs/{job_id}/stop); whatever it answers (or
  * not) is the answer the sidecar journals.
  */
+
+import { errorMessage } from "../lib/error-message.ts";
 import { SidecarError } from "../lib/errors.ts";
 import {
   type Acknowledgement,
@@ -73,7 +75,7 @@ export function createHttpExecutor(options: HttpExecutorOptions): Executor {
           options.timeoutMs,
         );
       } catch (error) {
-        lastProblem = `executor unreachable: ${(error as Error).message}`;
+        lastProblem = `executor unreachable: ${errorMessage(error)}`;
         if (attempt < attempts) await Bun.sleep(retryDelay * attempt);
         continue;
       }
@@ -106,7 +108,7 @@ export function createHttpExecutor(options: HttpExecutorOptions): Executor {
         if (failures >= options.receiptAttempts)
           throw new SidecarError(
             "unavailable",
-            `receipt of job ${jobId} unreachable after ${failures} attempts: ${(error as Error).message}`,
+            `receipt of job ${jobId} unreachable after ${failures} attempts: ${errorMessage(error)}`,
           );
         await Bun.sleep(retryDelay * failures);
         continue;
@@ -166,7 +168,7 @@ export function createHttpExecutor(options: HttpExecutorOptions): Executor {
         options.timeoutMs,
       );
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       return { status: null, stopped: false, detail: `executor unreachable: ${message}` };
     }
     const text = (await response.text().catch(() => "")).slice(0, 300);

@@ -7,6 +7,7 @@
  * thread is still starting) and send them back for the other workers; the pool sends
  * nothing else before this worker answered it.
  */
+import { errorMessage } from "../lib/error-message.ts";
 import { type ConversionCodecs, compileConversionModules, loadConversionCodecs } from "./codecs.ts";
 import type { WorkerReply, WorkerRequest } from "./conversion-messages.ts";
 import { warmUpCodecs } from "./warm-up.ts";
@@ -30,7 +31,7 @@ self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
       const compiled = request.modules ? undefined : await modules;
       reply({ id: request.id, kind: "ready", ms: performance.now() - started, compiled });
     } catch (error) {
-      reply({ id: request.id, kind: "failed", stage: "load", message: (error as Error).message });
+      reply({ id: request.id, kind: "failed", stage: "load", message: errorMessage(error) });
     }
     return;
   }
@@ -46,7 +47,7 @@ self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
     try {
       image = loaded.decodePng(request.png);
     } catch (error) {
-      reply({ id: request.id, kind: "failed", stage: "decode", message: (error as Error).message });
+      reply({ id: request.id, kind: "failed", stage: "decode", message: errorMessage(error) });
       return;
     }
     const webp = loaded.encodeWebpLossless(image, request.settings);
@@ -54,6 +55,6 @@ self.onmessage = async (event: MessageEvent<WorkerRequest>) => {
       webp.buffer as ArrayBuffer,
     ]);
   } catch (error) {
-    reply({ id: request.id, kind: "failed", stage: "encode", message: (error as Error).message });
+    reply({ id: request.id, kind: "failed", stage: "encode", message: errorMessage(error) });
   }
 };

@@ -4,6 +4,8 @@
  * the calling thread (tests, tools). Both use the same codecs and settings, so the
  * bytes are the same.
  */
+
+import { errorMessage } from "../lib/error-message.ts";
 import type { ConversionCodecs } from "./codecs.ts";
 import type { WebpSettings } from "./settings.ts";
 
@@ -28,7 +30,7 @@ export function convertOnThisThread(codecs: ConversionCodecs): PngToWebp {
       try {
         image = codecs.decodePng(png);
       } catch (error) {
-        throw new PngDecodeError((error as Error).message);
+        throw new PngDecodeError(errorMessage(error));
       }
       const webp = codecs.encodeWebpLossless(image, settings);
       return { webp, ms: performance.now() - started };

@@ -7,6 +7,7 @@
  */
 import type { Episode } from "../episodes/episode.ts";
 import type { Protocol } from "../hub/protocol.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import type { SidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 
@@ -28,7 +29,7 @@ export function answerAuxiliary(
   } catch (cause) {
     logger.warn("auxiliary response not recorded", {
       episode: episode.id,
-      message: (cause as Error).message,
+      message: errorMessage(cause),
     });
   }
   logger.info("auxiliary response", { episode: episode.id, path: entry.path, status: error.status });

@@ -30,6 +30,8 @@
  * reaching the executor.
  * See docs/design.md §5.
  */
+
+import { errorMessage } from "../lib/error-message.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { LedgerBatchInput, LedgerEvent, LedgerEventBody, StopReason } from "./events.ts";
 import {
@@ -349,7 +351,7 @@ function openLedger(
     try {
       await options.journal.sync?.();
     } catch (error) {
-      const reason = `call ${JSON.stringify(callId)} refused: its claim could not be made durable (${(error as Error).message}); it never reached the executor`;
+      const reason = `call ${JSON.stringify(callId)} refused: its claim could not be made durable (${errorMessage(error)}); it never reached the executor`;
       try {
         if (state.calls.get(callId)?.status === "claimed")
           commit(recordExecution(state, callId, { type: "failed", reason }));

@@ -8,6 +8,8 @@
  * everything else that does not match is a recorded refusal.
  * See docs/design.md §5 and `ledger-state.ts` for the state machine itself.
  */
+
+import { errorMessage } from "../lib/error-message.ts";
 import { canonicalArguments } from "./canonical-arguments.ts";
 import type { RefusalCode } from "./events.ts";
 import {
@@ -90,7 +92,7 @@ function decideMatch(state: LedgerState, callback: LedgerCallback): MatchOutcome
   try {
     args = canonicalArguments(callback.args);
   } catch (error) {
-    const reason = error instanceof Error ? error.message : String(error);
+    const reason = errorMessage(error);
     return { kind: "refused", code: "arguments_differ", reason: `the callback's ${reason}` };
   }
   if (callback.identity !== undefined) return decideById(state, callback.tool, args, callback.identity.value);

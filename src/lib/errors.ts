@@ -4,6 +4,8 @@
  * clients treat 400 as final and retry 5xx/429/529 for minutes, so a kind that
  * retrying cannot fix must map to 400.
  */
+import { errorMessage } from "./error-message.ts";
+
 export type ErrorKind =
   /** Malformed or unsupported request; retrying cannot help. */
   | "invalid_request"
@@ -84,7 +86,7 @@ export class SidecarError extends Error {
 /** Any thrown value as a SidecarError (unknown errors become `internal`). */
 export function toSidecarError(error: unknown): SidecarError {
   if (error instanceof SidecarError) return error;
-  const message = error instanceof Error ? error.message : String(error);
+  const message = errorMessage(error);
   return new SidecarError("internal", `internal error: ${message}`, { cause: error });
 }
 

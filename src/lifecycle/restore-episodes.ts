@@ -35,6 +35,7 @@ import {
   unfinishedCalls,
 } from "../ledger/ledger-state.ts";
 import { credentialDigestRef } from "../lib/credentials.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { episodeIdPattern } from "../lib/ids.ts";
 import type { Logger } from "../lib/logger.ts";
@@ -103,7 +104,7 @@ export function restoreEpisodes(deps: RestoreDeps): { episodes: Episode[]; probl
       if (!episodeIdPattern.test(name)) throw new Error("not an episode directory name");
       episodes.push(restoreEpisode(dir, deps));
     } catch (error) {
-      const message = (error as Error).message;
+      const message = errorMessage(error);
       problems.push({ dir, message });
       deps.logger.warn("episode not restored", { dir, reason: message });
     }
@@ -125,7 +126,7 @@ export function restoreEpisode(dir: string, deps: RestoreDeps): Episode {
         torn[file] = { chars: contents.tornTail.length, lines: contents.tornLines };
       return contents.entries;
     } catch (error) {
-      unreadable[file] = (error as Error).message;
+      unreadable[file] = errorMessage(error);
       return [];
     }
   };
@@ -228,7 +229,7 @@ function readStoredEpisode(dir: string): StoredEpisode {
   try {
     raw = JSON.parse(readFileSync(path, "utf8"));
   } catch (error) {
-    throw new Error(`episode.json is missing or not JSON: ${(error as Error).message}`);
+    throw new Error(`episode.json is missing or not JSON: ${errorMessage(error)}`);
   }
   const parsed = storedEpisodeSchema.safeParse(raw);
   if (!parsed.success)
@@ -246,7 +247,7 @@ function readFrozenMarker(dir: string): unknown {
   try {
     return JSON.parse(readFileSync(path, "utf8"));
   } catch (error) {
-    return { unreadable: (error as Error).message };
+    return { unreadable: errorMessage(error) };
   }
 }
 
@@ -266,7 +267,7 @@ function replayablePrefix(journal: unknown[]): { events: LedgerEventBody[]; prob
     } catch (error) {
       return {
         events,
-        problem: `ledger event ${index} (${parsed.data.type}) does not apply: ${(error as Error).message}`,
+        problem: `ledger event ${index} (${parsed.data.type}) does not apply: ${errorMessage(error)}`,
       };
     }
     events.push(parsed.data);

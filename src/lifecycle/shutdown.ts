@@ -9,6 +9,7 @@
  * call waits for the first.
  */
 import type { Episode } from "../episodes/episode.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import type { Logger } from "../lib/logger.ts";
 import { drainEpisodes, freezeEpisodes } from "./drain-episodes.ts";
 
@@ -56,7 +57,7 @@ export function createShutdown(deps: ShutdownDeps): Shutdown {
       freezeEpisodes(all, drain, reason);
     } catch (error) {
       frozeAll = false;
-      logger.error("cleanup failure: records could not be frozen", { message: (error as Error).message });
+      logger.error("cleanup failure: records could not be frozen", { message: errorMessage(error) });
     }
     deps.stopServer?.();
     if (!drain.complete) {

@@ -9,6 +9,7 @@
 import type { JsonSchemaType } from "@modelcontextprotocol/sdk/validation";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
 import type { ToolPolicy } from "../ledger/tool-policy.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import type { Manifest, ToolApproval } from "./manifest-schema.ts";
 
 /** How the journal and the operator see a tool's rule (a long condition is cut). */
@@ -56,7 +57,7 @@ export function approvalProblem(manifest: Manifest): { param: string; message: s
     try {
       new AjvJsonSchemaValidator().getValidator(approval.when as JsonSchemaType);
     } catch (error) {
-      const message = error instanceof Error ? error.message : String(error);
+      const message = errorMessage(error);
       return { param, message: `the approval condition of tool ${tool.name} does not compile: ${message}` };
     }
   }

@@ -19,6 +19,7 @@ import {
   ListToolsRequestSchema,
 } from "@modelcontextprotocol/sdk/types.js";
 import type { Episode } from "../episodes/episode.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import type { Logger } from "../lib/logger.ts";
 import { connectionSignal } from "./connection-signal.ts";
 import { handleToolCall } from "./handle-tool-call.ts";
@@ -76,7 +77,7 @@ export function createUraServer(deps: UraServerDeps): Server {
         extra
           .sendNotification({ method: "notifications/progress", params })
           .catch((error: unknown) =>
-            deps.logger.debug("progress notification not sent", { message: (error as Error).message }),
+            deps.logger.debug("progress notification not sent", { message: errorMessage(error) }),
           );
       },
     });

@@ -17,6 +17,7 @@ import type { Episode } from "../episodes/episode.ts";
 import type { Receipt, ToolContent } from "../executor/executor.ts";
 import { readCallbackIdentity } from "../ledger/callback-identity.ts";
 import type { Admission } from "../ledger/episode-ledger.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import { toSidecarError } from "../lib/errors.ts";
 import type { Logger } from "../lib/logger.ts";
 import { failedResult, type ToolCallResult } from "./failed-result-form.ts";
@@ -156,7 +157,7 @@ export async function handleToolCall(ctx: ToolCallContext, params: ToolCallParam
   try {
     receipt = await finished;
   } catch (error) {
-    return errorResult(`tool call ${callId} failed: ${(error as Error).message}`);
+    return errorResult(`tool call ${callId} failed: ${errorMessage(error)}`);
   }
   const content =
     receipt.content.length > 0
@@ -183,7 +184,7 @@ function safely(step: () => void, log: Logger): void {
   try {
     step();
   } catch (error) {
-    log.error("ledger journal step failed", { message: (error as Error).message });
+    log.error("ledger journal step failed", { message: errorMessage(error) });
   }
 }
 

@@ -6,6 +6,7 @@
 
 import type { JsonSchemaType } from "@modelcontextprotocol/sdk/validation";
 import { AjvJsonSchemaValidator } from "@modelcontextprotocol/sdk/validation/ajv";
+import { errorMessage } from "../lib/error-message.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { approvalProblem } from "../manifest/tool-policy.ts";
 
@@ -85,7 +86,7 @@ export function manifestProblem(manifest: Manifest): { param: string; message: s
     } catch (error) {
       return {
         param,
-        message: `the input schema of tool ${tool.name} does not compile: ${(error as Error).message}`,
+        message: `the input schema of tool ${tool.name} does not compile: ${errorMessage(error)}`,
       };
     }
   }

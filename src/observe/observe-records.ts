@@ -3,6 +3,8 @@
  * was written: an event means the record exists) and each failed write is a
  * `records_failure` event before the error goes on to the caller.
  */
+
+import { errorMessage } from "../lib/error-message.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
 import { exchangeVerbs, type WriteExchangeLine } from "../records/exchange-verbs.ts";
 import type { Observer } from "./observer.ts";
@@ -17,7 +19,7 @@ export function observeRecords(
     try {
       return write();
     } catch (error) {
-      observer.observe({ kind: "records_failure", episode, file, message: (error as Error).message });
+      observer.observe({ kind: "records_failure", episode, file, message: errorMessage(error) });
       throw error;
     }
   };

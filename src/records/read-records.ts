@@ -22,6 +22,7 @@
  */
 import { existsSync, readdirSync, readFileSync } from "node:fs";
 import { basename, join } from "node:path";
+import { errorMessage } from "../lib/error-message.ts";
 import { episodeIdPattern } from "../lib/ids.ts";
 import { type BlobStore, createBlobStore } from "./blob-store.ts";
 import { type ExchangeLineRead, type ExchangeStage, readExchangeLine } from "./exchange-lines.ts";
@@ -98,7 +99,7 @@ function readJsonFile(path: string): Record<string, unknown> | undefined {
   try {
     return JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>;
   } catch (error) {
-    throw new RecordFileUnreadable(basename(path), `${path} is not JSON: ${(error as Error).message}`);
+    throw new RecordFileUnreadable(basename(path), `${path} is not JSON: ${errorMessage(error)}`);
   }
 }
 

@@ -20,6 +20,7 @@ import type { Codecs } from "../images/codecs.ts";
 import { createImageCache } from "../images/image-cache.ts";
 import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
 import { createResponseStores } from "../ingress/responses/restored-responses.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import { createRandomIds, type Ids } from "../lib/ids.ts";
 import { createLogger, type LogLevel } from "../lib/logger.ts";
 import { createRedactor } from "../lib/redactor.ts";
@@ -174,7 +175,7 @@ export async function composeApp(options: ComposeOptions) {
   };
   const observer = combineObservers(
     [metrics.observer, countWritten, ...(tracing ? [tracing.observer] : [])],
-    (error) => logger.warn("observer failed", { message: (error as Error).message }),
+    (error) => logger.warn("observer failed", { message: errorMessage(error) }),
   );
   const blobs = createBlobStore(dataDir, {
     fsync: config.records.fsync,

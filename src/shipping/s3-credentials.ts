@@ -8,6 +8,7 @@
  */
 import { readFileSync } from "node:fs";
 import type { ShippingConfig } from "../config/shipping-config.ts";
+import { errorMessage } from "../lib/error-message.ts";
 
 export type S3Credentials = { accessKeyId: string; secretAccessKey: string; sessionToken?: string };
 
@@ -60,9 +61,7 @@ export function resolveS3Credentials(
   try {
     text = readFileSync(file, "utf8");
   } catch (error) {
-    throw new CredentialsError(
-      `shipping.credentials_file ${file}: cannot read (${(error as Error).message})`,
-    );
+    throw new CredentialsError(`shipping.credentials_file ${file}: cannot read (${errorMessage(error)})`);
   }
   const profile = config.profile ?? env.AWS_PROFILE ?? "default";
   const section = parseIni(text).get(profile);

@@ -8,6 +8,7 @@
  * confirmed before is not uploaded again.
  */
 import type { S3Client } from "bun";
+import { errorMessage } from "../lib/error-message.ts";
 import type { EpisodePlan, PlannedObject } from "./episode-objects.ts";
 import { digestFile, episodeKey } from "./episode-objects.ts";
 import type { UploadJournal } from "./upload-journal.ts";
@@ -44,7 +45,7 @@ export class ShippingError extends Error {
 /** The S3 error code and message, naming the object (never a credential: Bun's errors carry none). */
 function describeS3Error(key: string, error: unknown): string {
   const code = (error as { code?: unknown }).code;
-  const message = (error as Error).message ?? String(error);
+  const message = errorMessage(error) ?? String(error);
   return `${key}: ${typeof code === "string" ? `${code}: ` : ""}${message}`;
 }
 
@@ -53,7 +54,7 @@ async function statSize(s3: S3Client, key: string): Promise<number | undefined> 
     return (await s3.stat(key)).size;
   } catch (error) {
     const code = (error as { code?: unknown }).code;
-    if (code === "NoSuchKey" || code === "NotFound" || /not ?found|404/i.test((error as Error).message)) {
+    if (code === "NoSuchKey" || code === "NotFound" || /not ?found|404/i.test(errorMessage(error))) {
       return undefined;
     }
     throw error;

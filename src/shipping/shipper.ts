@@ -10,6 +10,7 @@
  */
 import type { S3Client } from "bun";
 import type { ShippingConfig } from "../config/shipping-config.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import type { Logger } from "../lib/logger.ts";
 import { fingerprintOf, listRecordFiles, planEpisode } from "./episode-objects.ts";
 import { type ShipProgress, shipEpisode } from "./ship-episode.ts";
@@ -171,7 +172,7 @@ export function createShipper(deps: ShipperDeps): Shipper {
       entry.nextAttemptMs = clock() + wait;
       Object.assign(entry, {
         state: "retrying",
-        last_error: (error as Error).message,
+        last_error: errorMessage(error),
         next_attempt_at: iso(entry.nextAttemptMs),
       });
       logger.error("shipping: attempt failed; local records kept, retrying", {
@@ -210,7 +211,7 @@ export function createShipper(deps: ShipperDeps): Shipper {
     if (stopped) return;
     timer = setTimeout(() => {
       current = pass()
-        .catch((error) => logger.error("shipping: pass failed", { message: (error as Error).message }))
+        .catch((error) => logger.error("shipping: pass failed", { message: errorMessage(error) }))
         .finally(() => {
           current = undefined;
           schedule();

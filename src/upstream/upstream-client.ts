@@ -14,6 +14,7 @@
  */
 import type { RetryPolicy } from "../config/schema.ts";
 import type { HubResponse } from "../hub/schema.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import { parseSseText } from "../sse/read-sse.ts";
@@ -101,7 +102,7 @@ export class UpstreamFailure extends SidecarError {
 export class UpstreamCancelled extends Error {
   readonly attempts: UpstreamAttempt[];
   constructor(reason: unknown, attempts: UpstreamAttempt[]) {
-    super(errorText(reason), { cause: reason });
+    super(errorMessage(reason), { cause: reason });
     this.name = "UpstreamCancelled";
     this.attempts = attempts;
   }
@@ -191,10 +192,6 @@ type AttemptResult =
       retryAfter?: string | null;
     };
 
-function errorText(error: unknown): string {
-  return error instanceof Error ? error.message : String(error);
-}
-
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const doFetch = options.fetch ?? fetch;
   const clock = options.clock ?? Date.now;
@@ -264,7 +261,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
       if (watchdog.fired()) {
         return { ended: "idle_timeout", failure: classifyUpstreamFailure({ kind: "idle_timeout", idleMs }) };
       }
-      const signal: FailureSignal = { kind: "connection", detail: errorText(error) };
+      const signal: FailureSignal = { kind: "connection", detail: errorMessage(error) };
       return { ended: "connection", failure: classifyUpstreamFailure(signal) };
     } finally {
       watchdog.stop();

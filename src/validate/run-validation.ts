@@ -12,6 +12,7 @@ import { appendFileSync, mkdirSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { ClientBinary } from "../clients/installed-clients.ts";
 import { loadConfig } from "../config/load-config.ts";
+import { errorMessage } from "../lib/error-message.ts";
 import { startSidecar } from "../server/start-sidecar.ts";
 import { type ClientValidation, validateClient } from "./validate-client.ts";
 
@@ -89,7 +90,7 @@ export async function runValidation(options: RunValidationOptions): Promise<numb
           }),
         );
       } catch (error) {
-        options.progress(`  FAIL ${binary.client}: ${(error as Error).message}`);
+        options.progress(`  FAIL ${binary.client}: ${errorMessage(error)}`);
         results.push({
           ...target,
           client: binary.client,

@@ -9,6 +9,7 @@
  * directory's content-addressed store, which the reader resolves.
  */
 import { join } from "node:path";
+import { errorMessage } from "../lib/error-message.ts";
 import { type EpisodeRecordsView, openRecords } from "../records/read-records.ts";
 
 export type UpstreamExchange = { exchange: string; body: unknown; response: unknown };
@@ -53,7 +54,7 @@ function sentUrl(
     const url = records.resolve(recorded);
     return typeof url === "string" ? url : undefined;
   } catch (error) {
-    return { problem: (error as Error).message };
+    return { problem: errorMessage(error) };
   }
 }
 

@@ -30,6 +30,7 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { MiddlewareHandler } from "hono";
+import { errorMessage } from "../../lib/error-message.ts";
 import type { UpstreamResponseFields } from "../../records/exchange-lines.ts";
 import { auxiliarySchema, ledgerLineSchema } from "../record-shapes.ts";
 import type { Tracing, TracingOptions } from "./tracing.ts";
@@ -110,7 +111,7 @@ export function createOtelTracing(options: TracingOptions): Tracing {
         span.setAttribute("error.type", String(c.res.status));
       }
     } catch (error) {
-      span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+      span.setStatus({ code: SpanStatusCode.ERROR, message: errorMessage(error) });
       span.setAttribute("error.type", (error as Error).name);
       throw error;
     } finally {
