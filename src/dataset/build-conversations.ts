@@ -20,6 +20,7 @@
 
 import { toChatMessages } from "../upstream/build-chat-request.ts";
 import type { ChatMessage } from "../upstream/chat-schema.ts";
+import { unmarkCachePrefix } from "../upstream/mark-cache-prefix.ts";
 import type { ExchangeStages } from "./read-episode.ts";
 
 /** The upstream body as recorded: the Chat Completions request that was sent. */
@@ -82,7 +83,9 @@ export function deliveredExchange(
   const reduced = [exchange.stages.after_context?.decision, exchange.stages.upstream_request?.context].some(
     (decision) => (decision as { reduced?: unknown } | undefined)?.reduced === true,
   );
-  return { request: body, answer: answerMessage(validated), reduced };
+  // Cache markers move every turn and say nothing about the conversation: left out.
+  const request = { ...body, messages: unmarkCachePrefix(body.messages) };
+  return { request, answer: answerMessage(validated), reduced };
 }
 
 type Chain = {

@@ -12,7 +12,7 @@ import type { ImageConverter, ImageStats } from "../images/convert-request.ts";
 import { type KnownSpan, stringifyKnowingMembers } from "../lib/frozen-json.ts";
 import { buildChatRequest, type ChatTarget } from "../upstream/build-chat-request.ts";
 import type { ChatRequest } from "../upstream/chat-schema.ts";
-import type { ContextOutcome } from "./decide-context.ts";
+import { type ContextOutcome, markerRoom } from "./decide-context.ts";
 
 export type UpstreamBody = {
   /** The hub request the body was built from (after the policy, images converted). */
@@ -39,7 +39,8 @@ export async function buildUpstreamBody(
   const budget = context.decision.body_budget;
   if (budget) {
     const sent = Buffer.byteLength(body, "utf8");
-    if (sent > budget.max_body_bytes) {
+    // The budget was measured without the cache markers, which are added last (decide-context.ts).
+    if (sent > budget.max_body_bytes + markerRoom(options.target)) {
       throw new Error(
         `body_budget: the body built is ${sent} bytes, over max_body_bytes ${budget.max_body_bytes}, though measured at ${budget.bytes_after}`,
       );

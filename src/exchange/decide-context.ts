@@ -20,6 +20,7 @@ import {
 } from "../records/exchange-lines.ts";
 import type { ChatTarget } from "../upstream/build-chat-request.ts";
 import { createChatBodySizer } from "../upstream/chat-body-size.ts";
+import { cacheMarkerReserveBytes } from "../upstream/mark-cache-prefix.ts";
 import type { ExchangeRun } from "./exchange-run.ts";
 
 export type ContextOutcome = Omit<ContextResult, "cut"> & {
@@ -54,14 +55,25 @@ export async function decideContext(
     return { ...decided, translated };
   }
   const prepared = options.images.prepare(decided.request);
-  const { cut: budgetCut, ...budgeted } = await applyBodyBudget(decided.request, policy, decided.decision, {
-    providerLimitBytes: options.providerLimitBytes,
+  // The size model measures the body without the cache markers added last: room is kept for them.
+  const room = markerRoom(options.target);
+  const roomy =
+    policy.max_body_bytes === undefined
+      ? policy
+      : { ...policy, max_body_bytes: Math.max(1, policy.max_body_bytes - room) };
+  const { cut: budgetCut, ...budgeted } = await applyBodyBudget(decided.request, roomy, decided.decision, {
+    providerLimitBytes: options.providerLimitBytes - room,
     body: createChatBodySizer(decided.request, options.target, prepared.formOf),
     resolve: prepared.resolve,
     previous: options.memory?.previous,
   });
   if (options.memory) options.memory.previous = budgetCut;
   return { ...budgeted, translated, prepared };
+}
+
+/** Bytes the explicit cache's markers may add to the body after body_budget measured it. */
+export function markerRoom(target: ChatTarget): number {
+  return target.cacheMarkers ? cacheMarkerReserveBytes : 0;
 }
 
 /**

@@ -119,5 +119,7 @@ function chatTarget(run: ExchangeRun): ChatTarget {
     imageInput: model.capabilities.image_input,
     parallelToolCalls: deps.parallelToolCalls,
     maxOutputTokens: model.capabilities.max_output_tokens,
+    // Explicit markers where the model has them: a guaranteed hit at 10% (docs/prompt-cache.md).
+    cacheMarkers: model.capabilities.cache === "explicit" || model.capabilities.cache === "both",
   };
 }

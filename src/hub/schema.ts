@@ -38,13 +38,22 @@ export const hubToolCallSchema = z.object({
 });
 export type HubToolCall = z.infer<typeof hubToolCallSchema>;
 
+/**
+ * The client marked this message for its provider's prompt cache (Anthropic
+ * `cache_control`): where the model has an explicit cache, a marker goes there first
+ * (src/upstream/mark-cache-prefix.ts).
+ */
+const cacheHintSchema = z.literal(true).optional();
+
 export const hubSystemMessageSchema = z.object({
   role: z.literal("system"),
   content: z.array(hubTextPartSchema),
+  cacheHint: cacheHintSchema,
 });
 export const hubUserMessageSchema = z.object({
   role: z.literal("user"),
   content: z.array(hubPartSchema),
+  cacheHint: cacheHintSchema,
 });
 export const hubAssistantMessageSchema = z.object({
   role: z.literal("assistant"),
@@ -60,6 +69,7 @@ export const hubToolMessageSchema = z.object({
   content: z.array(hubPartSchema),
   isError: z.boolean().optional(),
   source: clientSourceSchema,
+  cacheHint: cacheHintSchema,
 });
 export const hubMessageSchema = z.discriminatedUnion("role", [
   hubSystemMessageSchema,
@@ -117,9 +127,16 @@ export const hubFinishReasonSchema = z.enum(["stop", "length", "tool_calls", "co
 export type HubFinishReason = z.infer<typeof hubFinishReasonSchema>;
 
 export const hubUsageSchema = z.object({
+  /** Every prompt token, cached or not. */
   inputTokens: z.number().int().nonnegative(),
   outputTokens: z.number().int().nonnegative(),
+  /** Of inputTokens, those the provider's prompt cache served (absent: not reported). */
+  cachedInputTokens: z.number().int().nonnegative().optional(),
+  /** Of inputTokens, those written to a new explicit cache entry (absent: none reported). */
+  cacheCreationInputTokens: z.number().int().nonnegative().optional(),
 });
+
+export type HubUsage = z.infer<typeof hubUsageSchema>;
 
 /** A complete, validated model answer: what an ingress renders for its client. */
 export const hubResponseSchema = z.object({

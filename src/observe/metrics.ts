@@ -125,6 +125,12 @@ export function createMetrics(sources: MetricsSources): Metrics {
     buckets: tokenBuckets,
     registers,
   });
+  const inputTokens = new Counter({
+    name: "ura_upstream_input_tokens_total",
+    help: "Prompt tokens of upstream answers by what the provider's prompt cache did with them: read (served from the cache), write (written to a new explicit cache entry), none (neither).",
+    labelNames: ["cache"],
+    registers,
+  });
   const toolCalls = new Counter({
     name: "ura_tool_calls_total",
     help: "Tool call transitions by manifest tool and outcome: delivered, admitted (claimed), refused, completed (receipt), failed, revoked, skipped, approval_requested, approved, rejected (by an operator, or unanswered), rate_limited (ura_tool_calls_uncertain counts those uncertain after a restart).",
@@ -271,6 +277,11 @@ export function createMetrics(sources: MetricsSources): Metrics {
           const labels = { gen_ai_operation_name: "chat", gen_ai_provider_name: "openai" };
           tokenUsage.observe({ ...labels, gen_ai_token_type: "input" }, usage.inputTokens);
           tokenUsage.observe({ ...labels, gen_ai_token_type: "output" }, usage.outputTokens);
+          const read = usage.cachedInputTokens ?? 0;
+          const write = usage.cacheCreationInputTokens ?? 0;
+          inputTokens.inc({ cache: "read" }, read);
+          inputTokens.inc({ cache: "write" }, write);
+          inputTokens.inc({ cache: "none" }, Math.max(0, usage.inputTokens - read - write));
         }
         return;
       }

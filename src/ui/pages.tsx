@@ -252,6 +252,20 @@ const Approvals: FC<{ episode: string; approvals: PendingApprovalView[]; images:
   </section>
 );
 
+/** The upstream's token usage, with what the provider's prompt cache served and wrote (docs/prompt-cache.md). */
+const Usage: FC<{ usage: Line }> = ({ usage }) => {
+  const count = (value: unknown) => (typeof value === "number" ? value : 0);
+  const input = count(usage.inputTokens);
+  const cached = count(usage.cachedInputTokens);
+  const written = count(usage.cacheCreationInputTokens);
+  return (
+    <p class="usage">
+      tokens: {input} in ({cached} cached{input > 0 ? `, ${Math.round((100 * cached) / input)}%` : ""}
+      {written > 0 ? `; ${written} written to the cache` : ""}), {count(usage.outputTokens)} out
+    </p>
+  );
+};
+
 const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode, exchange: x }) => {
   const status = String(x.status?.status ?? "in flight");
   const omitted = (x.decision?.images_omitted as { toolCallId: string; index: number }[] | undefined) ?? [];
@@ -289,6 +303,7 @@ const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode
           <Images episode={episode} exchange={x.id} side="upstream" images={x.upstreamImages} />
         </div>
       ) : null}
+      {x.usage ? <Usage usage={x.usage} /> : null}
       {x.upstream.queueMs > 0 || x.upstream.retries > 0 ? (
         <p class="upstream-waits">
           upstream: waited {x.upstream.queueMs} ms in the shared queue · {x.upstream.throttled} throttled ·{" "}

@@ -8,6 +8,7 @@
  */
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import type { HubUsage } from "../hub/schema.ts";
 import type { ExchangeLineRead } from "../records/exchange-lines.ts";
 import type { RecordLine, Records } from "../records/read-records.ts";
 import { type FoundImage, findImages } from "./find-images.ts";
@@ -24,6 +25,8 @@ export type TimelineExchange = {
   decision: ExchangeLineRead<"after_context">["decision"];
   imageStats: ExchangeLineRead<"upstream_request">["images"];
   attempts: Attempts;
+  /** The upstream's usage of the validated answer (prompt, cached and cache-written tokens). */
+  usage: Partial<HubUsage> | undefined;
   /** The exchange's time in the shared upstream queue, and its throttled and retried attempts. */
   upstream: UpstreamWaits;
   status: ExchangeLineRead<"status"> | undefined;
@@ -133,6 +136,7 @@ export function readTimeline(records: Records, dir: string): Timeline {
       decision: exchange.line("after_context")?.decision,
       imageStats: upstreamRequest?.images,
       attempts,
+      usage: exchange.line("upstream_response")?.validated?.usage,
       upstream: summarizeAttempts(attempts),
       status: exchange.line("status"),
       calls,

@@ -4,9 +4,11 @@
  * call with invalid JSON arguments or a name that was not declared. Nothing here
  * is deliverable until `validateChatAnswer` has passed.
  */
+
+import type { z } from "zod";
 import type { HubFinishReason, HubResponse, HubToolCall } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
-import { chatChunkSchema } from "./chat-schema.ts";
+import { chatChunkSchema, type chatUsageSchema } from "./chat-schema.ts";
 
 export type ChatAnswer = {
   id: string;
@@ -16,7 +18,7 @@ export type ChatAnswer = {
   finishReason: string | undefined;
   sawDone: boolean;
   choiceCount: number;
-  usage: { prompt_tokens: number; completion_tokens: number } | undefined;
+  usage: z.infer<typeof chatUsageSchema> | undefined;
 };
 
 /** An error event in place of a chunk (the provider failed after its 200 head); `data` is the event's JSON. */
@@ -155,8 +157,24 @@ export function validateChatAnswer(
     usage: {
       inputTokens: answer.usage?.prompt_tokens ?? 0,
       outputTokens: answer.usage?.completion_tokens ?? 0,
+      ...cacheUsage(answer.usage),
     },
   };
+}
+
+/**
+ * The cache figures of the upstream's usage, within its prompt tokens (a figure over
+ * them would make a client's uncached count negative): absent when the upstream reports
+ * none, so an answer without them reads as it did before.
+ */
+function cacheUsage(
+  usage: ChatAnswer["usage"],
+): Pick<HubResponse["usage"], "cachedInputTokens" | "cacheCreationInputTokens"> {
+  const details = usage?.prompt_tokens_details;
+  if (!usage || !details) return {};
+  const cached = Math.min(details.cached_tokens ?? 0, usage.prompt_tokens);
+  const creation = Math.min(details.cache_creation_input_tokens ?? 0, usage.prompt_tokens - cached);
+  return { cachedInputTokens: cached, ...(creation > 0 ? { cacheCreationInputTokens: creation } : {}) };
 }
 
 /** Longest call id accepted: ids travel in headers and records, and Qwen's are ~30 characters. */

@@ -8,6 +8,7 @@ import type { HubMessage, HubPart, HubRequest, HubTool } from "../hub/schema.ts"
 import { SidecarError } from "../lib/errors.ts";
 import { deriveOncePerFrozen } from "../lib/frozen-json.ts";
 import type { ChatContentPart, ChatMessage, ChatRequest } from "./chat-schema.ts";
+import { markCachePrefix } from "./mark-cache-prefix.ts";
 
 export type ChatTarget = {
   /** The upstream model (from the episode, not from the client). */
@@ -17,6 +18,8 @@ export type ChatTarget = {
   parallelToolCalls: boolean;
   /** Upper bound for max_tokens (the model's `max_output_tokens` capability). */
   maxOutputTokens?: number;
+  /** Mark the stable prefix for the provider's explicit context cache (the model's `cache` capability). */
+  cacheMarkers?: boolean;
 };
 
 function dataUrl(part: { mediaType: string; data: string }): string {
@@ -63,7 +66,8 @@ const toChatSystem = deriveOncePerFrozen(
   }),
 );
 
-export function toChatMessages(messages: HubMessage[]): ChatMessage[] {
+/** `hinted`, when given, receives the chat index of each message the client marked for its cache. */
+export function toChatMessages(messages: HubMessage[], hinted?: number[]): ChatMessage[] {
   const out: ChatMessage[] = [];
   let pendingImages: ChatContentPart[] = [];
   const flushImages = () => {
@@ -72,6 +76,7 @@ export function toChatMessages(messages: HubMessage[]): ChatMessage[] {
   };
   for (const message of messages) {
     if (message.role !== "tool") flushImages();
+    if (hinted && message.role !== "assistant" && message.cacheHint) hinted.push(out.length);
     switch (message.role) {
       case "system":
         out.push(toChatSystem(message));
@@ -134,9 +139,10 @@ const toChatTools = deriveOncePerFrozen((tools: readonly HubTool[]) =>
 
 export function buildChatRequest(request: HubRequest, target: ChatTarget): ChatRequest {
   assertImagesAllowed(request.messages, target);
+  const hinted: number[] = [];
   const chat: ChatRequest = {
     model: target.model,
-    messages: toChatMessages(request.messages),
+    messages: toChatMessages(request.messages, hinted),
     enable_thinking: false,
     stream: true,
     stream_options: { include_usage: true },
@@ -158,6 +164,7 @@ export function buildChatRequest(request: HubRequest, target: ChatTarget): ChatR
   if (request.topK !== undefined) chat.top_k = request.topK;
   if (request.stop !== undefined && request.stop.length > 0) chat.stop = request.stop;
   if (request.responseFormat?.type === "json_object") chat.response_format = { type: "json_object" };
+  if (target.cacheMarkers) chat.messages = markCachePrefix(chat.messages, chat.tools, hinted);
   if (request.responseFormat?.type === "json_schema") {
     chat.response_format = {
       type: "json_schema",

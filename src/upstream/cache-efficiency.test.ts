@@ -2,7 +2,13 @@ import { expect, test } from "bun:test";
 import { measureCacheEfficiency } from "./cache-efficiency.ts";
 import type { PromptBlock } from "./prompt-blocks.ts";
 
-const block = (digest: string, tokens = 10): PromptBlock => ({ digest, tokens, marked: false });
+const block = (digest: string, tokens = 10): PromptBlock => ({
+  digest,
+  tokens,
+  marked: false,
+  message: 0,
+  part: -1,
+});
 const prompt = (digests: string) => [...digests].map((d) => block(d));
 
 test("an append-only history gives 1", () => {

@@ -6,9 +6,12 @@
  */
 import { z } from "zod";
 
+/** `cache_control`: Model Studio's explicit context-cache marker (mark-cache-prefix.ts). */
+type CacheMarker = { cache_control?: { type: "ephemeral" } };
+
 export type ChatContentPart =
-  | { type: "text"; text: string }
-  | { type: "image_url"; image_url: { url: string } };
+  | ({ type: "text"; text: string } & CacheMarker)
+  | ({ type: "image_url"; image_url: { url: string } } & CacheMarker);
 
 export type ChatToolCall = {
   id: string;
@@ -17,10 +20,10 @@ export type ChatToolCall = {
 };
 
 export type ChatMessage =
-  | { role: "system"; content: string }
+  | { role: "system"; content: string | ChatContentPart[] }
   | { role: "user"; content: string | ChatContentPart[] }
   | { role: "assistant"; content: string | null; tool_calls?: ChatToolCall[] }
-  | { role: "tool"; tool_call_id: string; content: string };
+  | { role: "tool"; tool_call_id: string; content: string | ChatContentPart[] };
 
 export type ChatTool = {
   type: "function";
@@ -57,6 +60,17 @@ const toolCallDeltaSchema = z.object({
 export const chatUsageSchema = z.object({
   prompt_tokens: z.number().int().nonnegative(),
   completion_tokens: z.number().int().nonnegative(),
+  /**
+   * Model Studio's context cache (docs/prompt-cache.md): `cached_tokens` served from the
+   * cache (part of prompt_tokens); `cache_creation_input_tokens` written to a new explicit
+   * cache entry (billed at 125%).
+   */
+  prompt_tokens_details: z
+    .object({
+      cached_tokens: z.number().int().nonnegative().nullish(),
+      cache_creation_input_tokens: z.number().int().nonnegative().nullish(),
+    })
+    .nullish(),
 });
 
 export const chatChunkSchema = z.object({

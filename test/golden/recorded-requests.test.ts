@@ -185,11 +185,18 @@ describe("recorded Claude Code requests", () => {
     const { body, betaFlags } = claudeCase("main-turn");
     const hub = translateFixture("messages", body, { "anthropic-beta": betaFlags.join(",") });
     const system = body.system as { text: string }[];
+    // Its cache_control marks become hints for the explicit cache's markers (docs/prompt-cache.md).
     expect(hub.messages[0]).toEqual({
       role: "system",
       content: system.map((b) => ({ type: "text", text: b.text })),
+      cacheHint: true,
     });
     expect(hub.messages.map((m) => m.role)).toEqual(["system", "user", "system"]);
+    expect(hub.messages.map((m) => ("cacheHint" in m ? m.cacheHint : undefined))).toEqual([
+      true,
+      true,
+      undefined,
+    ]);
     expect(hub.tools.map((t) => t.name)).toContain("mcp__ura__observe");
     expect(hub.tools).toHaveLength((body.tools as unknown[]).length);
     expect(hub.maxOutputTokens).toBe(32000);

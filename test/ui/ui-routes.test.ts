@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { cameraLikePng } from "../../src/images/synthetic-frames.ts";
+import { createScriptedUpstream } from "../../src/scripted-upstream/create-scripted-upstream.ts";
 import { createUiRoutes } from "../../src/ui/ui-routes.tsx";
 import { cannedSse } from "../support/canned-upstream.ts";
 import { imageTurnRequest } from "../support/image-turn.ts";
@@ -95,6 +96,38 @@ describe("/ui routes", () => {
       .split("\n")
       .map((l) => JSON.parse(l) as { stage: string; client_session?: string });
     expect(lines.find((l) => l.stage === "client_request")?.client_session).toBe(session);
+  });
+
+  test("an exchange shows its tokens and what the provider's prompt cache served", async () => {
+    const scripted = createScriptedUpstream({ readPixel: async () => [0, 0, 0] });
+    const { get, sidecar } = await ui({ upstreamFetch: scripted.fetch });
+    const episode = sidecar.createEpisode();
+    const long = "Describe the table in front of the robot, object by object. ".repeat(40);
+    const first = { type: "message", role: "user", content: [{ type: "input_text", text: long }] };
+    const send = async (input: object[]) => {
+      const res = await postJson(
+        sidecar.app,
+        `/e/${episode.id}/v1/responses`,
+        { model: "ura-qwen", input, stream: false },
+        { authorization: `Bearer ${episode.ingressKey}` },
+      );
+      expect(res.status).toBe(200);
+      return (await res.json()) as {
+        usage: { input_tokens: number; input_tokens_details: { cached_tokens: number } };
+      };
+    };
+    const one = await send([first]);
+    expect(one.usage.input_tokens_details.cached_tokens).toBe(0);
+    const answer = { type: "message", role: "assistant", content: [{ type: "output_text", text: "A cup." }] };
+    const two = await send([first, answer, { type: "message", role: "user", content: "And now?" }]);
+    // The second turn extends the first: its prompt up to the first answer is served from the cache.
+    expect(two.usage.input_tokens_details.cached_tokens).toBeGreaterThan(256);
+    const page = await (await get(`/episodes/${episode.id}`)).text();
+    expect(page).toContain(`tokens: ${one.usage.input_tokens} in (0 cached, 0%)`);
+    const share = Math.round((100 * two.usage.input_tokens_details.cached_tokens) / two.usage.input_tokens);
+    expect(page).toContain(
+      `tokens: ${two.usage.input_tokens} in (${two.usage.input_tokens_details.cached_tokens} cached, ${share}%)`,
+    );
   });
 
   test("images are served by digest from the blob store alone: they still load with the record files gone", async () => {

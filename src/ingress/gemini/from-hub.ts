@@ -18,6 +18,8 @@ export type GeminiUsageMetadata = {
   promptTokenCount: number;
   candidatesTokenCount: number;
   totalTokenCount: number;
+  /** Of promptTokenCount, the tokens served from the provider's prompt cache. */
+  cachedContentTokenCount?: number;
 };
 
 export type GenerateContentResponse = {
@@ -65,11 +67,13 @@ export function responseParts(response: HubResponse): GeminiResponsePart[] {
 }
 
 export function usageMetadata(response: HubResponse): GeminiUsageMetadata {
-  const { inputTokens, outputTokens } = response.usage;
+  const { inputTokens, outputTokens, cachedInputTokens } = response.usage;
   return {
     promptTokenCount: inputTokens,
     candidatesTokenCount: outputTokens,
     totalTokenCount: inputTokens + outputTokens,
+    // Part of promptTokenCount, as in Gemini's own usage metadata.
+    ...(cachedInputTokens ? { cachedContentTokenCount: cachedInputTokens } : {}),
   };
 }
 

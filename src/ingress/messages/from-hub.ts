@@ -60,11 +60,14 @@ export function toContentBlocks(response: HubResponse): ContentBlock[] {
 }
 
 export function toUsage(response: HubResponse): MessagesUsage {
+  // Anthropic's input_tokens counts only what was neither read from nor written to the cache.
+  const read = response.usage.cachedInputTokens ?? 0;
+  const written = response.usage.cacheCreationInputTokens ?? 0;
   return {
-    input_tokens: response.usage.inputTokens,
+    input_tokens: Math.max(0, response.usage.inputTokens - read - written),
     output_tokens: response.usage.outputTokens,
-    cache_creation_input_tokens: 0,
-    cache_read_input_tokens: 0,
+    cache_creation_input_tokens: written,
+    cache_read_input_tokens: read,
   };
 }
 

@@ -131,8 +131,15 @@ function referenceText(block: ToolReferenceBlock, tool: MessagesTool | undefined
 
 /** A repeated system prompt (frozen) becomes one frozen hub message: measured and serialised once too. */
 const toHubSystem = deriveOncePerFrozen(
-  (blocks: readonly TextBlock[]): HubMessage => ({ role: "system", content: blocks.map(toTextPart) }),
+  (blocks: readonly TextBlock[]): HubMessage => ({
+    role: "system",
+    content: blocks.map(toTextPart),
+    ...(blocks.some(hasCacheControl) ? { cacheHint: true as const } : {}),
+  }),
 );
+
+/** The client asked its provider to cache up to this block: a hint for the explicit cache's markers. */
+const hasCacheControl = (block: { cache_control?: unknown }) => block.cache_control !== undefined;
 
 /** `cache_control` hints are many (one per block): one note lists where they were. */
 function noteCacheControl(ignored: IgnoredFields, path: string, block: { cache_control?: unknown }): void {
@@ -180,7 +187,11 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
         message.content.forEach((block, j) => {
           noteCacheControl(ignored, at(j), block);
         });
-        messages.push({ role: "system", content: message.content.map(toTextPart) });
+        messages.push({
+          role: "system",
+          content: message.content.map(toTextPart),
+          ...(message.content.some(hasCacheControl) ? { cacheHint: true as const } : {}),
+        });
         break;
       case "assistant": {
         const texts: string[] = [];
@@ -233,16 +244,23 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
             case "image":
               parts.push(toImagePart(block, at(j)));
               break;
-            case "tool_result":
-              messages.push(toToolMessage(block, at(j), history));
+            case "tool_result": {
+              const result = toToolMessage(block, at(j), history);
+              const hinted = hasCacheControl(block) || (block.content ?? []).some(hasCacheControl);
+              messages.push(hinted && result.role === "tool" ? { ...result, cacheHint: true } : result);
               break;
+            }
             default: {
               const never: never = block;
               throw new Error(`unknown user block ${JSON.stringify(never)}`);
             }
           }
         });
-        if (parts.length > 0) messages.push({ role: "user", content: parts });
+        const hinted = message.content.some(
+          (block) => block.type !== "tool_result" && hasCacheControl(block),
+        );
+        if (parts.length > 0)
+          messages.push({ role: "user", content: parts, ...(hinted ? { cacheHint: true as const } : {}) });
         break;
       }
       default: {

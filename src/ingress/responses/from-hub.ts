@@ -153,10 +153,10 @@ export function toOutputItems(response: HubResponse, ctx: RenderContext): Output
 }
 
 export function toUsage(response: HubResponse): ResponsesUsage {
-  const { inputTokens, outputTokens } = response.usage;
+  const { inputTokens, outputTokens, cachedInputTokens } = response.usage;
   return {
     input_tokens: inputTokens,
-    input_tokens_details: { cached_tokens: 0 },
+    input_tokens_details: { cached_tokens: cachedInputTokens ?? 0 },
     output_tokens: outputTokens,
     output_tokens_details: { reasoning_tokens: 0 },
     total_tokens: inputTokens + outputTokens,
