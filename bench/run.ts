@@ -5,6 +5,7 @@
 import { writeFileSync } from "node:fs";
 import { resolve } from "node:path";
 import { runBlobWritesBench } from "./blob-writes.ts";
+import { runCamera1280Bench } from "./camera-1280.ts";
 import { runConcurrentCameraBench } from "./concurrent-camera.ts";
 import { runContextBench } from "./context.ts";
 import { runDurabilityBench } from "./durability.ts";
@@ -34,6 +35,8 @@ console.log("\n## First camera frame after ready; an idle conversion worker");
 Object.assign(results, await runFirstFrameBench(console.log));
 console.log("\n## Long camera episode");
 Object.assign(results, await runLongCameraBench(console.log));
+console.log("\n## camera-1280: the provider's prompt cache over a 200-turn 1280×720 episode");
+Object.assign(results, await runCamera1280Bench(console.log));
 console.log("\n## Many camera episodes at once (memory)");
 Object.assign(results, await runConcurrentCameraBench(console.log));
 console.log("\n## Context filter");

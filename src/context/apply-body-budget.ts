@@ -11,10 +11,10 @@
  * It keeps the prompt's prefix stable (docs/context-policies.md): a request that fits
  * with the episode's previous reduction (`previous`, the same batches omitted and blocks
  * removed, at the same calls) gets exactly that one again, so the history only appends;
- * one that no longer fits is reduced to the low-water mark (`low_water_fraction` of the
- * budget) with the fewest batches, then the fewest blocks, so that several turns can
- * append again before the next reduction; when the most reduced request is over the
- * low-water mark but under the budget, it is that one. System prompt, tool
+ * one that no longer fits takes the fewest batches, then the fewest blocks, that fit the
+ * budget, and then, while it is still above the low-water mark (`low_water_fraction` of
+ * the budget), more batches (never more blocks), so that several turns can append again
+ * before the next reduction. System prompt, tool
  * declarations, user messages and assistant text are protected; when the body is
  * still over budget it fails with `request_too_large` (a ContextPolicyError carrying
  * the decision) naming the client's field of the largest protected item.
@@ -110,7 +110,8 @@ export async function applyBodyBudget(
    * still fit. Those that would fit even at their client size (a PNG's WebP is smaller)
    * are sized together: the one-by-one walk would size every one of them anyway.
    */
-  const bytesIfFits = async (candidate: Candidate, target = budget): Promise<number | undefined> => {
+  const bytesIfFits = async (candidate: Candidate): Promise<number | undefined> => {
+    const target = budget;
     const list = kept(candidate);
     let size = options.body.measure(list);
     while (size.bytes <= target && size.unknown.length > 0) {
@@ -150,13 +151,20 @@ export async function applyBodyBudget(
       },
     });
   }
-  // Over with the previous reduction: down to the low-water mark, or as far as the policy allows.
+  // Over with the previous reduction: first the fewest steps that fit the budget…
   let step = last;
   while (step > 0) {
-    const fewer = await bytesIfFits(candidateAt(step - 1), lowWater);
+    const fewer = await bytesIfFits(candidateAt(step - 1));
     if (fewer === undefined) break;
     bytes = fewer;
     step -= 1;
+  }
+  // …then more omitted frames, down to the low-water mark or until every omissible frame is a
+  // notice; never a block more than the budget needs (a removed block takes its frame with it,
+  // also one of the newest). Each of these keeps a subset of the frames just sized.
+  while (step < batches && bytes > lowWater) {
+    step += 1;
+    bytes = (await bytesIfFits(candidateAt(step))) ?? bytes;
   }
   return chosenResult(candidateAt(step), bytes, false);
 

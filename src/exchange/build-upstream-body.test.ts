@@ -71,8 +71,8 @@ const imagesWith = (converter: PngToWebp, cache: ImageCache = createImageCache(6
 /**
  * The policy's rule without the episode's previous reduction, by brute force: convert
  * every frame, then render every candidate (batches of frames omitted oldest first, then
- * blocks removed oldest first); the whole history if it fits, else the first candidate
- * under the low-water mark, else the most reduced one if it fits.
+ * blocks removed oldest first); the first whose body fits the budget, then, while above
+ * the low-water mark, more batches (never more blocks).
  */
 async function firstFittingBody(request: HubRequest, policy: BodyBudgetPolicy): Promise<string> {
   const { request: converted } = await imagesWith(convertOnThisThread(codecs)).convertRequest(request);
@@ -82,8 +82,7 @@ async function firstFittingBody(request: HubRequest, policy: BodyBudgetPolicy): 
   const blocks = Math.max(0, results.length - policy.keep_recent_blocks);
   const budget = Math.min(policy.max_body_bytes ?? limit, limit);
   const lowWater = Math.floor(budget * policy.low_water_fraction);
-  const last = batches + blocks;
-  for (let step = 0; step <= last; step++) {
+  const bodyAt = (step: number) => {
     const omitted = Math.min(step, batches) * batch;
     const removed = Math.max(0, step - batches);
     const messages = converted.messages.flatMap((message, i): HubMessage[] => {
@@ -94,9 +93,14 @@ async function firstFittingBody(request: HubRequest, policy: BodyBudgetPolicy): 
       const notice = `[image omitted by the context policy: tool result ${message.toolCallId}, image 1]`;
       return [{ ...message, content: [message.content[0] as never, { type: "text", text: notice }] }];
     });
-    const body = JSON.stringify(buildChatRequest({ ...converted, messages }, target));
-    const bytes = Buffer.byteLength(body);
-    if (bytes <= (step === 0 || step === last ? budget : lowWater)) return body;
+    return JSON.stringify(buildChatRequest({ ...converted, messages }, target));
+  };
+  for (let step = 0; step <= batches + blocks; step++) {
+    if (Buffer.byteLength(bodyAt(step)) > budget) continue;
+    if (step === 0) return bodyAt(0);
+    let chosen = step;
+    while (chosen < batches && Buffer.byteLength(bodyAt(chosen)) > lowWater) chosen += 1;
+    return bodyAt(chosen);
   }
   throw new Error("nothing fits");
 }
