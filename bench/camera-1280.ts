@@ -235,7 +235,15 @@ export async function runCamera1280Bench(
       Object.assign(figures, await runEpisode(ingress, frames, upstream, reader, {}, log, true));
     Object.assign(
       figures,
-      await runEpisode(ingresses[0] as Ingress, frames, upstream, reader, { low_water_fraction: 1 }, log, false),
+      await runEpisode(
+        ingresses[0] as Ingress,
+        frames,
+        upstream,
+        reader,
+        { low_water_fraction: 1 },
+        log,
+        false,
+      ),
     );
   } finally {
     upstream.stop();

@@ -122,14 +122,13 @@ describeInLoopbackNamespace("prompt cache end to end", { file: import.meta.path,
 
         // What the upstream reported, as recorded with each exchange's validated answer.
         const exchanges = openRecords(sidecar.dataDir).readEpisode(episode.id).exchanges;
-        const usages = exchanges.map(
-          (exchange) =>
-            (
-              exchange.stage("upstream_response")?.value as {
-                validated: { usage: { inputTokens: number; cachedInputTokens?: number } };
-              }
-            ).validated.usage,
-        );
+        type Usage = { inputTokens: number; cachedInputTokens?: number };
+        const usages = exchanges.map((exchange) => {
+          const line = exchange.stage("upstream_response")?.value as
+            | { validated?: { usage?: Usage } }
+            | undefined;
+          return line?.validated?.usage ?? { inputTokens: 0 };
+        });
         const cached = usages.reduce((sum, u) => sum + (u.cachedInputTokens ?? 0), 0);
         const input = usages.reduce((sum, u) => sum + u.inputTokens, 0);
         console.log(
