@@ -1,6 +1,6 @@
 /**
  * One model exchange, the same for every ingress, as a list of named stages, each
- * a function with a typed input and output (docs/design.md):
+ * a function with a typed input and output:
  *
  *   recordClientRequest   the client's request as received        (client_request)
  *   reserveTurn           one of the episode's max_turns, held     → Turn

@@ -6,25 +6,29 @@
  * (src/lifecycle/shutdown.ts). The binary, `validate` and the tests that build an app
  * all come through here, so they run the same wiring; only the socket differs.
  */
+
 import { randomBytes } from "node:crypto";
 import { resolve } from "node:path";
+import type { Hono } from "hono";
 import defaultManifestJson from "../../manifests/tools/robot.json" with { type: "json" };
 import { createBodyAdmission } from "../body/body-admission.ts";
-import { createMemoryReclaimer } from "../body/reclaim-memory.ts";
+import type { BodyEnv } from "../body/body-variables.ts";
+import { createMemoryReclaimer, type MemoryReclaimer } from "../body/reclaim-memory.ts";
 import { ConfigError, type Secrets } from "../config/load-config.ts";
 import type { Config } from "../config/schema.ts";
-import { createEpisodeStore } from "../episodes/episode-store.ts";
+import type { Episode } from "../episodes/episode.ts";
+import { createEpisodeStore, type EpisodeStore } from "../episodes/episode-store.ts";
 import type { ExecutorFactory } from "../executor/create-executor.ts";
 import { codecsWarmedCheck, dataDirWritableCheck } from "../health/readiness.ts";
 import type { Codecs } from "../images/codecs.ts";
-import { createImageCache } from "../images/image-cache.ts";
+import { createImageCache, type ImageCache } from "../images/image-cache.ts";
 import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
 import { createResponseStores } from "../ingress/responses/restored-responses.ts";
 import { errorMessage } from "../lib/error-message.ts";
 import { createRandomIds, type Ids } from "../lib/ids.ts";
-import { createLogger, type LogLevel } from "../lib/logger.ts";
+import { createLogger, type Logger, type LogLevel } from "../lib/logger.ts";
 import { createRedactor } from "../lib/redactor.ts";
-import { restoreEpisodes } from "../lifecycle/restore-episodes.ts";
+import { type RestoreProblem, restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { createShutdown } from "../lifecycle/shutdown.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
 import { createToolChecks } from "../mcp/tool-validators.ts";
@@ -35,7 +39,10 @@ import { loadTracing } from "../observe/tracing/tracing.ts";
 import { createBlobStore } from "../records/blob-store.ts";
 import { createDataDirBudget } from "../records/data-dir-budget.ts";
 import { openRecords } from "../records/read-records.ts";
-import { createScriptedUpstream } from "../scripted-upstream/create-scripted-upstream.ts";
+import {
+  createScriptedUpstream,
+  type ScriptedUpstream,
+} from "../scripted-upstream/create-scripted-upstream.ts";
 import { createPixelReader } from "../scripted-upstream/pixel-reader.ts";
 import { createShipping, type Shipping } from "../shipping/create-shipping.ts";
 import { applyLocalRetention } from "../shipping/local-retention.ts";
@@ -83,7 +90,34 @@ export type ComposeOptions = {
 /** A request body from which its memory is reclaimed early: a camera history of about five frames. */
 const reclaimAfterBytes = 4 * 1024 * 1024;
 
-export async function composeApp(options: ComposeOptions) {
+/** The sidecar composed: its app, its episodes, what tests and the entry point stop or inspect. */
+export interface Composition {
+  app: Hono<BodyEnv>;
+  config: Config;
+  dataDir: string;
+  episodes: EpisodeStore;
+  imageCache: ImageCache;
+  /** Asks for garbage collections: after large requests and ended episodes, and when the server is idle. */
+  memory: MemoryReclaimer;
+  logger: Logger;
+  /** The in-process demo model, when no upstream URL is configured. */
+  scripted: ScriptedUpstream | undefined;
+  demo: boolean;
+  /** The episodes restored read-only from the data directory, and the directories that could not be. */
+  restored: { episodes: Episode[]; problems: RestoreProblem[] };
+  shipping: Shipping | undefined;
+  controlPassword: string;
+  /** Every credential registered so far (logs and records redact them). */
+  secrets: readonly string[];
+  /** Cancels upstream work and retry waits without draining (tests that just stop). */
+  abortUpstream(reason: string): void;
+  /** Drains, freezes the records and closes; resolves with the exit code. */
+  shutdown(reason: string): Promise<number>;
+  /** Resolves with the exit code once shut down. */
+  closed: Promise<number>;
+}
+
+export async function composeApp(options: ComposeOptions): Promise<Composition> {
   const { config, codecs } = options;
   const clock = options.clock ?? Date.now;
   const ids = options.ids ?? createRandomIds();
@@ -302,7 +336,6 @@ export async function composeApp(options: ComposeOptions) {
     dataDir,
     episodes,
     imageCache,
-    /** Asks for garbage collections: after large requests and ended episodes, and when the server is idle. */
     memory,
     logger,
     scripted,
@@ -310,9 +343,7 @@ export async function composeApp(options: ComposeOptions) {
     restored,
     shipping,
     controlPassword,
-    /** Every credential registered so far (logs and records redact them). */
-    secrets: secrets as readonly string[],
-    /** Cancels upstream work and retry waits without draining (tests that just stop). */
+    secrets,
     abortUpstream: (reason: string) => shutdownController.abort(new Error(reason)),
     shutdown: lifecycle.shutdown,
     closed: lifecycle.closed,
@@ -347,5 +378,3 @@ async function composeShipping(
   }
   return shipping;
 }
-
-export type Composition = Awaited<ReturnType<typeof composeApp>>;

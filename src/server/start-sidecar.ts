@@ -11,13 +11,14 @@ import type { Secrets } from "../config/load-config.ts";
 import { ConfigError, parseListen } from "../config/load-config.ts";
 import type { Config } from "../config/schema.ts";
 import { secretWeakness } from "../config/secret-strength.ts";
+import type { Episode } from "../episodes/episode.ts";
 import { episodeUrls } from "../episodes/episode-store.ts";
 import { loadCodecsOnFirstUse } from "../images/codecs.ts";
 import { defaultWorkerCount } from "../images/conversion-pool.ts";
 import { startImageConversion } from "../images/start-image-conversion.ts";
 import type { Ids } from "../lib/ids.ts";
 import { lockDataDir } from "../records/data-dir-lock.ts";
-import { composeApp } from "./compose.ts";
+import { type Composition, composeApp } from "./compose.ts";
 
 export type StartOptions = {
   config: Config;
@@ -32,7 +33,15 @@ export type StartOptions = {
   env?: Record<string, string | undefined>;
 };
 
-export async function startSidecar(options: StartOptions) {
+/** A sidecar listening: its composition, its server and the URL it answers on. */
+export interface Sidecar extends Composition {
+  server: ReturnType<typeof Bun.serve>;
+  baseUrl(): string;
+  /** The episode --default-episode created, when asked for. */
+  defaultEpisode: Episode | undefined;
+}
+
+export async function startSidecar(options: StartOptions): Promise<Sidecar> {
   const { config, out } = options;
   const weak = [
     secretWeakness("URA_UPSTREAM_API_KEY", options.secrets.upstreamApiKey),
@@ -132,7 +141,7 @@ export async function startSidecar(options: StartOptions) {
   }
   if (!options.secrets.controlPassword) out(`control password (generated, shown once): ${controlPassword}`);
 
-  let defaultEpisode: ReturnType<typeof episodes.create> | undefined;
+  let defaultEpisode: Episode | undefined;
   if (config.default_episode) {
     defaultEpisode = episodes.create({ max_turns: 0, context: config.context });
     const urls = episodeUrls(baseUrl(), defaultEpisode.id);
@@ -147,5 +156,3 @@ export async function startSidecar(options: StartOptions) {
   }
   return { ...composed, server, baseUrl, defaultEpisode };
 }
-
-export type Sidecar = Awaited<ReturnType<typeof startSidecar>>;
