@@ -403,7 +403,7 @@ function registerBudgetMetrics(state: NonNullable<MetricsSources["upstreamBudget
   });
   new Gauge({
     name: "ura_upstream_pace_ratio",
-    help: "Shared upstream pace as a fraction of the configured budget (1 = full; halved by a throttle, raised back by answers).",
+    help: "Shared upstream pace as a fraction of the configured budget (1 = full; lowered by a throttle, raised back by answers).",
     registers,
     collect() {
       this.set(state().pace);

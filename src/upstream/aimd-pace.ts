@@ -1,11 +1,14 @@
 /**
  * The shared pace as a fraction of the configured budget, adjusted the way TCP
- * adjusts its congestion window (AIMD, with Reno's slow start back to a threshold).
+ * adjusts its congestion window (AIMD, with Reno's slow start back to a threshold,
+ * and CUBIC's gentler decrease to 0.7 rather than Reno's half).
  * With `c` = max_concurrent and `w` = max(1, pace·c) requests in flight:
  *
- * - A throttle answer halves the pace, for everyone. When answers came since the
- *   last decrease (the provider took requests at that pace), the threshold becomes
- *   the halved pace: its limit is somewhere below where we were.
+ * - A throttle answer lowers the pace to `decrease` times itself, for everyone. When
+ *   answers came since the last decrease (the provider took requests at that pace),
+ *   the threshold becomes the lowered pace: its limit is somewhere below where we were.
+ *   A throttle window (seconds of refusals whatever is sent) already empties the
+ *   pipe, so a gentler cut loses less once it has passed.
  * - Below the threshold, each answer adds one request in flight (1/c): the pace
  *   doubles per round of answers (slow start). A throttle window of the provider
  *   (its per-minute quota, refused for seconds whatever we send) drives the pace
@@ -18,12 +21,12 @@
  * - A floor keeps the budget moving: at least one request in flight, at least
  *   `floor` of the configured rates.
  *
- * One throttle episode is one halving per round trip, as TCP reduces once per
+ * One throttle episode is one decrease per round trip, as TCP reduces once per
  * window: a throttle decreases the pace only if its request was admitted after
  * the last decrease (the requests in flight when the provider starts refusing all
  * come back 429 together; they were sent too fast already), and at least one
  * round trip (the smoothed time of answered attempts) after it (a refusal comes
- * back in a millisecond, so a quick retry would otherwise halve again before any
+ * back in a millisecond, so a quick retry would otherwise cut again before any
  * answer at the lowered pace could show whether it is enough).
  * Pure: the budget keeps the value, measures the round trip and applies it.
  */
@@ -35,7 +38,7 @@ export type PaceSettings = {
   floor: number;
 };
 
-export const defaultPaceSettings: PaceSettings = { decrease: 0.5, floor: 0.1 };
+export const defaultPaceSettings: PaceSettings = { decrease: 0.7, floor: 0.1 };
 
 export type Pace = {
   /** Fraction of the configured budget in effect, floor ≤ value ≤ 1. */

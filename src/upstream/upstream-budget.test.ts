@@ -132,7 +132,7 @@ describe("upstream budget", () => {
     expect(h.permit("r2").waitedMs).toBe(2500);
   });
 
-  test("a throttle halves the shared pace once for the requests sent together, answers bring it back one slot per round, the floor holds", async () => {
+  test("a throttle cuts the shared pace once for the requests sent together, answers bring it back one slot per round, the floor holds", async () => {
     const h = harness({ max_concurrent: 8, requests_per_minute: 600 });
     const answerOne = async (label: string, outcome: "answered" | "throttled" | "failed") => {
       h.ask(label, "A");
@@ -142,15 +142,16 @@ describe("upstream budget", () => {
     for (let n = 0; n < 4; n++) h.ask(`r${n}`, `e${n}`);
     while (await h.timers.next()) {}
     expect(h.labels()).toHaveLength(4);
-    // All four were sent at full pace and come back 429: one congestion signal, one halving.
+    // All four were sent at full pace and come back 429: one congestion signal, one cut (to 0.7).
     for (let n = 0; n < 4; n++) h.permit(`r${n}`).release("throttled");
-    expect(h.budget.state()).toMatchObject({ pace: 0.5, maxConcurrent: 4, requestsPerMinute: 300 });
-    // Additive increase: with 4 of 8 in flight, each answer adds 1/(8·4); a round of answers adds a slot.
+    expect(h.budget.state()).toMatchObject({ pace: 0.7, maxConcurrent: 5, requestsPerMinute: 420 });
+    // Additive increase: with 5.6 of 8 in flight, each answer adds 1/(8·5.6), one slot per round of
+    // answers: three answers take the window from 5.6 past 6.
     await answerOne("a", "answered");
-    expect(h.budget.state().pace).toBeCloseTo(0.5 + 1 / 32);
-    for (let n = 0; n < 4; n++) await answerOne(`round${n}`, "answered");
-    expect(h.budget.state().maxConcurrent).toBe(5);
-    // Each throttle of a request sent at the lowered pace halves it again, down to the floor.
+    expect(h.budget.state().pace).toBeCloseTo(0.7 + 1 / (8 * 5.6));
+    for (let n = 0; n < 2; n++) await answerOne(`round${n}`, "answered");
+    expect(h.budget.state().maxConcurrent).toBe(6);
+    // Each throttle of a request sent at the lowered pace cuts it again, down to the floor.
     for (let n = 0; n < 6; n++) await answerOne(`t${n}`, "throttled");
     expect(h.budget.state()).toMatchObject({ pace: 0.1, maxConcurrent: 1, requestsPerMinute: 60 });
     // A failure (5xx, reset) leaves the pace alone.
@@ -167,7 +168,7 @@ describe("upstream budget", () => {
     expect(h.budget.state()).toMatchObject({ pace: 1, maxConcurrent: 8, requestsPerMinute: 600 });
   });
 
-  test("a throttle window is one halving per round trip; then the pace doubles per round back to where the provider held", async () => {
+  test("a throttle window is one cut per round trip; then the pace doubles per round back to where the provider held", async () => {
     const h = harness({ max_concurrent: 8 });
     const attempt = async (label: string, outcome: "answered" | "throttled", tookMs: number) => {
       h.ask(label, "A");
@@ -178,24 +179,24 @@ describe("upstream budget", () => {
     // Answers take 1 s: the round trip the budget measures.
     for (let n = 0; n < 3; n++) await attempt(`a${n}`, "answered", 1000);
     await attempt("t1", "throttled", 1);
-    expect(h.budget.state().pace).toBe(0.5);
+    expect(h.budget.state().pace).toBe(0.7);
     // Refusals come back at once: a retry refused within the round trip is the same throttle episode.
     await attempt("t2", "throttled", 1);
     await attempt("t3", "throttled", 500);
-    expect(h.budget.state().pace).toBe(0.5);
-    // A round trip after the halving the provider still refuses: halve again, and again, to the floor.
+    expect(h.budget.state().pace).toBe(0.7);
+    // A round trip after the cut the provider still refuses: cut again, and again, to the floor.
     await attempt("t4", "throttled", 600);
-    expect(h.budget.state().pace).toBe(0.25);
-    for (const label of ["t5", "t6", "t7"]) await attempt(label, "throttled", 1000);
+    expect(h.budget.state().pace).toBeCloseTo(0.49);
+    for (const label of ["t5", "t6", "t7", "t8", "t9"]) await attempt(label, "throttled", 1000);
     expect(h.budget.state()).toMatchObject({ pace: 0.1, maxConcurrent: 1 });
-    // The window is over: each answer adds a request in flight up to the 0.5 the provider held at ...
+    // The window is over: each answer adds a request in flight up to the 0.7 the provider held at ...
     await attempt("b1", "answered", 1000);
     expect(h.budget.state().pace).toBeCloseTo(0.225);
-    for (const label of ["b2", "b3", "b4"]) await attempt(label, "answered", 1000);
-    expect(h.budget.state()).toMatchObject({ pace: 0.5, maxConcurrent: 4 });
+    for (const label of ["b2", "b3", "b4", "b5"]) await attempt(label, "answered", 1000);
+    expect(h.budget.state()).toMatchObject({ pace: 0.7, maxConcurrent: 5 });
     // ... and from there one per round of answers.
     await attempt("c1", "answered", 1000);
-    expect(h.budget.state().pace).toBeCloseTo(0.5 + 1 / 32);
+    expect(h.budget.state().pace).toBeCloseTo(0.7 + 1 / (8 * 5.6));
   });
 
   test("a throttle on one episode slows the others: fewer in flight and a slower rate", async () => {
@@ -207,9 +208,11 @@ describe("upstream budget", () => {
     for (let n = 0; n < 4; n++) h.ask(`c${n}`, "C");
     await settle();
     while (await h.timers.next()) {}
-    // Pace 0.5: two in flight at most, one request a second instead of two.
+    // Pace 0.7: two in flight at most (⌊2.8⌋), 84 requests a minute instead of 120.
     expect(h.budget.state()).toMatchObject({ inFlight: 2, waiting: 6 });
     const times = h.admitted.slice(1).map((a) => a.at);
-    expect((times[1] ?? 0) - (times[0] ?? 0)).toBe(1000);
+    const gap = (times[1] ?? 0) - (times[0] ?? 0);
+    expect(gap).toBeGreaterThanOrEqual(714);
+    expect(gap).toBeLessThanOrEqual(716);
   });
 });
