@@ -7,15 +7,20 @@ function exchange(
   id: string,
   messages: Msg[],
   answer: string,
-  options: { tools?: unknown[]; reduced?: boolean; status?: string } = {},
+  options: { tools?: unknown[]; reduced?: boolean; status?: "delivered" | "failed" | "revoked" } = {},
 ): ExchangeStages {
+  const head = { exchange: id };
   return {
     id,
     stages: {
-      after_context: { decision: { reduced: options.reduced ?? false } },
-      upstream_request: { body: { messages, ...(options.tools ? { tools: options.tools } : {}) } },
-      upstream_response: { validated: { text: answer, toolCalls: [] } },
-      status: { status: options.status ?? "delivered" },
+      after_context: { ...head, stage: "after_context", decision: { reduced: options.reduced ?? false } },
+      upstream_request: {
+        ...head,
+        stage: "upstream_request",
+        body: { messages, ...(options.tools ? { tools: options.tools } : {}) },
+      },
+      upstream_response: { ...head, stage: "upstream_response", validated: { text: answer, toolCalls: [] } },
+      status: { ...head, stage: "status", status: options.status ?? "delivered" },
     },
   };
 }
@@ -66,7 +71,8 @@ test("a request the context policy reduced starts a new conversation, linked to 
 test("a request body_budget reduced, recorded before its decision moved to after_context, is reduced too", () => {
   const old = (id: string, messages: Msg[], answer: string) => {
     const line = exchange(id, messages, answer, { tools });
-    line.stages.upstream_request = { ...line.stages.upstream_request, context: { reduced: true } };
+    const request = line.stages.upstream_request;
+    if (request) line.stages.upstream_request = { ...request, context: { reduced: true } };
     return line;
   };
   const { conversations } = buildConversations([

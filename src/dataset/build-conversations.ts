@@ -81,7 +81,7 @@ export function deliveredExchange(
     return { unusable: `${exchange.id}: delivered, but its validated upstream response is not recorded` };
   // body_budget's decision was in upstream_request's `context` in lines written before 2026-12-05 (docs/records.md).
   const reduced = [exchange.stages.after_context?.decision, exchange.stages.upstream_request?.context].some(
-    (decision) => (decision as { reduced?: unknown } | undefined)?.reduced === true,
+    (decision) => decision?.reduced === true,
   );
   // Cache markers move every turn and say nothing about the conversation: left out.
   const request = { ...body, messages: unmarkCachePrefix(body.messages) };

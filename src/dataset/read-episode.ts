@@ -15,13 +15,16 @@
 import { existsSync } from "node:fs";
 import { type StoredEpisode, storedEpisodeSchema } from "../lifecycle/stored-episode.ts";
 import { createBlobStore } from "../records/blob-store.ts";
-import type { ExchangeStage } from "../records/exchange-lines.ts";
+import { type ExchangeLineRead, type ExchangeStage, exchangeStageSchema } from "../records/exchange-lines.ts";
 import { type EpisodeRecordsView, openRecords, RecordFileUnreadable } from "../records/read-records.ts";
+
+/** Each stage's last line, read by its schema (records/exchange-lines.ts). */
+export type ExchangeStageLines = { [S in ExchangeStage]?: ExchangeLineRead<S> };
 
 export type ExchangeStages = {
   id: string;
   /** Each recorded stage's line by stage name (client_request, after_context, upstream_request, …). */
-  stages: Partial<Record<ExchangeStage, Record<string, unknown>>>;
+  stages: ExchangeStageLines;
 };
 
 export type EpisodeRecordsRead = {
@@ -108,7 +111,12 @@ export function readEpisode(dataDir: string, id: string): EpisodeRecordsRead {
     restarts: view.restarts.map((restart) => restart.file),
     exchanges: view.exchanges.map((exchange) => ({
       id: exchange.id,
-      stages: Object.fromEntries(exchange.lines.map((line) => [String(line.value.stage), line.value])),
+      stages: Object.fromEntries(
+        exchangeStageSchema.options.flatMap((stage) => {
+          const line = exchange.line(stage);
+          return line === undefined ? [] : [[stage, line]];
+        }),
+      ),
     })),
     torn: torn === undefined ? undefined : { file: "exchanges.jsonl", chars: torn.length },
     heldCalls: heldCalls(view),

@@ -78,8 +78,8 @@ export function checkSmokeEpisode(
   const finishData = finishReceipt?.data ?? finishReceipt;
   const statuses = new Map(
     exchanges.flatMap((e) => {
-      const line = e.stage("status");
-      return line ? [[e.id, line.value.status] as const] : [];
+      const status = e.line("status")?.status;
+      return status ? [[e.id, status] as const] : [];
     }),
   );
   const torn = ["ledger.jsonl", "exchanges.jsonl"].filter((file) => tornTails[file] !== undefined);
