@@ -90,6 +90,15 @@ export function toSidecarError(error: unknown): SidecarError {
   return new SidecarError("internal", `internal error: ${message}`, { cause: error });
 }
 
+/**
+ * The sidecar's own error answer, `{error:{type,message}}`, where no client protocol's
+ * envelope applies: the control API's authentication, /ui, /metrics, an unknown route,
+ * a refusal before a route that is no model route. `status`: the error's own by default.
+ */
+export function sidecarErrorResponse(error: SidecarError, status = error.status): Response {
+  return Response.json({ error: { type: error.kind, message: error.message } }, { status });
+}
+
 /** Shorthand for the most common error: a field the client sent that we cannot honour. */
 export function invalidField(param: string, message: string): SidecarError {
   return new SidecarError("invalid_request", `${param}: ${message}`, { param });

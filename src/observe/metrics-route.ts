@@ -6,6 +6,7 @@
  */
 import { Hono } from "hono";
 import { credentialMatches } from "../lib/credentials.ts";
+import { SidecarError, sidecarErrorResponse } from "../lib/errors.ts";
 import type { Metrics } from "./metrics.ts";
 
 export function createMetricsRoute(metrics: Metrics, controlPassword: string): Hono {
@@ -13,16 +14,14 @@ export function createMetricsRoute(metrics: Metrics, controlPassword: string): H
   app.get("/", async (c) => {
     const bearer = /^Bearer\s+(.+)$/i.exec(c.req.header("authorization") ?? "")?.[1];
     if (!credentialMatches(bearer, controlPassword)) {
-      c.header("www-authenticate", 'Bearer realm="ura-sidecar metrics"');
-      return c.json(
-        {
-          error: {
-            type: "authentication",
-            message: "metrics: missing or wrong password (Authorization: Bearer $URA_CONTROL_PASSWORD)",
-          },
-        },
-        401,
+      const refusal = sidecarErrorResponse(
+        new SidecarError(
+          "authentication",
+          "metrics: missing or wrong password (Authorization: Bearer $URA_CONTROL_PASSWORD)",
+        ),
       );
+      refusal.headers.set("www-authenticate", 'Bearer realm="ura-sidecar metrics"');
+      return refusal;
     }
     return c.body(await metrics.render(), 200, { "content-type": metrics.contentType });
   });

@@ -21,7 +21,7 @@ import { createHealthRoutes } from "../health/health-routes.ts";
 import { notDrainingCheck, type ReadinessCheck } from "../health/readiness.ts";
 import { ingressProtocolOf, refuseIngressRequest } from "../ingress/refuse-ingress-request.ts";
 import { refuseOversizedBody } from "../ingress/refuse-oversized-body.ts";
-import { SidecarError } from "../lib/errors.ts";
+import { SidecarError, sidecarErrorResponse } from "../lib/errors.ts";
 import { jsonRpcError } from "../mcp/mcp-routes.ts";
 import type { Metrics } from "../observe/metrics.ts";
 import { createMetricsRoute } from "../observe/metrics-route.ts";
@@ -116,14 +116,12 @@ export function createApp(deps: AppDeps): Hono<BodyEnv> {
         // control and MCP keep the generic 413.
         refuseOversized: (request) =>
           refuseOversizedBody(deps, request, deps.bodyLimitBytes) ??
-          Response.json(
-            {
-              error: {
-                type: "request_too_large",
-                message: `request body over the limit of ${deps.bodyLimitBytes} bytes (body_limit_bytes)`,
-              },
-            },
-            { status: 413 },
+          sidecarErrorResponse(
+            new SidecarError(
+              "request_too_large",
+              `request body over the limit of ${deps.bodyLimitBytes} bytes (body_limit_bytes)`,
+            ),
+            413,
           ),
         ...(deps.memory ? { bodyArriving: (bytes: number) => deps.memory?.bodyArriving(bytes) } : {}),
         ...(deps.admission ? { admission: deps.admission } : {}),
@@ -151,14 +149,14 @@ export function createApp(deps: AppDeps): Hono<BodyEnv> {
     app.route("/e/:episode", group.routes(deps));
   }
   app.notFound((c) =>
-    c.json({ error: { type: "not_found", message: `no route ${c.req.method} ${c.req.path}` } }, 404),
+    sidecarErrorResponse(new SidecarError("not_found", `no route ${c.req.method} ${c.req.path}`)),
   );
   app.onError((err, c) => {
     const error =
       err instanceof SidecarError ? err : new SidecarError("internal", `internal error: ${err.message}`);
     if (error.kind === "internal")
       deps.logger.error("unhandled error", { message: err.message, stack: err.stack });
-    return c.json({ error: { type: error.kind, message: error.message } }, error.status as 400);
+    return sidecarErrorResponse(error);
   });
   return app;
 }
@@ -175,5 +173,5 @@ function refuseBeforeRoute(
   const ingress = refuseIngressRequest(deps, request, error, entry);
   if (ingress) return ingress;
   if (mcpPath.test(new URL(request.url).pathname)) return jsonRpcError(error.status, error.message);
-  return Response.json({ error: { type: error.kind, message: error.message } }, { status: error.status });
+  return sidecarErrorResponse(error);
 }

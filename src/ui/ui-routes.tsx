@@ -16,7 +16,7 @@ import { getCookie, setCookie } from "hono/cookie";
 import { decideApproval, parseApprovalDecision, viewPendingApproval } from "../control/approvals.ts";
 import type { EpisodeStore } from "../episodes/episode-store.ts";
 import { credentialMatches } from "../lib/credentials.ts";
-import { SidecarError } from "../lib/errors.ts";
+import { SidecarError, sidecarErrorResponse } from "../lib/errors.ts";
 import { blobDigestPattern } from "../records/blob-store.ts";
 import { sniffImageType } from "../records/image-references.ts";
 import { openRecords } from "../records/read-records.ts";
@@ -83,7 +83,7 @@ export function createUiRoutes(deps: UiDeps): Hono {
   app.use("*", async (c, next) => {
     if (!credentialMatches(getCookie(c, cookieName), token)) {
       if (c.req.header("accept")?.includes("text/html")) return c.redirect("/ui/login", 303);
-      return c.json({ error: { type: "authentication", message: "sign in at /ui/login" } }, 401);
+      return sidecarErrorResponse(new SidecarError("authentication", "sign in at /ui/login"));
     }
     c.header("cache-control", "no-store");
     await next();
