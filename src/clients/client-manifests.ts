@@ -22,7 +22,7 @@ export const clientManifestSchema = z
     /** The pin: what `make clients` installs, the fixtures were recorded with, the kits are written for. */
     version: z.string(),
     /**
-     * Every version that passed the whole end-to-end suite (docs/compatibility.md), the
+     * Every version with which every end-to-end test that runs the client passed (docs/compatibility.md), the
      * pin among them: `require_pinned_client` accepts each, and the episode status and
      * `client-config` say when a client is none of them.
      */
@@ -60,11 +60,6 @@ export const clientManifestSchema = z
     message: "the pinned version must be one of the proven versions",
   });
 export type ClientManifest = z.infer<typeof clientManifestSchema>;
-
-/** Whether `version` of `client` passed the whole end-to-end suite. */
-export function isProvenVersion(client: ClientName, version: string): boolean {
-  return clientManifests[client].proven_versions.includes(version);
-}
 
 export const clientManifests: Record<ClientName, ClientManifest> = {
   opencode: clientManifestSchema.parse(opencodeJson),

@@ -53,7 +53,7 @@ function clientTable(client: ClientName, runs: VersionRun[]): string[] {
   return [
     `## ${client} (${m.package})`,
     "",
-    `Pinned: ${m.version}. Proven (the whole end-to-end suite passed): ${m.proven_versions.join(", ")}.`,
+    `Pinned: ${m.version}. Proven (every end-to-end test that runs it passed): ${m.proven_versions.join(", ")}.`,
     "",
     row(
       "",
@@ -100,7 +100,7 @@ export function renderCompatibility(record: Compatibility): string {
     "smoke episode (`ura-sidecar validate`) and the end-to-end scenarios of its client",
     "(`test/e2e/<client>.e2e.test.ts`, and its case of `failed-result-images.e2e.test.ts`),",
     "the other clients at their pins. A release is listed under `proven_versions` in",
-    "manifests/clients/ once the whole end-to-end suite passed with it.",
+    "manifests/clients/ once every end-to-end test that runs the client passed with it.",
     "",
     ...sections,
   ].join("\n");

@@ -7,7 +7,8 @@
  * Installing needs the registry, so only the test runs go into the loopback-only
  * network namespace. Run it on an otherwise quiet machine, one client at a time.
  * Usage: bun src/compatibility/run-compatibility.ts --client <name> [--versions N] [--also V,V…] [--cache DIR]
- * (`--also`: versions to run besides the last N, e.g. an earlier pin.)
+ * (`--also`: versions to run besides the last N, e.g. an earlier pin; `--render-only`: the
+ * table again from docs/compatibility.json, after a manifest's proven_versions changed.)
  */
 import {
   existsSync,
@@ -151,8 +152,18 @@ if (import.meta.main) {
       versions: { type: "string" },
       also: { type: "string" },
       cache: { type: "string" },
+      "render-only": { type: "boolean" },
     },
   });
+  const before = existsSync(recordFile)
+    ? compatibilitySchema.parse(JSON.parse(readFileSync(recordFile, "utf8")))
+    : { clients: {} };
+  if (values["render-only"]) {
+    // The table again from the kept results, e.g. after a manifest's proven_versions changed.
+    writeFileSync(tableFile, renderCompatibility(before));
+    console.log(`${tableFile} written`);
+    process.exit(0);
+  }
   const client = clientNameSchema.parse(values.client);
   const count = Number(values.versions ?? "3");
   if (!Number.isInteger(count) || count < 1)
@@ -163,9 +174,6 @@ if (import.meta.main) {
   const also = values.also ? values.also.split(",") : [];
   for (const release of await releases(client, count, also))
     runs.push(await runVersion(cache, client, release));
-  const before = existsSync(recordFile)
-    ? compatibilitySchema.parse(JSON.parse(readFileSync(recordFile, "utf8")))
-    : { clients: {} };
   const record = withRuns(before, client, runs);
   writeFileSync(recordFile, `${JSON.stringify(record, null, 2)}\n`);
   writeFileSync(tableFile, renderCompatibility(record));
