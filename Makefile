@@ -51,6 +51,7 @@ check: install
 	node_modules/.bin/tsc -p tsconfig.json
 	node_modules/.bin/biome check src test fixtures bench scripts
 	$(BUN) scripts/check-imports.ts
+	$(BUN) scripts/check-module-state.ts
 	$(BUN) scripts/check-interfaces.ts
 
 bench: build system-packages

@@ -74,12 +74,8 @@ export function blobStoreDir(dataDir: string): string {
   return join(dataDir, "blobs", "sha256");
 }
 
-let sequence = 0;
-
-/** Writes the bytes under a temporary name and renames it to `path`; returns the still open descriptor. */
-function writeThenRename(path: string, bytes: Uint8Array): number {
-  sequence += 1;
-  const tmp = `${path}.tmp-${process.pid}-${sequence}`;
+/** Writes the bytes under the temporary name `tmp` and renames it to `path`; returns the still open descriptor. */
+function writeThenRename(path: string, tmp: string, bytes: Uint8Array): number {
   const fd = openSync(tmp, "w");
   try {
     // writeSync may write less than asked (a full disk mid-write): loop until all is written.
@@ -98,6 +94,8 @@ const resolved = Promise.resolve();
 
 export function createBlobStore(dataDir: string, options: BlobStoreOptions = {}): BlobStore {
   const dir = blobStoreDir(dataDir);
+  /** Names each write's temporary file apart from any other under way. */
+  let tmpFiles = 0;
   const syncing = options.fsync ?? true;
   const fsyncInPool = options.fsyncInPool ?? fsync;
   // The names: one fsync of the directory covers every rename made before it began.
@@ -147,7 +145,8 @@ export function createBlobStore(dataDir: string, options: BlobStoreOptions = {})
   function write(digest: string, target: string, bytes: Uint8Array): void {
     try {
       directory();
-      const fd = writeThenRename(target, bytes);
+      tmpFiles += 1;
+      const fd = writeThenRename(target, `${target}.tmp-${process.pid}-${tmpFiles}`, bytes);
       if (syncing) syncInBackground(digest, target, fd);
       else closeSync(fd);
     } catch (error) {
