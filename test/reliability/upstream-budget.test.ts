@@ -8,7 +8,8 @@
  * - 20 concurrent episodes × 3 turns on a budget of 4 concurrent requests: all
  *   finish, exactly one upstream request per turn, never more than 4 at once, never
  *   more than the rate over sliding windows, and the longest queue wait within the
- *   bound docs/upstream-budget.md derives (k·E·T with k = 1, E = 20).
+ *   bound docs/upstream-budget.md derives (k·E·T with k = 1, E = 20); each attempt's
+ *   wait is on its chat span (OpenTelemetry, to a receiver in this process).
  *   Scaling: the issue's 60 requests a minute is doubled to 120 so the test runs in
  *   about 30 s instead of a minute (the bound scales with it: T = H + 60000/RPM).
  * - Cancelling an episode whose request waits in the queue, or a shutdown drain: its
@@ -21,6 +22,7 @@ import OpenAI from "openai";
 import type { ReceivedRequest } from "../../src/scripted-upstream/create-scripted-upstream.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { records } from "../support/episode-evidence.ts";
+import { startOtlpReceiver } from "../support/otlp-receiver.ts";
 import {
   controlPassword,
   type LaunchInfo,
@@ -40,6 +42,7 @@ afterEach(async () => {
 async function setUp(
   budget: Record<string, number>,
   profile: Parameters<typeof serveScriptedUpstream>[1] = {},
+  env: Record<string, string> = {},
 ) {
   const upstream = await serveScriptedUpstream(0, profile);
   cleanups.push(() => upstream.stop());
@@ -47,6 +50,7 @@ async function setUp(
     upstreamUrl: upstream.url,
     config: { upstream: { budget, retry: { max_attempts: 3, initial_backoff_ms: 50 } } },
     args: ["--log-level", "warn"],
+    env,
   });
   cleanups.push(() => sidecar.stop());
   return { upstream, sidecar, chats: () => upstream.scripted.received.filter(isChat) };
@@ -104,9 +108,12 @@ describe("the shared upstream budget, through the binary", () => {
     const episodes = 20;
     const turns = 3;
     const rpm = 120;
+    const receiver = startOtlpReceiver();
+    cleanups.push(() => receiver.stop());
     const { sidecar, chats } = await setUp(
       { max_concurrent: 4, requests_per_minute: rpm },
       { profile: { head_ms: 1500, head_jitter_ms: 1000 } },
+      { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: "100" },
     );
     const launched = await Promise.all(Array.from({ length: episodes }, () => sidecar.createEpisode({})));
     const answers = await Promise.all(
@@ -150,6 +157,22 @@ describe("the shared upstream budget, through the binary", () => {
     expect(longestWait).toBeLessThanOrEqual(bound);
     expect(await metric(sidecar, "ura_upstream_queue_wait_seconds_count")).toBe(episodes * turns);
     expect(await metric(sidecar, "ura_upstream_queue_depth")).toBe(0);
+
+    // Each chat span carries its attempt's wait; a wait above 0 is also an event at the span's start.
+    expect(await sidecar.stop("SIGTERM")).toBe(0);
+    const chatSpans = receiver.spans.filter((s) => s.name.startsWith("chat"));
+    expect(chatSpans).toHaveLength(episodes * turns);
+    const spanWaits = chatSpans.map((s) => Number(s.attributes["ura.upstream.queue_wait_ms"]));
+    expect(spanWaits.sort((a, b) => a - b)).toEqual(
+      attempts.map((a) => a.queue_ms ?? 0).sort((a, b) => a - b),
+    );
+    for (const span of chatSpans) {
+      const wait = Number(span.attributes["ura.upstream.queue_wait_ms"]);
+      const queued = span.events.filter((e) => e.name === "ura.upstream.queued");
+      expect(queued.map((e) => Number(e.attributes["ura.upstream.queue_wait_ms"]))).toEqual(
+        wait > 0 ? [wait] : [],
+      );
+    }
   }, 90_000);
 
   test("cancelling an episode whose request is queued answers its client at once; nothing of it goes upstream", async () => {
