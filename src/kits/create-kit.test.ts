@@ -121,9 +121,11 @@ describe("client kits", () => {
       chunkTimeout: 660_000,
     });
     const later = { ...episode, model_deadline_ms: 1_200_000 };
-    expect(
-      createKit({ client: "claude", episode: later, dir: join(root, "cl3") }).plan.env.API_TIMEOUT_MS,
-    ).toBe("1260000");
+    const claudeEnv = createKit({ client: "claude", episode: later, dir: join(root, "cl3") }).plan.env;
+    expect(claudeEnv.API_TIMEOUT_MS).toBe("1260000");
+    expect(claudeEnv.CLAUDE_STREAM_IDLE_TIMEOUT_MS).toBe("1260000");
+    // A stream error is not asked again without streaming (a request that cannot be kept alive).
+    expect(claudeEnv.CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK).toBe("1");
     expect(config.mcp.ura).toMatchObject({
       url: episode.urls.mcp,
       headers: { Authorization: "Bearer {env:URA_MCP_TOKEN}" },

@@ -59,6 +59,9 @@ export function planClaudeKit(input: KitInput): KitPlan {
       // wait for an event (default 5 min; keepalive pings do not count): past the sidecar's deadline.
       API_TIMEOUT_MS: String(modelWaitMs(episode)),
       CLAUDE_STREAM_IDLE_TIMEOUT_MS: String(modelWaitMs(episode)),
+      // After a stream error it would ask again without streaming: a request the sidecar
+      // cannot keep alive, and a second try at an error that was final (docs/clients.md).
+      CLAUDE_CODE_DISABLE_NONSTREAMING_FALLBACK: "1",
       // --dangerously-skip-permissions is refused as root unless the CLI is told it runs in a sandbox.
       IS_SANDBOX: "1",
       CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY: "1",
