@@ -74,7 +74,8 @@ export const upstreamBudgetSchema = z
      */
     requests_per_minute: z.number().positive().optional(),
     /**
-     * Input tokens per minute sent upstream, estimated from the request body (bytes / 4), paced
+     * Input tokens per minute sent upstream, estimated from the request (text: JSON bytes / 4;
+     * an image: 1,200, its patches rather than its base64; src/upstream/estimate-input-tokens.ts), paced
      * with a burst of one second's worth. A request larger than that still goes, alone. Absent = not limited.
      */
     tokens_per_minute: z.number().int().positive().optional(),

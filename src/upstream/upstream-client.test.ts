@@ -342,6 +342,24 @@ describe("upstream client against the scripted upstream", () => {
     expect(result.attempts.map((a) => a.queue_ms)).toEqual([7, 7, 7]);
   });
 
+  test("the gate is asked with the episode and the request's input tokens, an image counted by its patches", async () => {
+    const asked: { episodeId: string; estimatedTokens: number }[] = [];
+    const gate = {
+      async admit(request: { episodeId: string; estimatedTokens: number }) {
+        asked.push({ episodeId: request.episodeId, estimatedTokens: request.estimatedTokens });
+        return { waitedMs: 0, release() {} };
+      },
+    };
+    const frame = `data:image/png;base64,${"A".repeat(200_000)}`;
+    const withFrame: ChatRequest = {
+      ...smokeRequest,
+      messages: [{ role: "user", content: [{ type: "image_url", image_url: { url: frame } }] }],
+    };
+    await client({ gate }).complete(withFrame, new AbortController().signal, { episodeId: "e7" });
+    const textTokens = Math.ceil((JSON.stringify(withFrame).length - frame.length) / 4);
+    expect(asked).toEqual([{ episodeId: "e7", estimatedTokens: textTokens + 1200 }]);
+  });
+
   test("cancellation reaches the socket and cancels the retry wait", async () => {
     const controller = new AbortController();
     upstream.scripted.enqueueFaults([{ kind: "timeout" }]);

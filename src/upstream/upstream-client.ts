@@ -30,6 +30,7 @@ import {
   type FailureClass,
   type FailureSignal,
 } from "./classify-upstream-failure.ts";
+import { estimateInputTokens } from "./estimate-input-tokens.ts";
 import { decideRetry, parseRetryAfter } from "./retry-schedule.ts";
 import type { AttemptEnd, UpstreamAttempt } from "./upstream-attempt.ts";
 import { type AttemptOutcome, openGate, type UpstreamGate } from "./upstream-gate.ts";
@@ -77,11 +78,6 @@ export interface UpstreamClient {
    * aborted (episode cancelled, client gone, shutdown), UpstreamCancelled.
    */
   complete(chat: ChatRequest, signal: AbortSignal, context: CompleteOptions): Promise<UpstreamExchange>;
-}
-
-/** Input tokens of a request body, estimated as the design does (JSON bytes / 4). */
-function estimateTokens(body: string): number {
-  return Math.ceil(body.length / 4);
 }
 
 /** Thrown by `complete` so callers can record every attempt of a failed exchange. */
@@ -275,7 +271,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     context: CompleteOptions,
   ): Promise<UpstreamExchange> {
     const body = context.body ?? JSON.stringify(chat);
-    const estimatedTokens = estimateTokens(body);
+    const estimatedTokens = estimateInputTokens(chat, body.length);
     const declared = new Set((chat.tools ?? []).map((t) => t.function.name));
     const attempts: UpstreamAttempt[] = [];
     const policy = options.retry;
