@@ -222,7 +222,7 @@ export function createEpisode(init: EpisodeInit): Episode {
 
   const ledger = (init.createLedger ?? createEpisodeLedger)({
     journal: {
-      append: (event) => init.records.ledger(event as Record<string, unknown>),
+      append: (event) => init.records.ledger(event),
       sync: () => init.records.sync(),
     },
     clock: init.clock,

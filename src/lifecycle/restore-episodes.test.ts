@@ -219,7 +219,7 @@ describe("drainEpisodes", () => {
       unfinished: ["call_a"],
     });
     expect(live.records.frozen).toBe(true);
-    expect(() => live.records.ledger({ type: "late" })).toThrow(/frozen/);
+    expect(() => live.records.ledger({ type: "admission_closed", at: 1, reason: "late" })).toThrow(/frozen/);
   });
 
   test("waits for a handler that is still running", async () => {

@@ -8,9 +8,10 @@
  * refusal code, status class); episode and call ids belong to traces and records.
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
+import type { LedgerEvent } from "../ledger/events.ts";
 import type { ExchangeStage } from "../records/exchange-lines.ts";
 import type { ObservedEvent, Observer } from "./observer.ts";
-import { auxiliarySchema, ledgerLineSchema, statusClass } from "./record-shapes.ts";
+import { auxiliarySchema, statusClass } from "./record-shapes.ts";
 
 export type MetricsSources = {
   version: string;
@@ -300,20 +301,19 @@ export function createMetrics(sources: MetricsSources): Metrics {
     }
   }
 
-  function onLedger(episode: string, at: number, raw: Record<string, unknown>) {
-    const line = ledgerLineSchema.safeParse(raw).data;
-    if (!line) return;
-    const call = line.callId ? calls.get(`${episode}/${line.callId}`) : undefined;
+  /** Ledger events arrive as journaled (typed by ledger/events.ts): nothing to parse. */
+  function onLedger(episode: string, at: number, line: LedgerEvent) {
+    const callId = "callId" in line ? line.callId : undefined;
+    const call = callId ? calls.get(`${episode}/${callId}`) : undefined;
     const count = (outcome: string, tool = call?.tool) => toolCalls.inc({ tool: tool ?? "unknown", outcome });
     switch (line.type) {
       case "registered":
-        for (const c of line.calls ?? []) remember(calls, `${episode}/${c.id}`, { tool: c.tool });
-        if (line.batchId)
-          remember(
-            batches,
-            `${episode}/${line.batchId}`,
-            (line.calls ?? []).map((c) => c.tool),
-          );
+        for (const c of line.calls) remember(calls, `${episode}/${c.id}`, { tool: c.tool });
+        remember(
+          batches,
+          `${episode}/${line.batchId}`,
+          line.calls.map((c) => c.tool),
+        );
         break;
       case "delivered":
       case "revoked":
@@ -325,7 +325,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
         break;
       case "refused":
         count("refused", line.tool);
-        refusals.inc({ tool: line.tool ?? "unknown", code: line.code ?? "unknown" });
+        refusals.inc({ tool: line.tool, code: line.code });
         break;
       case "submitted":
         if (call) call.submittedAt = at;
@@ -334,14 +334,14 @@ export function createMetrics(sources: MetricsSources): Metrics {
         count("completed");
         if (call?.submittedAt !== undefined)
           receiptSeconds.observe({ tool: call.tool }, (at - call.submittedAt) / 1000);
-        calls.delete(`${episode}/${line.callId}`);
+        calls.delete(`${episode}/${callId}`);
         break;
       case "failed":
       case "skipped":
       case "rejected":
       case "rate_limited":
         count(line.type);
-        calls.delete(`${episode}/${line.callId}`);
+        calls.delete(`${episode}/${callId}`);
         break;
       case "approval_requested":
       case "approved":
@@ -349,8 +349,8 @@ export function createMetrics(sources: MetricsSources): Metrics {
         break;
       case "stop_answered":
         stops.inc({
-          reason: line.reason ?? "unknown",
-          outcome: raw.stopped === true ? "stopped" : raw.status === null ? "no_answer" : "not_stopped",
+          reason: line.reason,
+          outcome: line.stopped ? "stopped" : line.status === null ? "no_answer" : "not_stopped",
         });
         break;
     }

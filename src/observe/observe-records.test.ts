@@ -26,7 +26,7 @@ test("each write becomes an event after it reached the records; a failed write i
   records.freeze({ reason: "test" });
   // Getters read the live state of the wrapped records.
   expect(records.frozen).toBe(true);
-  expect(() => records.ledger({ type: "x" })).toThrow(/frozen/);
+  expect(() => records.ledger({ type: "admission_closed", at: 6, reason: "x" })).toThrow(/frozen/);
   expect(events.at(-1)).toMatchObject({ kind: "records_failure", episode: "ep_1", file: "ledger.jsonl" });
   rmSync(dir, { recursive: true });
 });

@@ -4,6 +4,7 @@
  * `records_failure` event before the error goes on to the caller.
  */
 
+import type { LedgerEvent } from "../ledger/events.ts";
 import { errorMessage } from "../lib/error-message.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
 import { exchangeVerbs, type WriteExchangeLine } from "../records/exchange-verbs.ts";
@@ -33,7 +34,7 @@ export function observeRecords(
   return Object.assign(observed, {
     exchangeLine,
     ...exchangeVerbs(exchangeLine),
-    ledger(event: Record<string, unknown>) {
+    ledger(event: LedgerEvent) {
       guarded("ledger.jsonl", () => records.ledger(event));
       observer.observe({ kind: "ledger", episode, at: clock(), event });
     },

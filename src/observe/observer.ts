@@ -6,6 +6,7 @@
  * records stay the single account of what happened, and metrics, traces and the
  * timeline page cannot disagree with them.
  */
+import type { LedgerEvent } from "../ledger/events.ts";
 import type { ExchangeLine } from "../records/exchange-lines.ts";
 
 export type ObservedEvent =
@@ -18,7 +19,7 @@ export type ObservedEvent =
       /** The line's fields as written (without its spliced bodies). */
       line: ExchangeLine;
     }
-  | { kind: "ledger"; episode: string; at: number; event: Record<string, unknown> }
+  | { kind: "ledger"; episode: string; at: number; event: LedgerEvent }
   | { kind: "auxiliary"; episode: string; at: number; data: Record<string, unknown> }
   | { kind: "records_written"; episode: string; file: string; bytes: number }
   | { kind: "records_failure"; episode: string; file: string; message: string };

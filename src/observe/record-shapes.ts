@@ -1,25 +1,10 @@
 /**
- * What observers read from ledger and auxiliary record lines, as lenient zod
- * schemas listing only the fields they use (a line that does not match is simply
- * not counted, never an error). Exchange lines need none: observers get them as
- * written, typed by records/exchange-lines.ts.
+ * What observers read from auxiliary record lines, as a lenient zod schema listing
+ * only the fields they use (a line that does not match is simply not counted, never
+ * an error). Exchange lines and ledger events need none: observers get them as
+ * written, typed by records/exchange-lines.ts and ledger/events.ts.
  */
 import { z } from "zod";
-
-/** A ledger journal line: its type and the call it concerns (when it concerns one). */
-export const ledgerLineSchema = z.object({
-  type: z.string(),
-  at: z.number().optional(),
-  batchId: z.string().optional(),
-  exchangeId: z.string().optional(),
-  callId: z.string().optional(),
-  tool: z.string().optional(),
-  code: z.string().optional(),
-  reason: z.string().optional(),
-  calls: z.array(z.object({ id: z.string(), tool: z.string() })).optional(),
-  uncertain: z.array(z.string()).optional(),
-});
-export type LedgerLine = z.infer<typeof ledgerLineSchema>;
 
 export const auxiliarySchema = z.object({
   path: z.string(),

@@ -23,7 +23,7 @@ test("every kind of line reaches its file, with or without a byte counter", () =
       });
       records.clientRequest("ex_0001", { protocol: "responses", path: "/v1/responses" }, { json: "{}" });
       records.status("ex_0001", failedStatus);
-      records.ledger({ type: "closed" });
+      records.ledger({ type: "admission_closed", at: 0, reason: "closed" });
       records.auxiliary({ path: "/count" });
       for (const [file, lines] of [
         ["exchanges.jsonl", 2],
@@ -113,7 +113,7 @@ describe("a line is never durable before the blobs it refers to", () => {
     );
     records.upstreamRequest("ex_0001", { images: noImages, ignored: [] }, "{}");
     expect(readFileSync(join(dir, "exchanges.jsonl"), "utf8")).toContain('{"$blob":"sha256:');
-    records.ledger({ type: "claimed", callId: "c1" });
+    records.ledger({ type: "claimed", at: 0, callId: "c1", by: "call_id" });
     let synced = false;
     void records.sync().then(() => {
       synced = true;

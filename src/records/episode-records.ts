@@ -28,6 +28,7 @@ import { mkdirSync, renameSync, rmSync, writeFileSync } from "node:fs";
 import { open, rename, rm } from "node:fs/promises";
 import { join } from "node:path";
 import { type SplitText, textPieces, wholeText } from "../body/split-text.ts";
+import type { LedgerEvent } from "../ledger/events.ts";
 import type { JsonText, KnownSpan } from "../lib/frozen-json.ts";
 import { RecordsWriteError } from "./append-file.ts";
 import type { BlobStore } from "./blob-store.ts";
@@ -136,7 +137,8 @@ export interface EpisodeRecords extends ExchangeRecordVerbs {
   readonly dir: string;
   /** The one write under the verbs (exchange-verbs.ts); callers use the verbs. */
   exchangeLine: WriteExchangeLine;
-  ledger(event: Record<string, unknown>): void;
+  /** The ledger's journal (ledger/events.ts). */
+  ledger(event: LedgerEvent): void;
   auxiliary(data: Record<string, unknown>): void;
   /** Rewrites episode.json at once (a state change). */
   describe(episode: unknown): void;
@@ -251,7 +253,7 @@ export function createEpisodeRecords(options: RecordsOptions): EpisodeRecords {
     dir: options.dir,
     exchangeLine,
     ...exchangeVerbs(exchangeLine),
-    ledger(event: Record<string, unknown>): void {
+    ledger(event) {
       append("ledger.jsonl", event);
     },
     auxiliary(data: Record<string, unknown>): void {

@@ -30,9 +30,10 @@ import { OTLPTraceExporter } from "@opentelemetry/exporter-trace-otlp-http";
 import { detectResources, envDetector, resourceFromAttributes } from "@opentelemetry/resources";
 import { BasicTracerProvider, BatchSpanProcessor } from "@opentelemetry/sdk-trace-base";
 import type { MiddlewareHandler } from "hono";
+import type { LedgerEvent } from "../../ledger/events.ts";
 import { errorMessage } from "../../lib/error-message.ts";
 import type { UpstreamResponseFields } from "../../records/exchange-lines.ts";
-import { auxiliarySchema, ledgerLineSchema } from "../record-shapes.ts";
+import { auxiliarySchema } from "../record-shapes.ts";
 import type { Tracing, TracingOptions } from "./tracing.ts";
 
 /** Calls and exchanges are remembered until settled, at most this many (a client that vanished). */
@@ -179,20 +180,16 @@ export function createOtelTracing(options: TracingOptions): Tracing {
     }
   }
 
-  function onLedger(episode: string, at: number, raw: Record<string, unknown>) {
-    const line = ledgerLineSchema.safeParse(raw).data;
-    if (!line) return;
-    const key = line.callId ? `${episode}/${line.callId}` : "";
+  /** Ledger events arrive as journaled (typed by ledger/events.ts): nothing to parse. */
+  function onLedger(episode: string, at: number, line: LedgerEvent) {
+    const callId = "callId" in line ? line.callId : undefined;
+    const key = callId ? `${episode}/${callId}` : "";
     const call = calls.get(key);
     const here = trace.getSpan(active());
     switch (line.type) {
       case "registered":
-        for (const c of line.calls ?? [])
-          remember(calls, `${episode}/${c.id}`, {
-            tool: c.tool,
-            exchange: line.exchangeId ?? line.batchId ?? "",
-            registeredAt: at,
-          });
+        for (const c of line.calls)
+          remember(calls, `${episode}/${c.id}`, { tool: c.tool, exchange: line.batchId, registeredAt: at });
         return;
       case "delivered":
       case "revoked":
@@ -200,10 +197,10 @@ export function createOtelTracing(options: TracingOptions): Tracing {
           if (state.exchange === line.batchId && state.deliveredAt === undefined) {
             if (line.type === "delivered") state.deliveredAt = at;
           }
-        if (line.type === "revoked") here?.addEvent("revoked", { "ura.batch.id": line.batchId ?? "" }, at);
+        if (line.type === "revoked") here?.addEvent("revoked", { "ura.batch.id": line.batchId }, at);
         return;
       case "claimed": {
-        if (!call || !line.callId) return;
+        if (!call) return;
         const chat = chatSpans.get(`${episode}/${call.exchange}`);
         call.span = tracer.startSpan(
           `execute_tool ${call.tool}`,
@@ -223,7 +220,7 @@ export function createOtelTracing(options: TracingOptions): Tracing {
         );
         call.span.addEvent("registered", {}, call.registeredAt);
         if (call.deliveredAt !== undefined) call.span.addEvent("delivered", {}, call.deliveredAt);
-        call.span.addEvent("claimed", { "ura.claimed.by": String(raw.by ?? "") }, at);
+        call.span.addEvent("claimed", { "ura.claimed.by": line.by }, at);
         return;
       }
       case "submitted":
@@ -235,26 +232,26 @@ export function createOtelTracing(options: TracingOptions): Tracing {
         call?.span?.addEvent(
           line.type,
           {
-            "ura.stop.reason": line.reason ?? "",
-            ...(line.type === "stop_answered" ? { "ura.stop.stopped": raw.stopped === true } : {}),
+            "ura.stop.reason": line.reason,
+            ...(line.type === "stop_answered" ? { "ura.stop.stopped": line.stopped } : {}),
           },
           at,
         );
         return;
       case "approval_requested":
       case "approved":
-        call?.span?.addEvent(line.type, raw.by ? { "ura.approval.by": String(raw.by) } : {}, at);
+        call?.span?.addEvent(line.type, line.type === "approved" ? { "ura.approval.by": line.by } : {}, at);
         return;
       case "rejected":
       case "rate_limited":
         if (call?.span) {
           const attributes = {
-            "ura.reason": line.reason ?? "",
-            ...(raw.by ? { "ura.approval.by": String(raw.by) } : {}),
+            "ura.reason": line.reason,
+            ...(line.type === "rejected" ? { "ura.approval.by": line.by } : {}),
           };
           call.span.addEvent(line.type, attributes, at);
           call.span.setAttribute("error.type", line.type);
-          call.span.setStatus({ code: SpanStatusCode.ERROR, message: line.reason ?? "" });
+          call.span.setStatus({ code: SpanStatusCode.ERROR, message: line.reason });
           call.span.end(at);
         }
         calls.delete(key);
@@ -266,18 +263,18 @@ export function createOtelTracing(options: TracingOptions): Tracing {
         return;
       case "failed":
         if (call?.span) {
-          call.span.addEvent("failed", { "ura.reason": line.reason ?? "" }, at);
+          call.span.addEvent("failed", { "ura.reason": line.reason }, at);
           call.span.setAttribute("error.type", "executor_failed");
-          call.span.setStatus({ code: SpanStatusCode.ERROR, message: line.reason ?? "" });
+          call.span.setStatus({ code: SpanStatusCode.ERROR, message: line.reason });
           call.span.end(at);
         }
         calls.delete(key);
         return;
       case "refused": {
         const attributes = {
-          "gen_ai.tool.name": line.tool ?? "",
-          "ura.refusal.code": line.code ?? "",
-          "ura.reason": line.reason ?? "",
+          "gen_ai.tool.name": line.tool,
+          "ura.refusal.code": line.code,
+          "ura.reason": line.reason,
           ...(line.callId ? { "gen_ai.tool.call.id": line.callId } : {}),
         };
         here?.addEvent("refused", attributes, at);
@@ -285,11 +282,11 @@ export function createOtelTracing(options: TracingOptions): Tracing {
         return;
       }
       case "skipped":
-        here?.addEvent("skipped", { "gen_ai.tool.call.id": line.callId ?? "" }, at);
+        here?.addEvent("skipped", { "gen_ai.tool.call.id": line.callId }, at);
         calls.delete(key);
         return;
       default:
-        here?.addEvent(line.type, line.reason ? { "ura.reason": line.reason } : {}, at);
+        here?.addEvent(line.type, "reason" in line && line.reason ? { "ura.reason": line.reason } : {}, at);
     }
   }
 
