@@ -9,13 +9,28 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
 
 const MiB = 1024 * 1024;
+const longModel = {
+  context_window: 4_000_000,
+  max_input_tokens: 3_000_000,
+  max_output_tokens: 8192,
+  image_input: true,
+  video_input: false,
+  thinking: "none",
+  cache: "implicit",
+  tool_calls: true,
+} as const;
 let s: InProcessSidecar;
 let origin: string;
 const upstreamStarts: number[] = [];
 let holdUpstream: Promise<void> = Promise.resolve();
 beforeAll(async () => {
   s = await createInProcessSidecar({
-    config: { body_bytes_in_flight: 3 * MiB, images: { limits: { max_request_bytes: 8 * MiB } } },
+    config: {
+      body_bytes_in_flight: 3 * MiB,
+      images: { limits: { max_request_bytes: 8 * MiB } },
+      // Bodies of a few MiB of text: a model whose input limit holds them (the upstream refuses a longer prompt).
+      upstream: { model: "qwen-custom-long", models: { "qwen-custom-long": longModel } },
+    },
     upstreamFetch: async (request) => {
       upstreamStarts.push(Date.now());
       await holdUpstream;
