@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { declaredModel } from "../../test/support/declared-model.ts";
 import { ConfigError, loadConfig, readSecrets } from "./load-config.ts";
 
 function configFile(content: unknown): string {
@@ -164,16 +165,7 @@ describe("loadConfig", () => {
     const missing = problemsOf(() => loadConfig({ config: partial, model: "qwen-custom-32k" }, {}));
     expect(missing[0]).toStartWith("upstream.models.qwen-custom-32k:");
     expect(missing[0]).toContain("max_input_tokens, max_output_tokens, image_input");
-    const declared = {
-      context_window: 32768,
-      max_input_tokens: 30720,
-      max_output_tokens: 8192,
-      image_input: true,
-      video_input: false,
-      thinking: "none",
-      cache: "implicit",
-      tool_calls: true,
-    };
+    const declared = declaredModel();
     const file = configFile({
       upstream: { model: "qwen-custom-32k", models: { "qwen-custom-32k": declared } },
     });

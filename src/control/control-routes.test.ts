@@ -1,4 +1,5 @@
 import { describe, expect, test } from "bun:test";
+import { declaredModel } from "../../test/support/declared-model.ts";
 import {
   connectMcp,
   deliverBatch,
@@ -113,16 +114,7 @@ describe("control API", () => {
   });
 
   test("an episode's model is a built-in or declared one: any other is a 400 naming `model`, the launch info tells its capabilities", async () => {
-    const declared = {
-      context_window: 32768,
-      max_input_tokens: 30720,
-      max_output_tokens: 8192,
-      image_input: true,
-      video_input: false,
-      thinking: "none" as const,
-      cache: "implicit" as const,
-      tool_calls: true,
-    };
+    const declared = declaredModel();
     const { control, create } = await setup({
       config: { upstream: { models: { "qwen-custom-32k": declared } } },
     });

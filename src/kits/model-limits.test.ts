@@ -5,6 +5,7 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
+import { declaredModel } from "../../test/support/declared-model.ts";
 import { clientManifests } from "../clients/client-manifests.ts";
 import type { ModelCapabilities } from "../models/model-capabilities.ts";
 import type { KitPlan } from "./kit-plan.ts";
@@ -12,16 +13,7 @@ import type { LaunchInfo } from "./launch-info.ts";
 import { planKit } from "./plan-kit.ts";
 
 const dir = "/var/tmp/ura-kit-limits";
-const small: ModelCapabilities = {
-  context_window: 32768,
-  max_input_tokens: 30720,
-  max_output_tokens: 8192,
-  image_input: false,
-  video_input: false,
-  thinking: "none",
-  cache: "implicit",
-  tool_calls: true,
-};
+const small: ModelCapabilities = declaredModel({ image_input: false });
 const episode: LaunchInfo = {
   id: "ep_limits",
   urls: {

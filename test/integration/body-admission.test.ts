@@ -6,19 +6,11 @@
  * memory reclaimer alike.
  */
 import { afterAll, beforeAll, expect, test } from "bun:test";
+import { declaredModel } from "../support/declared-model.ts";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
 
 const MiB = 1024 * 1024;
-const longModel = {
-  context_window: 4_000_000,
-  max_input_tokens: 3_000_000,
-  max_output_tokens: 8192,
-  image_input: true,
-  video_input: false,
-  thinking: "none",
-  cache: "implicit",
-  tool_calls: true,
-} as const;
+const longModel = declaredModel({ context_window: 4_000_000, max_input_tokens: 3_000_000 });
 let s: InProcessSidecar;
 let origin: string;
 const upstreamStarts: number[] = [];
