@@ -1,8 +1,8 @@
 /**
  * End to end, per client: an episode on a model whose window is 32K (declared in
- * config: 32,768 tokens, 30,720 of prompt), run long enough that its history would
- * overflow the upstream, which answers Model Studio's context-length 400 over 30,720
- * prompt tokens (the scripted upstream's input limit). The kit tells the client the
+ * config: 32,768 tokens, 30,720 of prompt; 64K for Claude Code), run long enough that its
+ * history would overflow the upstream, which answers Model Studio's context-length 400
+ * over the model's prompt limit (the scripted upstream's input limit). The kit tells the client the
  * model's limits (src/kits/model-limits.ts); the client must compact (a summary request
  * through the same route) before the upstream would refuse: no request over the limit,
  * no failed turn, the episode finished. Real CLIs, the compiled binary, a loopback-only
@@ -14,7 +14,8 @@
  * episode is one prompt and its tool loop, so there is nothing it can compress; Claude
  * Code reports a 32,000-token output reserve for the model whatever
  * CLAUDE_CODE_MAX_OUTPUT_TOKENS says, so in 30,720 its own prompt refills the window
- * right after each compaction and it stops (`compact_thrashing`).
+ * right after each compaction and it stops (`compact_thrashing`); on a 64K window it
+ * compacts and finishes, which is what it is tested on here.
  *
  * The scripted model observes once per turn (each frame a tool-result image the client
  * resends, about 1,300 prompt tokens a turn) for `observations` turns counted across
@@ -32,18 +33,31 @@ import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { startSidecarProcess } from "../support/sidecar-process.ts";
 
 const timeoutMs = 420_000;
-const observations = 24;
-const model = "qwen-small-32k";
-const small: ModelCapabilities = {
-  context_window: 32768,
-  max_input_tokens: 30720,
-  max_output_tokens: 8192,
-  image_input: true,
-  video_input: false,
-  thinking: "none",
-  cache: "implicit",
-  tool_calls: true,
-};
+
+/** A declared model of `window` tokens, `window − 2K` of them prompt. */
+function smallModel(window: number): ModelCapabilities {
+  return {
+    context_window: window,
+    max_input_tokens: window - 2048,
+    max_output_tokens: 8192,
+    image_input: true,
+    video_input: false,
+    thinking: "none",
+    cache: "implicit",
+    tool_calls: true,
+  };
+}
+
+/**
+ * Each client on the smallest window it can work in, with enough frames to overflow it
+ * (about 1,300 prompt tokens a frame): 32K for Codex and OpenCode; Claude Code's own
+ * prompt and reserves do not fit 32K (see above), so 64K.
+ */
+const scenarios: { client: ClientName; window: number; observations: number }[] = [
+  { client: "codex", window: 32768, observations: 24 },
+  { client: "opencode", window: 32768, observations: 24 },
+  { client: "claude", window: 65536, observations: 44 },
+];
 
 /**
  * A compaction request that still declares the tools, by its client's prompt (Codex's
@@ -63,7 +77,7 @@ function lastUserText(request: ScriptedRequest): string {
   return "";
 }
 
-function longWindowBrain() {
+function longWindowBrain(observations: number) {
   const state = { observed: 0, finished: false, textOnly: 0 };
   const decide: DecideReply = async (request) => {
     const observe = toolNamed(request, "observe");
@@ -89,22 +103,22 @@ function longWindowBrain() {
   return { decide, state };
 }
 
-const allClients: ClientName[] = ["codex", "opencode"];
-/** URA_SMALL_WINDOW_CLIENTS=codex,gemini runs only those (the file re-runs itself in the namespace). */
-const clients = (process.env.URA_SMALL_WINDOW_CLIENTS?.split(",") ?? allClients).filter(
-  (c): c is ClientName => allClients.includes(c as ClientName),
-);
+/** URA_SMALL_WINDOW_CLIENTS=codex,claude runs only those (the file re-runs itself in the namespace). */
+const chosen = process.env.URA_SMALL_WINDOW_CLIENTS?.split(",");
+const runs = scenarios.filter((s) => chosen === undefined || chosen.includes(s.client));
 
 describeInLoopbackNamespace(
-  "a 32K-window model: every client compacts before the upstream refuses",
-  { file: import.meta.path, timeoutMs: timeoutMs * clients.length },
+  "a small-window model: each client compacts before the upstream refuses",
+  { file: import.meta.path, timeoutMs: timeoutMs * runs.length },
   () => {
-    for (const client of clients) {
+    for (const { client, window, observations } of runs) {
+      const model = `qwen-small-${window / 1024}k`;
+      const small = smallModel(window);
       test(
-        `${client}: compacts, no request over 30,720 prompt tokens, no failed turn`,
+        `${client}, a ${window / 1024}K window: compacts, no request over ${small.max_input_tokens} prompt tokens, no failed turn`,
         async () => {
           assertPrerequisites(client);
-          const brain = longWindowBrain();
+          const brain = longWindowBrain(observations);
           const upstream = await serveScriptedUpstream(0, {
             decide: brain.decide,
             maxInputTokens: (name) => (name === model ? small.max_input_tokens : undefined),
