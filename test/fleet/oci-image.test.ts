@@ -12,7 +12,7 @@ import { chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, statSync
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { binaryPath, controlPassword, type LaunchInfo } from "../support/sidecar-process.ts";
-import { sendSmokeMessage } from "./smoke-message.ts";
+import { sendSmokeMessage } from "../support/smoke-message.ts";
 
 const root = resolve(import.meta.dir, "../..");
 const image = `localhost/ura-sidecar:test-${process.pid}`;

@@ -13,7 +13,6 @@ import { hostname, tmpdir } from "node:os";
 import { join } from "node:path";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import { startS3Server } from "../support/s3-server.ts";
-import { controlPassword, type SidecarProcess } from "../support/sidecar-process.ts";
 import {
   sha256,
   shippingOf,
@@ -21,8 +20,9 @@ import {
   waitForShipping,
   writeBlob,
   writeStoredEpisode,
-} from "./shipping-kit.ts";
-import { sendSmokeMessage } from "./smoke-message.ts";
+} from "../support/shipping-kit.ts";
+import { controlPassword, type SidecarProcess } from "../support/sidecar-process.ts";
+import { sendSmokeMessage } from "../support/smoke-message.ts";
 
 const s3 = await startS3Server(["records", "other"]);
 afterAll(() => s3.close());

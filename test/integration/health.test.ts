@@ -14,7 +14,7 @@ import {
   responsesRequest,
   startSidecar,
   waitFor,
-} from "../lifecycle/lifecycle-kit.ts";
+} from "../support/lifecycle-kit.ts";
 import { startSidecarProcess } from "../support/sidecar-process.ts";
 
 const upstream = await fileUpstream(30_000);

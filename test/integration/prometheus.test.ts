@@ -16,7 +16,7 @@ import {
   responsesRequest,
   startSidecar,
   waitFor,
-} from "../lifecycle/lifecycle-kit.ts";
+} from "../support/lifecycle-kit.ts";
 import { controlPassword, type SidecarProcess } from "../support/sidecar-process.ts";
 
 const upstream = await fileUpstream(60_000);

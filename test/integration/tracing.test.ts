@@ -7,7 +7,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import robotManifest from "../../manifests/tools/robot.json";
-import { driveSmokeEpisode, fileUpstream, waitFor } from "../lifecycle/lifecycle-kit.ts";
+import { driveSmokeEpisode, fileUpstream, waitFor } from "../support/lifecycle-kit.ts";
 import { type ReceivedSpan, spanKind, startOtlpReceiver } from "../support/otlp-receiver.ts";
 import { startSidecarProcess } from "../support/sidecar-process.ts";
 

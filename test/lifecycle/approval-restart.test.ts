@@ -19,7 +19,7 @@ import {
   resultText,
   startSidecar,
   waitFor,
-} from "./lifecycle-kit.ts";
+} from "../support/lifecycle-kit.ts";
 
 const upstream = await fileUpstream(30_000);
 

@@ -11,7 +11,6 @@ import { describe, expect, test } from "bun:test";
 import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
-import type { SidecarProcess } from "../support/sidecar-process.ts";
 import {
   callback,
   callbackInFlight,
@@ -29,7 +28,8 @@ import {
   startSidecar,
   upstreamRequests,
   waitFor,
-} from "./lifecycle-kit.ts";
+} from "../support/lifecycle-kit.ts";
+import type { SidecarProcess } from "../support/sidecar-process.ts";
 
 const upstream = await fileUpstream(30_000);
 

@@ -12,7 +12,6 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { binaryPath, controlPassword } from "../support/sidecar-process.ts";
 import {
   callback,
   connectMcp,
@@ -22,7 +21,8 @@ import {
   startSidecar,
   startUpstream,
   type Upstream,
-} from "./lifecycle-kit.ts";
+} from "../support/lifecycle-kit.ts";
+import { binaryPath, controlPassword } from "../support/sidecar-process.ts";
 
 let upstream: Upstream;
 beforeAll(async () => {

@@ -11,8 +11,8 @@ import { readdirSync } from "node:fs";
 import { join } from "node:path";
 import { episodeListSchema } from "../../src/episodes/episode-status.ts";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
+import { driveSmokeEpisode, fileUpstream, seededRandom, startSidecar } from "../support/lifecycle-kit.ts";
 import type { SidecarProcess } from "../support/sidecar-process.ts";
-import { driveSmokeEpisode, fileUpstream, seededRandom, startSidecar } from "./lifecycle-kit.ts";
 
 const upstream = await fileUpstream(120_000);
 

@@ -12,8 +12,8 @@ import { rgbNoisePng } from "../../src/images/generate-png.ts";
 import { referencedDigests } from "../../src/records/image-references.ts";
 import { openRecords } from "../../src/records/read-records.ts";
 import { imageTurnRequest } from "../support/image-turn.ts";
+import { seededRandom } from "../support/lifecycle-kit.ts";
 import { type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
-import { seededRandom } from "./lifecycle-kit.ts";
 
 setDefaultTimeout(120_000);
 

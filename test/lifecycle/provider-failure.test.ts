@@ -13,7 +13,7 @@ import {
   responsesRequest,
   startSidecar,
   upstreamRequests,
-} from "./lifecycle-kit.ts";
+} from "../support/lifecycle-kit.ts";
 
 const upstream = await fileUpstream(30_000);
 

@@ -10,7 +10,6 @@
 import { describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import type { LaunchInfo, SidecarProcess } from "../support/sidecar-process.ts";
 import {
   callbackInFlight,
   fileUpstream,
@@ -23,7 +22,8 @@ import {
   startSidecar,
   upstreamRequests,
   waitFor,
-} from "./lifecycle-kit.ts";
+} from "../support/lifecycle-kit.ts";
+import type { LaunchInfo, SidecarProcess } from "../support/sidecar-process.ts";
 
 const upstream = await fileUpstream(30_000);
 

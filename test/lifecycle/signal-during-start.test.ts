@@ -11,8 +11,8 @@ import { expect, test } from "bun:test";
 import { cpSync, existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
+import { fileUpstream, firstTurn, startSidecar, waitFor } from "../support/lifecycle-kit.ts";
 import { binaryPath, controlPassword } from "../support/sidecar-process.ts";
-import { fileUpstream, firstTurn, startSidecar, waitFor } from "./lifecycle-kit.ts";
 
 const upstream = await fileUpstream(120_000);
 

@@ -8,7 +8,6 @@
 import { afterAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { waitFor } from "../lifecycle/lifecycle-kit.ts";
 import {
   callBack,
   cannedUpstreamForFile,
@@ -23,6 +22,7 @@ import {
   startHardenedSidecar,
   textOf,
 } from "../support/hardening-kit.ts";
+import { waitFor } from "../support/lifecycle-kit.ts";
 import { serveRecordingExecutor } from "../support/recording-executor.ts";
 
 setDefaultTimeout(30_000);

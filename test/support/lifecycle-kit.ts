@@ -12,7 +12,7 @@ import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
-import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "../support/sidecar-process.ts";
+import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "./sidecar-process.ts";
 
 /** A small deterministic PRNG (values in [0, 1)), so a run with random delays can be repeated from its seed. */
 export function seededRandom(seed: number): () => number {

@@ -7,9 +7,9 @@
 import { createHash } from "node:crypto";
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { type S3TestServer, s3AccessKeyId, s3SecretAccessKey } from "../support/s3-server.ts";
-import type { SidecarProcess } from "../support/sidecar-process.ts";
-import { startSidecarProcess } from "../support/sidecar-process.ts";
+import { type S3TestServer, s3AccessKeyId, s3SecretAccessKey } from "./s3-server.ts";
+import type { SidecarProcess } from "./sidecar-process.ts";
+import { startSidecarProcess } from "./sidecar-process.ts";
 
 export type ShippingStatus = {
   state: string;

@@ -1,5 +1,5 @@
 /** One Anthropic Messages exchange with an episode of a running sidecar (the demo model answers). */
-import type { LaunchInfo } from "../support/sidecar-process.ts";
+import type { LaunchInfo } from "./sidecar-process.ts";
 
 export async function sendSmokeMessage(episode: LaunchInfo, text = "Hello"): Promise<Response> {
   return fetch(`${episode.urls.anthropic}/v1/messages`, {
