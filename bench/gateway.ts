@@ -167,14 +167,18 @@ export async function runGatewayBench(
   const floor = await spawnPassThroughFloor(upstream.url);
   const portkey = await startPortkey();
   const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-"));
+  // The shared upstream budget (default 8 in flight) would queue the c=16 runs: this bench
+  // measures the sidecar's own cost against gateways that have no queue, so it lets all 16 through.
+  const unqueued = { upstream: { budget: { max_concurrent: 64 } } };
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
     dataDir,
+    config: unqueued,
     args: ["--log-level", "warn"],
   });
   const sidecarNoFsync = await startSidecarProcess({
     upstreamUrl: upstream.url,
-    config: { records: { fsync: false } },
+    config: { ...unqueued, records: { fsync: false } },
     args: ["--log-level", "warn"],
   });
   try {
