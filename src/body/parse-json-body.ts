@@ -9,6 +9,15 @@
  * `RepeatedMembers`, a member whose text is the one seen before is not scanned or
  * parsed again: its earlier value, deep-frozen, takes its place (and the later
  * stages reuse what they derived from that value, see frozen-json.ts).
+ *
+ * The history member (Claude Code's `messages`, Gemini's `contents`, the Responses
+ * `input`) grows by a few items a turn and is resent whole. Given its name, the
+ * episode keeps the items of the latest history as text and frozen value, and a
+ * later body whose history begins with the same items, byte for byte, each followed
+ * by `,` or `]`, reuses their values: only the items after them are scanned and
+ * parsed. The bytes are compared (memory speed), never assumed: the first item that
+ * differs (the client compacted, edited or dropped one) and every item after it is
+ * parsed afresh. Each reused item is a known span, so the records reuse their scan of it.
  */
 
 import { errorMessage } from "../lib/error-message.ts";
@@ -34,24 +43,39 @@ export type KnownMember = { text: string; value: object; depth: number };
 export type RepeatedMembers = {
   names: readonly string[];
   known: Map<string, KnownMember>;
+  /** The history member's name, when its items are reused. */
+  history?: string;
+  /** The latest history's items, in order (none: the next history is parsed whole). */
+  items?: readonly KnownItem[];
 };
+
+/** One item of a history as a request carried it: its exact text and its parsed value (frozen), its nesting depth. */
+export type KnownItem = { text: string; value: unknown; depth: number };
+
+/**
+ * A history is kept only while its items' text stays under this: the episode holds
+ * that text and the values once more between turns (docs/design.md). A longer one
+ * is parsed whole, as is any history holding images (their base64 is never kept).
+ */
+export const maxKeptHistoryChars = 4 * 1024 * 1024;
 
 /** Members shorter than this are parsed every time: reusing them saves less than it costs. */
 const smallestRepeatedMember = 1024;
 
-export function createRepeatedMembers(names: readonly string[]): RepeatedMembers {
-  return { names, known: new Map() };
+export function createRepeatedMembers(names: readonly string[], history?: string): RepeatedMembers {
+  return history === undefined ? { names, known: new Map() } : { names, known: new Map(), history };
 }
 
 /** One RepeatedMembers per owner (an episode), living no longer than it does. */
 export function repeatedMembersPer<Owner extends object>(
   names: readonly string[],
+  history?: string,
 ): (owner: Owner) => RepeatedMembers {
   const members = new WeakMap<Owner, RepeatedMembers>();
   return (owner) => {
     let known = members.get(owner);
     if (known === undefined) {
-      known = createRepeatedMembers(names);
+      known = createRepeatedMembers(names, history);
       members.set(owner, known);
     }
     return known;
@@ -86,7 +110,13 @@ export function jsonNestingDepth(text: string): number {
   return scanJson(text).depth;
 }
 
-type MemberSpan = { start: number; end: number; known?: KnownMember };
+type MemberSpan = {
+  start: number;
+  end: number;
+  known?: KnownMember;
+  /** The history member: how many leading items are the known ones, and where the last of them ends. */
+  reused?: { items: number; end: number };
+};
 
 type Scan = {
   depth: number;
@@ -109,7 +139,7 @@ function scanJson(text: string, repeated?: RepeatedMembers): Scan {
   const members = new Map<string, MemberSpan>();
   // Tracking members is only for a root object, and stops (members dropped) at a
   // key JSON.parse could read differently from its text: a repeated or escaped one.
-  let tracking = repeated !== undefined && repeated.names.length > 0;
+  let tracking = repeated !== undefined && (repeated.names.length > 0 || repeated.history !== undefined);
   const seenKeys = new Set<string>();
   let expectKey = false;
   let key: string | undefined;
@@ -148,6 +178,20 @@ function scanJson(text: string, repeated?: RepeatedMembers): Scan {
         closeMember(i);
         expectKey = true;
         key = undefined;
+      } else if (c === 58 /* : */ && key !== undefined && key === repeated?.history) {
+        let start = i + 1;
+        while (start < text.length && isJsonSpace(text.charCodeAt(start))) start++;
+        open = { start, end: start };
+        members.set(key, open);
+        const reused = reusedItems(text, start, repeated.items);
+        if (reused !== undefined) {
+          open.reused = { items: reused.items, end: reused.end };
+          // Inside the array, past its known items: the scan goes on from the separator after them.
+          depth = 2;
+          if (2 + reused.depth > deepest) deepest = 2 + reused.depth;
+          i = reused.end - 1;
+        }
+        key = undefined;
       } else if (c === 58 /* : */ && key !== undefined && repeated?.names.includes(key)) {
         let start = i + 1;
         while (start < text.length && isJsonSpace(text.charCodeAt(start))) start++;
@@ -165,6 +209,63 @@ function scanJson(text: string, repeated?: RepeatedMembers): Scan {
     }
   }
   return { depth: deepest, members: tracking ? members : new Map() };
+}
+
+/**
+ * How many of the known items the array at `start` begins with, byte for byte, each
+ * followed by `,` or `]` (then the array holds exactly that item there), where the
+ * last of them ends (at its separator), and their deepest nesting; undefined when not even the first.
+ */
+function reusedItems(
+  text: string,
+  start: number,
+  items: readonly KnownItem[] | undefined,
+): { items: number; end: number; depth: number } | undefined {
+  if (items === undefined || items.length === 0 || text.charCodeAt(start) !== 91 /* [ */) return undefined;
+  let at = start + 1;
+  let count = 0;
+  let depth = 0;
+  let end = at;
+  for (const item of items) {
+    if (!text.startsWith(item.text, at)) break;
+    const next = text.charCodeAt(at + item.text.length);
+    if (next !== 44 /* , */ && next !== 93 /* ] */) break;
+    count++;
+    end = at + item.text.length;
+    if (item.depth > depth) depth = item.depth;
+    if (next === 93) break;
+    at = end + 1;
+  }
+  return count === 0 ? undefined : { items: count, end, depth };
+}
+
+/**
+ * The items of the array whose text runs from `from` (just after `[`, or at the `,`
+ * after a reused item) to `end` (its `]`): each item's start and end, outside any string.
+ */
+function arrayItems(text: string, from: number, end: number): { start: number; end: number }[] {
+  const items: { start: number; end: number }[] = [];
+  let depth = 0;
+  let start = -1;
+  const close = (at: number) => {
+    if (start < 0) return;
+    let last = at;
+    while (last > start && isJsonSpace(text.charCodeAt(last - 1))) last--;
+    items.push({ start, end: last });
+    start = -1;
+  };
+  for (let i = from; i < end; i++) {
+    const c = text.charCodeAt(i);
+    if (depth === 0 && start < 0 && c !== 44 && !isJsonSpace(c)) start = i;
+    if (c === 34 /* " */) {
+      i = closingQuote(text, i);
+      if (i < 0) return [];
+    } else if (c === 123 || c === 91) depth++;
+    else if (c === 125 || c === 93) depth--;
+    else if (c === 44 /* , */ && depth === 0) close(i);
+  }
+  close(end);
+  return items;
 }
 
 function invalidJson(error: unknown, received: SplitText): JsonBody {
@@ -189,9 +290,16 @@ export function parseJsonBody(body: string | SplitText, repeated?: RepeatedMembe
     };
   }
   const reused = [...scan.members].filter(([, span]) => span.known !== undefined);
+  const history = repeated?.history === undefined ? undefined : scan.members.get(repeated.history);
+  const cuts = reused.map(([, span]) => ({ start: span.start, end: span.end, by: "null" }));
+  if (history?.reused !== undefined) {
+    // The reused items and the comma after them are left out: `[` and the new items are parsed.
+    const { end } = history.reused;
+    cuts.push({ start: history.start + 1, end: text.charCodeAt(end) === 44 ? end + 1 : end, by: "" });
+  }
   let value: unknown;
   try {
-    const parsed = parseSplit(reused.length === 0 ? text : withoutReused(text, reused), received);
+    const parsed = parseSplit(cuts.length === 0 ? text : withCuts(text, cuts), received);
     // A placeholder that did not come back as one whole value: the text is parsed as received.
     if (parsed === undefined) return parseJsonBody(unsplit(wholeText(received)), repeated);
     value = parsed.value;
@@ -204,31 +312,91 @@ export function parseJsonBody(body: string | SplitText, repeated?: RepeatedMembe
     }
     return invalidJson(error, received);
   }
+  const known: KnownSpan[] = [];
   if (repeated !== undefined && value !== null && typeof value === "object" && !Array.isArray(value)) {
     const object = value as Record<string, unknown>;
     for (const [name, span] of scan.members) {
+      if (name === repeated.history) continue;
       if (span.known !== undefined) object[name] = span.known.value;
       else remember(repeated, name, text.slice(span.start, span.end), object[name], received.nonce);
     }
-  }
-  if (reused.length === 0) return { parsed: true, value, received };
-  // Keyed by the member as known (its text and value): the same key, the same text.
-  const known = reused
-    .map(([, span]) => ({ start: span.start, end: span.end, key: span.known as KnownMember }))
-    .sort((a, b) => a.start - b.start);
+    // Keyed by the member as known (its text and value): the same key, the same text.
+    for (const [, span] of reused)
+      known.push({ start: span.start, end: span.end, key: span.known as KnownMember });
+    if (repeated.history !== undefined) {
+      const items =
+        history === undefined ? undefined : historyItems(text, history, object, repeated, received.nonce);
+      for (const item of items?.reused ?? []) known.push(item);
+    }
+  } else if (repeated?.history !== undefined) repeated.items = undefined;
+  if (known.length === 0) return { parsed: true, value, received };
+  known.sort((a, b) => a.start - b.start);
   return { parsed: true, value, received, known };
 }
 
-/** The text with each reused member's value replaced by `null`: the rest is parsed, the reused values put back after. */
-function withoutReused(text: string, reused: [string, MemberSpan][]): string {
-  const spans = reused.map(([, span]) => span).sort((a, b) => a.start - b.start);
-  let out = "";
-  let at = 0;
-  for (const span of spans) {
-    out += `${text.slice(at, span.start)}null`;
-    at = span.end;
+/**
+ * The history member after the parse: its reused items put back in front of the new
+ * ones, the episode's items replaced by this history's, and where each reused item
+ * lies (a known span, keyed by the item). A history that is not an array, holds
+ * images or is too long to keep leaves the episode with no items.
+ */
+function historyItems(
+  text: string,
+  span: MemberSpan,
+  object: Record<string, unknown>,
+  repeated: RepeatedMembers,
+  nonce: string,
+): { reused: KnownSpan[] } | undefined {
+  const before = repeated.items ?? [];
+  repeated.items = undefined;
+  const parsed = object[repeated.history as string];
+  const count = span.reused?.items ?? 0;
+  if (count > 0)
+    object[repeated.history as string] = [
+      ...before.slice(0, count).map((item) => item.value),
+      ...(parsed as unknown[]),
+    ];
+  const reused: KnownSpan[] = [];
+  let at = span.start + 1;
+  for (const item of before.slice(0, count)) {
+    reused.push({ start: at, end: at + item.text.length, key: item });
+    at += item.text.length + 1;
   }
-  return out + text.slice(at);
+  if (!Array.isArray(parsed) || span.end <= span.start || text.charCodeAt(span.end - 1) !== 93 /* ] */)
+    return { reused };
+  const fresh = arrayItems(text, span.reused?.end ?? span.start + 1, span.end - 1);
+  if (fresh.length !== parsed.length) return { reused };
+  let chars = before.slice(0, count).reduce((sum, item) => sum + item.text.length, 0);
+  const items = before.slice(0, count);
+  for (const [index, where] of fresh.entries()) {
+    const itemText = text.slice(where.start, where.end);
+    chars += itemText.length;
+    // Its long base64 strings would be this request's (taken out, or views into its text), kept alive with the value.
+    if (
+      chars > maxKeptHistoryChars ||
+      (nonce !== "" && itemText.includes(nonce)) ||
+      hasLongBase64String(itemText)
+    )
+      return { reused };
+    // A flat copy: a slice may keep the whole request text alive with it.
+    const copy = JSON.parse(JSON.stringify(itemText)) as string;
+    items.push({ text: copy, value: deepFreeze(parsed[index]), depth: jsonNestingDepth(copy) });
+  }
+  repeated.items = items;
+  return { reused };
+}
+
+/** The text with each cut replaced (a reused member's value by `null`): the rest is parsed, the reused values put back after. */
+function withCuts(text: string, cuts: { start: number; end: number; by: string }[]): string {
+  cuts.sort((a, b) => a.start - b.start);
+  const parts: string[] = [];
+  let at = 0;
+  for (const cut of cuts) {
+    parts.push(text.slice(at, cut.start), cut.by);
+    at = cut.end;
+  }
+  parts.push(text.slice(at));
+  return parts.join("");
 }
 
 function remember(

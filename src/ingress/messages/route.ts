@@ -38,7 +38,7 @@ function betaFlags(header: string | undefined): string[] {
 }
 
 /** Claude Code resends its tool list (63 KB of its 77 KB request) and system prompt (6 KB) unchanged every turn; per episode. */
-const repeatedOf = repeatedMembersPer<Episode>(["tools", "system"]);
+const repeatedOf = repeatedMembersPer<Episode>(["tools", "system"], "messages");
 
 export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
   const app = new Hono<BodyEnv>();

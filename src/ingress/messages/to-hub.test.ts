@@ -431,6 +431,42 @@ describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
     expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(chat));
   });
 
+  test("a growing history (its items reused, frozen) translates, measures and serialises as a fresh request", () => {
+    const repeated = createRepeatedMembers(["tools", "system"], "messages");
+    const messages = [...(request.messages as unknown[])];
+    const grow = (n: number) => [
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: `step ${n}` },
+          { type: "tool_use", id: `toolu_${n}`, name: "Bash", input: { command: `ls ${n}` } },
+        ],
+      },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${n}`, content: `out ${n}` }] },
+    ];
+    for (let turn = 0; turn < 6; turn++) {
+      // Turn 4 edits an earlier item (a client compacting): the items from there are parsed afresh.
+      if (turn === 4)
+        messages[2] = {
+          role: "assistant",
+          content: [
+            { type: "text", text: "summary" },
+            { type: "tool_use", id: "toolu_0", name: "Bash", input: { command: "ls 0" } },
+          ],
+        };
+      const text = JSON.stringify({ ...request, messages });
+      const later = translate(text, repeated);
+      const fresh = translate(text);
+      expect(later).toEqual(fresh);
+      expect(estimateTokens(later)).toBe(estimateTokens(fresh));
+      expect(stringifyReusingMembers(buildChatRequest(later, target))).toBe(
+        JSON.stringify(buildChatRequest(fresh, target)),
+      );
+      messages.push(...grow(turn));
+    }
+    expect(repeated.items?.length).toBe(messages.length - 2);
+  });
+
   test("a bad field beside the repeated tools, or a bad tool in a changed list, is named as in a fresh request", () => {
     const repeated = createRepeatedMembers(["tools"]);
     const first = translate(JSON.stringify(request), repeated);
