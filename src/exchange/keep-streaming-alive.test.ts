@@ -87,8 +87,9 @@ test("a failure after the head ends the stream in each protocol's final in-strea
   const geminiError = JSON.parse(gemini.trim()) as { error: { message: string } };
   expect(geminiError.error.message).toBe("upstream refused: key invalid");
   const responses = await (await run(failure(), "responses").response).text();
+  // The AI SDK's schema for both events requires a sequence_number (OpenCode ignores them without).
   expect(responses).toContain(
-    'event: error\ndata: {"type":"error","code":"episode_closed","message":"upstream refused: key invalid","param":null}',
+    'event: error\ndata: {"type":"error","code":"episode_closed","message":"upstream refused: key invalid","param":null,"sequence_number":0}',
   );
   expect(responses).toContain('"type":"response.failed"');
 });

@@ -68,7 +68,8 @@ export const streamForms: Record<Protocol, StreamForm> = {
   // Codex's idle timer counts SSE events (comments do not reset it) and ignores event
   // types it does not know; the AI SDK's Responses parser (OpenCode) ignores them too.
   // The failure: an `error` event (the AI SDK's stream error) and `response.failed`
-  // (Codex's), both with the envelope's code and message.
+  // (Codex's), both with the envelope's code and message; the AI SDK reads neither
+  // without its `sequence_number` (the keepalives before them carry none).
   responses: {
     contentType: "text/event-stream; charset=utf-8",
     keepalive: sseEvent("keepalive", { type: "keepalive" }),
@@ -77,9 +78,10 @@ export const streamForms: Record<Protocol, StreamForm> = {
       const code = typeof error.code === "string" ? error.code : "invalid_request_error";
       const message = typeof error.message === "string" ? error.message : envelope;
       return (
-        sseEvent("error", { type: "error", code, message, param: error.param ?? null }) +
+        sseEvent("error", { type: "error", code, message, param: error.param ?? null, sequence_number: 0 }) +
         sseEvent("response.failed", {
           type: "response.failed",
+          sequence_number: 1,
           response: { object: "response", status: "failed", error: { code, message }, output: [] },
         })
       );
