@@ -4,7 +4,9 @@
  * Spec: https://docs.anthropic.com/en/api/messages
  *
  * Accepted but not forwarded (they only tune a provider we do not have; each use
- * is listed in the hub request's `ignored`): `cache_control` on any block or tool,
+ * is listed in the hub request's `ignored`): `cache_control` on any block or tool
+ * (on a message's blocks it is also kept as the hub message's `cacheHint`, where the
+ * sidecar's own markers for Model Studio's explicit cache go first),
  * `thinking` (config), `context_management`, `output_config.effort`,
  * `metadata.user_id`, `citations` on text blocks, `thinking` /
  * `redacted_thinking` blocks in the history, and the `anthropic-beta` header's
@@ -20,7 +22,7 @@ import { z } from "zod";
 const asTextBlocks = (value: unknown) =>
   typeof value === "string" ? [{ type: "text", text: value }] : value;
 
-/** `cache_control` is accepted wherever the API allows it, and never forwarded. */
+/** `cache_control` is accepted wherever the API allows it; never forwarded as is (a hint on messages). */
 const cacheControlSchema = z.looseObject({ type: z.string() }).optional();
 
 export const textBlockSchema = z.strictObject({
