@@ -16,7 +16,6 @@ import { applyBodyBudget } from "./apply-body-budget.ts";
 import { applyContextPolicy } from "./apply-context.ts";
 import { createContextMemory } from "./context-cut.ts";
 import { estimateTokens } from "./estimate.ts";
-import { findToolBlocks } from "./find-tool-blocks.ts";
 import { buildHistory, segmentArbitrary } from "./history-arbitrary.ts";
 import {
   type BodyBudgetPolicy,
