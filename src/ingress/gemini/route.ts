@@ -25,11 +25,10 @@ import { renderError } from "./errors.ts";
 import { toGeminiModel, toGeminiModelList } from "./model-objects.ts";
 import { toHub } from "./to-hub.ts";
 
-/** Gemini CLI resends its system instruction (~30 KB) and tool list (~7 KB) unchanged every turn; per episode. */
-const repeatedOf = repeatedMembersPer<Episode>(["systemInstruction", "tools"], "contents");
-
 export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
   const app = new Hono<BodyEnv>();
+  /** Gemini CLI resends its system instruction (~30 KB) and tool list (~7 KB) unchanged every turn; per episode. */
+  const repeatedOf = repeatedMembersPer<Episode>(["systemInstruction", "tools"], "contents");
   app.onError((error) => renderError(toSidecarError(error)));
 
   app.all("/gemini/*", async (c) => {

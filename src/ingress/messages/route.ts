@@ -37,11 +37,10 @@ function betaFlags(header: string | undefined): string[] {
     .filter((flag) => flag !== "");
 }
 
-/** Claude Code resends its tool list (63 KB of its 77 KB request) and system prompt (6 KB) unchanged every turn; per episode. */
-const repeatedOf = repeatedMembersPer<Episode>(["tools", "system"], "messages");
-
 export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
   const app = new Hono<BodyEnv>();
+  /** Claude Code resends its tool list (63 KB of its 77 KB request) and system prompt (6 KB) unchanged every turn; per episode. */
+  const repeatedOf = repeatedMembersPer<Episode>(["tools", "system"], "messages");
   app.onError((error) => renderError(toSidecarError(error)));
 
   app.get("/anthropic/v1/models", (c) => {

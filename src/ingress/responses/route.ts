@@ -37,11 +37,10 @@ import { toHub } from "./to-hub.ts";
 const compactMessage =
   "/responses/compact is not offered by this sidecar: compact with an ordinary /responses request (Codex does so with a custom model provider), or send the conversation in input";
 
-/** Codex resends its tool list (~21 KB of its ~45 KB request) unchanged every turn; per episode. */
-const repeatedOf = repeatedMembersPer<Episode>(["tools"], "input");
-
 export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
   const app = new Hono<BodyEnv>();
+  /** Codex resends its tool list (~21 KB of its ~45 KB request) unchanged every turn; per episode. */
+  const repeatedOf = repeatedMembersPer<Episode>(["tools"], "input");
   app.onError((error) => renderError(toSidecarError(error)));
   const seconds = () => Math.floor(deps.clock() / 1000);
 
