@@ -3,7 +3,9 @@
  * top-level `let`/`var`, or a top-level `new WeakMap`/`WeakSet` or empty `Map`/`Set`
  * (a constant lookup table built with its entries is no state). Per-request data
  * travels in the request's context and per-episode data in the episode; state lives
- * in what the composition root creates. The files allowed below say why.
+ * in what the composition root creates. The files allowed below say why. A memo of
+ * a pure function keyed by deep-frozen values (the same answers without it) is made
+ * with deriveOncePerFrozen (src/lib/frozen-json.ts), which keeps its cache itself.
  *   bun scripts/check-module-state.ts    (make check)
  */
 
