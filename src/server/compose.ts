@@ -50,7 +50,7 @@ import { CredentialsError } from "../shipping/s3-credentials.ts";
 import { noShippingTotals } from "../shipping/shipper.ts";
 import { createUpstreamBudget } from "../upstream/upstream-budget.ts";
 import { createUpstreamClient } from "../upstream/upstream-client.ts";
-import { createApp } from "./app.ts";
+import { createApp, type EpisodeRouteGroup } from "./app.ts";
 import { episodeRouteGroups } from "./episode-route-groups.ts";
 import type { RouteDeps } from "./route-deps.ts";
 
@@ -79,6 +79,11 @@ export type ComposeOptions = {
   /** Where log lines go (default: stderr), and from which level (default: config.log_level). */
   logWrite?: (line: string) => void;
   logLevel?: LogLevel;
+  /**
+   * Route groups mounted under /e/{episode} after the shipped ones (episode-route-groups.ts):
+   * a spoke that is not shipped, mounted the way the shipped ones are (docs/architecture.md).
+   */
+  episodeRoutes?: readonly EpisodeRouteGroup[];
   /** Answers upstream requests in process instead of the network or the demo model. */
   upstreamFetch?: (request: Request) => Response | Promise<Response>;
   /** The executor of each new episode (default: from config.executor). */
@@ -323,7 +328,7 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
     isShuttingDown: () => lifecycle.shuttingDown,
     metrics,
     readiness: [codecsWarmedCheck(options.codecsWarmed ?? (() => true)), dataDirWritableCheck(dataDir)],
-    episodeRoutes: episodeRouteGroups,
+    episodeRoutes: [...episodeRouteGroups, ...(options.episodeRoutes ?? [])],
     memory,
     admission: createBodyAdmission(config.body_bytes_in_flight),
     ui: { episodes, dataDir, clock },

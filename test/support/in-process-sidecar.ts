@@ -15,6 +15,7 @@ import type { Episode } from "../../src/episodes/episode.ts";
 import type { EpisodeOptions } from "../../src/episodes/episode-options.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
 import type { Ids } from "../../src/lib/ids.ts";
+import type { EpisodeRouteGroup } from "../../src/server/app.ts";
 import { composeApp } from "../../src/server/compose.ts";
 import { readSse } from "../../src/sse/read-sse.ts";
 
@@ -35,6 +36,8 @@ export type InProcessOptions = {
   /** Identifiers and clock (a replay gives the ones that reproduce a recording). */
   ids?: Ids;
   clock?: () => number;
+  /** Route groups mounted after the shipped ones (a spoke under test). */
+  episodeRoutes?: readonly EpisodeRouteGroup[];
 };
 
 export async function createInProcessSidecar(options: InProcessOptions = {}) {
@@ -59,6 +62,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     ...(options.upstreamFetch ? { upstreamFetch: options.upstreamFetch } : {}),
     ...(options.ids ? { ids: options.ids } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
+    ...(options.episodeRoutes ? { episodeRoutes: options.episodeRoutes } : {}),
   });
   const { app, episodes } = composed;
   const scripted = composed.scripted;
