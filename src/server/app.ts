@@ -151,7 +151,7 @@ export function createApp(deps: AppDeps): Hono<BodyEnv> {
   app.notFound((c) =>
     sidecarErrorResponse(new SidecarError("not_found", `no route ${c.req.method} ${c.req.path}`)),
   );
-  app.onError((err, c) => {
+  app.onError((err) => {
     const error =
       err instanceof SidecarError ? err : new SidecarError("internal", `internal error: ${err.message}`);
     if (error.kind === "internal")
