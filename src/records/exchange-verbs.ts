@@ -3,7 +3,9 @@
  * (`records.clientRequest(…)`, `records.upstreamResponse(…)`, …), each taking the
  * stage's fields as typed by exchange-lines.ts and its body in the form it is
  * spliced in. The verbs are built over one typed write (`exchangeLine`), so the
- * records writer, a restart file and the observing wrapper share them.
+ * records writer, a restart file and the observing wrapper share them. The
+ * upstream_request verb keeps the episode's last upstream body as segments, so the
+ * next body's line scans only what it does not repeat (growing-text-spans.ts).
  */
 import type { JsonText } from "../lib/frozen-json.ts";
 import type { SplicedMembers, SplitJson } from "./episode-records.ts";
@@ -16,6 +18,7 @@ import type {
   UpstreamRequestFields,
   UpstreamResponseFields,
 } from "./exchange-lines.ts";
+import { createGrowingText, knownSpansOfGrowingText } from "./growing-text-spans.ts";
 
 /**
  * The client's body: valid single-line JSON spliced in as `body` (split, so that its
@@ -38,6 +41,10 @@ export interface ExchangeRecordVerbs {
 }
 
 export function exchangeVerbs(write: WriteExchangeLine): ExchangeRecordVerbs {
+  // The episode's last upstream body, as segments: the next one's line reuses the scan of
+  // what it repeats (growing-text-spans.ts). A body with images is not kept: its base64 is
+  // never held twice.
+  const lastUpstreamBody = createGrowingText();
   return {
     clientRequest(exchangeId, fields, body) {
       const spliced: SplicedMembers =
@@ -50,7 +57,18 @@ export function exchangeVerbs(write: WriteExchangeLine): ExchangeRecordVerbs {
     },
     afterContext: (exchangeId, fields) => write(exchangeId, { stage: "after_context", ...fields }),
     upstreamRequest: (exchangeId, fields, body) =>
-      write(exchangeId, { stage: "upstream_request", ...fields }, { json: { body } }),
+      write(
+        exchangeId,
+        { stage: "upstream_request", ...fields },
+        {
+          json: {
+            body:
+              typeof body === "string"
+                ? body
+                : knownSpansOfGrowingText(lastUpstreamBody, body, !body.text.includes(";base64,")),
+          },
+        },
+      ),
     upstreamResponse: (exchangeId, fields) => write(exchangeId, { stage: "upstream_response", ...fields }),
     delivered(exchangeId, fields, body) {
       const json = fields.content_type.startsWith("application/json");

@@ -1,0 +1,81 @@
+/**
+ * Known spans for a JSON text that repeats most of the previous one of its kind: the
+ * upstream body of an episode's next turn is the last one's, byte for byte, up to where
+ * the new messages go in. The episode keeps the last text as segments (pieces that begin
+ * and end outside any string token, each with a key); a new text is compared with them
+ * segment by segment (a memory compare), and the segments it begins with become its known
+ * spans, so the records' scan of each (known-spans.ts) is reused. The rest of the text is
+ * cut into new segments of about `segmentChars` for the next turn; a known span the text
+ * already has there (a repeated tool list's JSON) stays one segment, with its own key. A
+ * text that differs early only reuses less: nothing is assumed equal that was not compared.
+ * A text with images, or past `maxChars`, is not kept (its base64 is never held twice).
+ */
+import { closingQuote } from "../body/parse-json-body.ts";
+import type { JsonText, KnownSpan } from "../lib/frozen-json.ts";
+
+type Segment = { text: string; key: object };
+
+/** One kind of text of one episode (its upstream bodies): the last one's segments. */
+export type GrowingText = { segments: Segment[]; segmentChars: number };
+
+export function createGrowingText(segmentChars = 8 * 1024): GrowingText {
+  return { segments: [], segmentChars };
+}
+
+export const maxChars = 4 * 1024 * 1024;
+
+/**
+ * The text's known spans: the kept segments it begins with, then the text's own spans
+ * after them. Keeps this text's segments for the next call (none when `keep` is false).
+ */
+export function knownSpansOfGrowingText(state: GrowingText, json: JsonText, keep = true): JsonText {
+  const { text } = json;
+  const reused: KnownSpan[] = [];
+  let at = 0;
+  for (const segment of state.segments) {
+    if (!text.startsWith(segment.text, at)) break;
+    reused.push({ start: at, end: at + segment.text.length, key: segment.key });
+    at += segment.text.length;
+  }
+  const own = json.known.filter((span) => span.start >= at);
+  const kept: Segment[] = [];
+  if (keep && text.length <= maxChars) {
+    kept.push(...state.segments.slice(0, reused.length));
+    let from = at;
+    for (const span of [...own, { start: text.length, end: text.length, key: {} }]) {
+      for (const cut of cutsOutsideStrings(text, from, span.start, state.segmentChars)) {
+        kept.push({ text: copy(text.slice(from, cut)), key: {} });
+        from = cut;
+      }
+      if (span.end > span.start) kept.push({ text: copy(text.slice(span.start, span.end)), key: span.key });
+      from = span.end;
+    }
+  }
+  state.segments = kept;
+  if (reused.length === 0) return json;
+  // The new segments become known spans on the next turn, once compared.
+  return { text, known: [...reused, ...own] };
+}
+
+/** A flat copy: a slice would keep the whole body alive with the segment. */
+const copy = (text: string) => JSON.parse(JSON.stringify(text)) as string;
+
+/**
+ * Where to cut the text from `from` to `end` (both outside any string token): before a
+ * string token's opening quote, about every `segmentChars`, then at `end`.
+ */
+function cutsOutsideStrings(text: string, from: number, end: number, segmentChars: number): number[] {
+  const cuts: number[] = [];
+  let last = from;
+  for (let at = text.indexOf('"', from); at >= 0 && at < end; ) {
+    if (at - last >= segmentChars) {
+      cuts.push(at);
+      last = at;
+    }
+    const close = closingQuote(text, at);
+    if (close < 0) break;
+    at = text.indexOf('"', close + 1);
+  }
+  if (end > last) cuts.push(end);
+  return cuts;
+}
