@@ -9,7 +9,8 @@
  * Takes only what delivery needs, never the exchange spec: the server keeps the
  * answer stream's source (these closures) alive for a while after the last byte,
  * and through the spec they kept the whole received request (a camera history's ~80
- * MB at turn 100) from the collection that runs after the answer (docs/long-sessions.md).
+ * MB at turn 100) from the collection that runs after the answer
+ * (docs/decisions/0008-long-episode-memory.md).
  */
 import type { Episode } from "../episodes/episode.ts";
 import { errorMessage } from "../lib/error-message.ts";

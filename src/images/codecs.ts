@@ -3,10 +3,11 @@
  * once from `.wasm` files embedded with `with { type: "file" }`.
  *
  * Why not @jsquash's default loaders: inside a `bun build --compile` binary they look
- * for the `.wasm` next to the JS glue (`/$bunfs/root/...`) and fail (see
- * docs/measurements.md). Importing each `.wasm` as a file makes Bun embed it, and
- * compiling it ourselves and handing the module to each codec's init works both under
- * `bun run` and in a compiled binary started from an empty directory.
+ * for the `.wasm` next to the JS glue (`/$bunfs/root/...`) and fail
+ * (docs/decisions/0004-lossless-webp-in-wasm.md). Importing each `.wasm` as a file
+ * makes Bun embed it, and compiling it ourselves and handing the module to each
+ * codec's init works both under `bun run` and in a compiled binary started from an
+ * empty directory.
  *
  * All three calls are synchronous once loaded (a single WASM instance each, so calls
  * never interleave). The WebP encoder is libwebp 1.1.0's SIMD build.

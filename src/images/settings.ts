@@ -1,9 +1,9 @@
 /**
  * Settings for PNG→WebP conversion.
  *
- * Encoder defaults come from measurement (bench/images.ts, docs/measurements.md):
- * on camera-like noisy frames, lossless effort above cwebp's `-z 1` (method 1,
- * quality 20) buys ~1–5% of bytes for 3–4× the time, so `-z 1` is the default.
+ * The default effort is cwebp's `-z 1` (method 1, quality 20): on camera-like noisy
+ * frames more effort buys a few percent of bytes for several times the time
+ * (docs/decisions/0004-lossless-webp-in-wasm.md, measured with bench/images.ts).
  * `exact` is fixed to true: without it libwebp may rewrite the RGB of fully
  * transparent pixels, and the conversion promises identical decoded pixels.
  */
