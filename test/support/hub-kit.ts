@@ -1,8 +1,15 @@
 /**
  * Hub values for the tests beside the code (tests only): a model answer with
- * every required field, so a test writes only what it is about.
+ * every required field, and the tool calls and tool results a translation is
+ * expected to give, so a test writes only what it is about; and the check that a
+ * translation reusing a resent body's members is the fresh one in every way.
  */
-import type { HubRequest, HubResponse } from "../../src/hub/schema.ts";
+import { expect } from "bun:test";
+import { estimateTokens } from "../../src/context/estimate.ts";
+import type { HubRequest, HubResponse, HubToolCall, HubToolMessage } from "../../src/hub/schema.ts";
+import { stringifyReusingMembers } from "../../src/lib/frozen-json.ts";
+import { buildChatRequest } from "../../src/upstream/build-chat-request.ts";
+import type { ChatRequest } from "../../src/upstream/chat-schema.ts";
 
 /** A text-less, call-less answer that stopped normally, with the given fields on top. */
 export function hubResponse(fields: Partial<HubResponse> = {}): HubResponse {
@@ -20,4 +27,35 @@ export function hubResponse(fields: Partial<HubResponse> = {}): HubResponse {
 /** A request with no messages and no tools, for renderers that only read its settings. */
 export function hubRequest(fields: Partial<HubRequest> = {}): HubRequest {
   return { model: "ura-qwen", messages: [], tools: [], ignored: [], ...fields };
+}
+
+/** A tool call with its raw JSON arguments, from the client's field `source`. */
+export function hubToolCall(id: string, name: string, args: string, source: string): HubToolCall {
+  return { id, name, arguments: args, source };
+}
+
+/** A tool result of one text part answering call `toolCallId`, from the client's field `source`. */
+export function hubToolResult(
+  toolCallId: string,
+  name: string,
+  text: string,
+  source: string,
+  fields: Partial<HubToolMessage> = {},
+): HubToolMessage {
+  return { role: "tool", toolCallId, name, content: [{ type: "text", text }], source, ...fields };
+}
+
+const chatTarget = { model: "ura-qwen", imageInput: true, parallelToolCalls: true };
+
+/**
+ * A request translated from a body that reused an earlier turn's members equals the
+ * fresh translation, is measured as it and serialises (reusing members) to its upstream
+ * text; the reused translation's upstream request, for further checks.
+ */
+export function expectAsFresh(reused: HubRequest, fresh: HubRequest): ChatRequest {
+  expect(reused).toEqual(fresh);
+  expect(estimateTokens(reused)).toBe(estimateTokens(fresh));
+  const chat = buildChatRequest(reused, chatTarget);
+  expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(buildChatRequest(fresh, chatTarget)));
+  return chat;
 }

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { expectAsFresh, hubToolCall, hubToolResult } from "../../../test/support/hub-kit.ts";
 import {
   createRepeatedMembers,
   isRepeatedMember,
@@ -8,10 +9,8 @@ import {
   parseJsonBody,
   type RepeatedMembers,
 } from "../../body/parse-json-body.ts";
-import { estimateTokens } from "../../context/estimate.ts";
 import { stringifyReusingMembers } from "../../lib/frozen-json.ts";
 import { sidecarErrorOf } from "../../lib/sidecar-error-of.ts";
-import { buildChatRequest } from "../../upstream/build-chat-request.ts";
 import { type ToHubContext, toHub } from "./to-hub.ts";
 
 const messagesToHub = (body: unknown, ctx?: ToHubContext) => toHub(jsonBodyOf(body), ctx).hub;
@@ -97,35 +96,12 @@ describe("messagesToHub", () => {
         role: "assistant",
         text: "calling",
         toolCalls: [
-          {
-            id: "call_abc",
-            name: "mcp__ura__record",
-            arguments: '{"nonce":"n1"}',
-            source: "messages[1].content[2]",
-          },
-          {
-            id: "call_def",
-            name: "mcp__ura__record",
-            arguments: '{"nonce":"n1"}',
-            source: "messages[1].content[3]",
-          },
+          hubToolCall("call_abc", "mcp__ura__record", '{"nonce":"n1"}', "messages[1].content[2]"),
+          hubToolCall("call_def", "mcp__ura__record", '{"nonce":"n1"}', "messages[1].content[3]"),
         ],
       },
-      {
-        role: "tool",
-        toolCallId: "call_abc",
-        name: "mcp__ura__record",
-        content: [{ type: "text", text: "ok" }],
-        source: "messages[2].content[0]",
-      },
-      {
-        role: "tool",
-        toolCallId: "call_def",
-        name: "mcp__ura__record",
-        content: [{ type: "text", text: "bad" }],
-        isError: true,
-        source: "messages[2].content[1]",
-      },
+      hubToolResult("call_abc", "mcp__ura__record", "ok", "messages[2].content[0]"),
+      hubToolResult("call_def", "mcp__ura__record", "bad", "messages[2].content[1]", { isError: true }),
       { role: "user", content: [{ type: "text", text: "continue" }] },
     ]);
     expect(hub.ignored).toEqual([
@@ -408,7 +384,6 @@ describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
       "utf8",
     ),
   ) as { tools: { name: string }[] } & Record<string, unknown>;
-  const target = { model: "ura-qwen", imageInput: true, parallelToolCalls: true };
   const translate = (text: string, repeated?: RepeatedMembers) => toHub(parseJsonBody(text, repeated)).hub;
 
   test("each later turn translates, measures and serialises exactly as a fresh request", () => {
@@ -419,15 +394,11 @@ describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
       messages: [...(request.messages as unknown[]), { role: "assistant", content: "done" }],
     });
     const later = translate(laterText, repeated);
-    const fresh = translate(laterText);
-    expect(later).toEqual(fresh);
     expect(later.tools).toBe(first.tools);
     // The resent system prompt is one frozen hub message, the same object every turn.
     expect(later.messages[0]).toBe(first.messages[0] as (typeof later.messages)[0]);
     expect(Object.isFrozen(later.messages[0])).toBe(true);
-    expect(estimateTokens(later)).toBe(estimateTokens(fresh));
-    const chat = buildChatRequest(later, target);
-    expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(buildChatRequest(fresh, target)));
+    const chat = expectAsFresh(later, translate(laterText));
     expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(chat));
   });
 
@@ -455,13 +426,7 @@ describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
           ],
         };
       const text = JSON.stringify({ ...request, messages });
-      const later = translate(text, repeated);
-      const fresh = translate(text);
-      expect(later).toEqual(fresh);
-      expect(estimateTokens(later)).toBe(estimateTokens(fresh));
-      expect(stringifyReusingMembers(buildChatRequest(later, target))).toBe(
-        JSON.stringify(buildChatRequest(fresh, target)),
-      );
+      expectAsFresh(translate(text, repeated), translate(text));
       messages.push(...grow(turn));
     }
     expect(repeated.items?.length).toBe(messages.length - 2);

@@ -1,6 +1,7 @@
 import { describe, expect, test } from "bun:test";
 import { readFileSync } from "node:fs";
 import { resolve } from "node:path";
+import { hubToolResult } from "../../../test/support/hub-kit.ts";
 import {
   createRepeatedMembers,
   jsonBodyOf,
@@ -55,20 +56,8 @@ describe("input items", () => {
           { id: "c2", name: "mcp__ura__observe", arguments: "{}", source: "input[5]" },
         ],
       },
-      {
-        role: "tool",
-        toolCallId: "c1",
-        name: "a",
-        content: [{ type: "text", text: "one" }],
-        source: "input[6]",
-      },
-      {
-        role: "tool",
-        toolCallId: "c2",
-        name: "mcp__ura__observe",
-        content: [{ type: "text", text: "two" }],
-        source: "input[7]",
-      },
+      hubToolResult("c1", "a", "one", "input[6]"),
+      hubToolResult("c2", "mcp__ura__observe", "two", "input[7]"),
     ]);
     expect(hub.ignored).toEqual(["1 reasoning item(s) in input (Qwen runs non-thinking)"]);
   });
