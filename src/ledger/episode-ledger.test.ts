@@ -1,6 +1,11 @@
 import { describe, expect, test } from "bun:test";
-import { rejection } from "../../test/support/ledger-kit.ts";
-import { createEpisodeLedger, type EpisodeLedgerOptions, restoreEpisodeLedger } from "./episode-ledger.ts";
+import { record, rejection } from "../../test/support/ledger-kit.ts";
+import {
+  createEpisodeLedger,
+  type EpisodeLedger,
+  type EpisodeLedgerOptions,
+  restoreEpisodeLedger,
+} from "./episode-ledger.ts";
 import { type LedgerEvent, ledgerEventSchema } from "./events.ts";
 import { callsInDeliveryOrder, closeAdmission, foldJournal, summarizeLedger } from "./ledger-state.ts";
 import type { LedgerCallback } from "./match-callback.ts";
@@ -30,24 +35,22 @@ function setup(overrides: Partial<EpisodeLedgerOptions> = {}) {
   return { ledger, journal, disk };
 }
 
-const record = (id: string, nonce = "n1") => ({
-  id,
-  modelName: "mcp__ura__record",
-  tool: "record",
-  args: { nonce },
-});
 const recordCallback = (nonce = "n1", callId?: string): LedgerCallback => ({
   tool: "record",
   args: { nonce },
   ...(callId === undefined ? {} : { identity: { kind: "call_id" as const, value: callId } }),
 });
+/** Batch b1 of the one record call c1, registered and delivered: its callback can be admitted. */
+function deliverOneCall(ledger: EpisodeLedger): void {
+  ledger.register({ batchId: "b1", calls: [record("c1")] });
+  ledger.delivered("b1");
+}
 const tick = (ms = 5) => new Promise((resolve) => setTimeout(resolve, ms));
 
 describe("createEpisodeLedger", () => {
   test("journals every transition with the injected clock, before admit resolves", async () => {
     const { ledger, journal } = setup();
-    ledger.register({ batchId: "b1", calls: [record("c1")] });
-    ledger.delivered("b1");
+    deliverOneCall(ledger);
     const admission = await ledger.admit(recordCallback());
     expect(journal.at(-1)).toEqual({ type: "claimed", at: 1_002, callId: "c1", by: "name_args" });
     admission.submitted();
@@ -271,8 +274,7 @@ describe("durable claims", () => {
       deliveryWaitMs: 200,
       previousAckWaitMs: 200,
     });
-    ledger.register({ batchId: "b1", calls: [record("c1")] });
-    ledger.delivered("b1");
+    deliverOneCall(ledger);
     let admitted = false;
     const admission = ledger.admit(recordCallback("n1", "c1")).then((a) => {
       admitted = true;
@@ -296,8 +298,7 @@ describe("durable claims", () => {
       deliveryWaitMs: 200,
       previousAckWaitMs: 200,
     });
-    ledger.register({ batchId: "b1", calls: [record("c1")] });
-    ledger.delivered("b1");
+    deliverOneCall(ledger);
     const error = await rejection(ledger.admit(recordCallback("n1", "c1")));
     expect(error.message).toMatch(/could not be made durable \(EIO.*never reached the executor/);
     expect(journal.at(-1)).toMatchObject({ type: "failed", callId: "c1" });
@@ -307,8 +308,7 @@ describe("durable claims", () => {
 describe("a failing journal write", () => {
   test("leaves the state as it was: a batch whose registration failed is not in it", async () => {
     const { ledger, disk } = setup();
-    ledger.register({ batchId: "b1", calls: [record("c1")] });
-    ledger.delivered("b1");
+    deliverOneCall(ledger);
     const admission = await ledger.admit(recordCallback());
     disk.room = 0;
     expect(() => ledger.register({ batchId: "b2", calls: [record("c2")] })).toThrow("disk full");

@@ -1,5 +1,5 @@
 import { describe, expect, test } from "bun:test";
-import { byArgs, byId, observe, record, runLedger } from "../../test/support/ledger-kit.ts";
+import { admittedId, byArgs, byId, observe, record, runLedger } from "../../test/support/ledger-kit.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { ledgerEventSchema } from "./events.ts";
 import {
@@ -12,11 +12,6 @@ import {
 import { matchCallback } from "./match-callback.ts";
 
 const run = runLedger;
-
-function admittedId(outcome: ReturnType<typeof matchCallback>["outcome"]): string {
-  if (outcome.kind !== "admitted") throw new Error(`expected admitted, got ${JSON.stringify(outcome)}`);
-  return outcome.call.id;
-}
 
 describe("registerBatch", () => {
   test("registers pending calls and journals them", () => {

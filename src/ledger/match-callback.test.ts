@@ -1,14 +1,8 @@
 import { describe, expect, test } from "bun:test";
-import { byArgs, byId, observe, record, runLedger } from "../../test/support/ledger-kit.ts";
+import { admittedId, byArgs, byId, observe, record, runLedger } from "../../test/support/ledger-kit.ts";
 import { checkBatchOrder, closeAdmission, summarizeLedger } from "./ledger-state.ts";
-import type { matchCallback } from "./match-callback.ts";
 
 const run = runLedger;
-
-function admittedId(outcome: ReturnType<typeof matchCallback>["outcome"]): string {
-  if (outcome.kind !== "admitted") throw new Error(`expected admitted, got ${JSON.stringify(outcome)}`);
-  return outcome.call.id;
-}
 
 describe("matching", () => {
   test("two identical calls in one batch are both admitted; a third identical callback is refused", () => {

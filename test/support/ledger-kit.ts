@@ -15,7 +15,12 @@ import {
   revokeBatch,
   type Transition,
 } from "../../src/ledger/ledger-state.ts";
-import { type LedgerCallback, matchCallback, refuseCallback } from "../../src/ledger/match-callback.ts";
+import {
+  type LedgerCallback,
+  type MatchOutcome,
+  matchCallback,
+  refuseCallback,
+} from "../../src/ledger/match-callback.ts";
 import { SidecarError } from "../../src/lib/errors.ts";
 
 export function runLedger() {
@@ -71,4 +76,10 @@ export async function rejection(promise: Promise<unknown>): Promise<SidecarError
     throw error;
   }
   throw new Error("expected a rejection");
+}
+
+/** The id of the call a callback was admitted to; throws naming the outcome when it was not admitted. */
+export function admittedId(outcome: MatchOutcome): string {
+  if (outcome.kind !== "admitted") throw new Error(`expected admitted, got ${JSON.stringify(outcome)}`);
+  return outcome.call.id;
 }
