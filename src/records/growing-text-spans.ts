@@ -40,6 +40,8 @@ export function knownSpansOfGrowingText(state: GrowingText, json: JsonText, keep
   const own = json.known.filter((span) => span.start >= at);
   const kept: Segment[] = [];
   if (keep && text.length <= maxChars) {
+    // A span's key stands for one text: its segment from the last text is reused, once compared.
+    const byKey = new Map(state.segments.slice(reused.length).map((segment) => [segment.key, segment]));
     kept.push(...state.segments.slice(0, reused.length));
     let from = at;
     for (const span of [...own, { start: text.length, end: text.length, key: {} }]) {
@@ -47,7 +49,7 @@ export function knownSpansOfGrowingText(state: GrowingText, json: JsonText, keep
         kept.push({ text: copy(text.slice(from, cut)), key: {} });
         from = cut;
       }
-      if (span.end > span.start) kept.push({ text: copy(text.slice(span.start, span.end)), key: span.key });
+      if (span.end > span.start) kept.push(segmentOf(span, text, byKey));
       from = span.end;
     }
   }
@@ -55,6 +57,18 @@ export function knownSpansOfGrowingText(state: GrowingText, json: JsonText, keep
   if (reused.length === 0) return json;
   // The new segments become known spans on the next turn, once compared.
   return { text, known: [...reused, ...own] };
+}
+
+/** The segment of a known span: the kept one with its key when it reads the same, else a copy. */
+function segmentOf(span: KnownSpan, text: string, byKey: Map<object, Segment>): Segment {
+  const kept = byKey.get(span.key);
+  if (
+    kept !== undefined &&
+    kept.text.length === span.end - span.start &&
+    text.startsWith(kept.text, span.start)
+  )
+    return kept;
+  return { text: copy(text.slice(span.start, span.end)), key: span.key };
 }
 
 /** A flat copy: a slice would keep the whole body alive with the segment. */
