@@ -21,11 +21,13 @@ export const contentPartSchema = z.discriminatedUnion("type", [
   inputImagePartSchema,
 ]);
 export type ContentPart = z.infer<typeof contentPartSchema>;
+/** A message's content and a function call's output alike: one text, or a list of parts. */
+const textOrPartsSchema = z.union([z.string(), z.array(contentPartSchema)]);
 
 export const messageItemSchema = z.object({
   type: z.literal("message"),
   role: z.enum(["system", "developer", "user", "assistant"]),
-  content: z.union([z.string(), z.array(contentPartSchema)]),
+  content: textOrPartsSchema,
 });
 export const functionCallItemSchema = z.object({
   type: z.literal("function_call"),
@@ -38,7 +40,7 @@ export const functionCallItemSchema = z.object({
 export const functionCallOutputItemSchema = z.object({
   type: z.literal("function_call_output"),
   call_id: z.string().min(1),
-  output: z.union([z.string(), z.array(contentPartSchema)]),
+  output: textOrPartsSchema,
 });
 /** Reasoning carries nothing upstream: Qwen runs non-thinking. */
 export const reasoningItemSchema = z.object({ type: z.literal("reasoning") });
