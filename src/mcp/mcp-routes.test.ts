@@ -29,6 +29,14 @@ async function setup(options: Parameters<typeof startSidecar>[0] = {}) {
   return { ...sidecar, executors };
 }
 
+/** A sidecar with one episode (max_turns 0) whose MCP client is connected with the episode's token. */
+async function connectedEpisode() {
+  const sidecar = await setup();
+  const a = sidecar.episodes.create({ max_turns: 0 });
+  const { client } = await connectMcp(sidecar.mcpUrl(a), a.mcpToken);
+  return { ...sidecar, a, client };
+}
+
 const post = postMcp;
 const initializeBody = rawInitialize;
 
@@ -126,9 +134,7 @@ describe("MCP endpoint access", () => {
 
 describe("tools", () => {
   test("tools/list serves the manifest's input schemas verbatim and is recorded", async () => {
-    const { episodes, mcpUrl } = await setup();
-    const a = episodes.create({ max_turns: 0 });
-    const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
+    const { a, client } = await connectedEpisode();
     const { tools } = await client.listTools();
     expect(tools.map((t) => t.name)).toEqual(["observe", "record", "finish"]);
     expect(tools[1]?.inputSchema).toEqual(a.manifest.tools[1]?.input_schema as never);
@@ -137,9 +143,7 @@ describe("tools", () => {
   });
 
   test("a forged callback is refused, journaled, counted, and never reaches the executor", async () => {
-    const { episodes, mcpUrl, executors } = await setup();
-    const a = episodes.create({ max_turns: 0 });
-    const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
+    const { a, client, executors } = await connectedEpisode();
     const result = await client.callTool({ name: "observe", arguments: {} });
     expect(result.isError).toBe(true);
     expect(textOf(result)).toContain("refused");
@@ -150,9 +154,7 @@ describe("tools", () => {
   });
 
   test("admitted and refused calls rewrite episode.json off the call's path, with the counters, soon after", async () => {
-    const { episodes, mcpUrl } = await setup();
-    const a = episodes.create({ max_turns: 0 });
-    const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
+    const { a, client } = await connectedEpisode();
     // A synchronous rewrite (write, rename over the file) costs ~5 ms on ext4 and blocks every exchange in flight.
     let synchronousRewrites = 0;
     const describe = a.records.describe.bind(a.records);
@@ -174,9 +176,7 @@ describe("tools", () => {
   });
 
   test("observe → record ×2 (one batch, no identity) → third refused → finish makes the episode finished", async () => {
-    const { episodes, mcpUrl, executors } = await setup();
-    const a = episodes.create({ max_turns: 0 });
-    const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
+    const { a, client, executors } = await connectedEpisode();
 
     deliverBatch(a, [{ id: "call_obs", tool: "observe", args: {} }]);
     const observed = await client.callTool({ name: "observe", arguments: {} });
@@ -220,9 +220,7 @@ describe("tools", () => {
   });
 
   test("identity from _meta (Claude Code, Codex) and the _callID argument (OpenCode), stripped before schema validation", async () => {
-    const { episodes, mcpUrl, executors } = await setup();
-    const a = episodes.create({ max_turns: 0 });
-    const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
+    const { a, client, executors } = await connectedEpisode();
     deliverBatch(a, [{ id: "call_o", tool: "observe", args: {} }]);
     await client.callTool({ name: "observe", arguments: {} });
     deliverBatch(a, [
@@ -255,9 +253,7 @@ describe("tools", () => {
   });
 
   test("Gemini's wait_for_previous is stripped; schema-invalid arguments are refused and never executed", async () => {
-    const { episodes, mcpUrl, executors } = await setup();
-    const a = episodes.create({ max_turns: 0 });
-    const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
+    const { a, client, executors } = await connectedEpisode();
     deliverBatch(a, [{ id: "c1", tool: "observe", args: { wait_for_previous: true } }]);
     const ok = await client.callTool({ name: "observe", arguments: { wait_for_previous: true } });
     expect(ok.isError).toBeFalsy();
@@ -298,9 +294,7 @@ describe("tools", () => {
   });
 
   test("a callback that arrives while its batch is still being delivered waits for the delivery", async () => {
-    const { episodes, mcpUrl } = await setup();
-    const a = episodes.create({ max_turns: 0 });
-    const { client } = await connectMcp(mcpUrl(a), a.mcpToken);
+    const { a, client } = await connectedEpisode();
     const batch = deliverBatch(a, [{ id: "c1", tool: "observe", args: {} }], { deliver: false });
     setTimeout(() => a.ledger.delivered(batch), 100);
     const result = await client.callTool({ name: "observe", arguments: {} });
