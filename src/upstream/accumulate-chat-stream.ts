@@ -43,21 +43,25 @@ export function emptyChatAnswer(): ChatAnswer {
   };
 }
 
+/**
+ * JSON text from the upstream, parsed; text that is not JSON is an upstream_invalid
+ * error: `notJson`, then the text's first `shown` characters.
+ */
+function parseUpstreamJson(text: string, notJson: string, shown: number): unknown {
+  try {
+    return JSON.parse(text);
+  } catch {
+    throw new SidecarError("upstream_invalid", `${notJson}: ${text.slice(0, shown)}`);
+  }
+}
+
 /** Folds one `data:` payload into the answer (mutates the accumulator it owns). */
 export function foldChatChunk(answer: ChatAnswer, data: string): void {
   if (data.trim() === "[DONE]") {
     answer.sawDone = true;
     return;
   }
-  let json: unknown;
-  try {
-    json = JSON.parse(data);
-  } catch {
-    throw new SidecarError(
-      "upstream_invalid",
-      `upstream stream carried a frame that is not JSON: ${data.slice(0, 120)}`,
-    );
-  }
+  const json = parseUpstreamJson(data, "upstream stream carried a frame that is not JSON", 120);
   if (typeof json === "object" && json !== null && "error" in json) throw new ChatStreamError(data);
   const parsed = chatChunkSchema.safeParse(json);
   if (!parsed.success) {
@@ -122,15 +126,12 @@ export function validateChatAnswer(
         );
       }
       const args = call.arguments.trim() === "" ? "{}" : call.arguments;
-      let parsed: unknown;
-      try {
-        parsed = JSON.parse(args);
-      } catch {
-        throw new SidecarError(
-          "upstream_invalid",
-          `upstream tool call ${call.id ?? `#${call.index}`} (${call.name}) has arguments that are not valid JSON: ${args.slice(0, 200)}`,
-        );
-      }
+      const callName = `${call.id ?? `#${call.index}`} (${call.name})`;
+      const parsed = parseUpstreamJson(
+        args,
+        `upstream tool call ${callName} has arguments that are not valid JSON`,
+        200,
+      );
       if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed)) {
         throw new SidecarError(
           "upstream_invalid",
@@ -141,7 +142,7 @@ export function validateChatAnswer(
       if (overflow !== undefined) {
         throw new SidecarError(
           "upstream_invalid",
-          `upstream tool call ${call.id ?? `#${call.index}`} (${call.name}) has a number too large for JSON (${overflow}): no executor could receive it`,
+          `upstream tool call ${callName} has a number too large for JSON (${overflow}): no executor could receive it`,
         );
       }
       if (call.id) checkCallId(call.id);
