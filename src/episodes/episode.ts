@@ -281,6 +281,20 @@ export function createEpisode(init: EpisodeInit): Episode {
     turnsInFlight = Math.max(0, turnsInFlight - 1);
     stopper.clientSeen();
   };
+  /**
+   * A model exchange's answer reached the client or not: its turn is released, its batch
+   * settled in the ledger and counted; the episode is written soon even when the ledger throws.
+   */
+  const settleExchange = (outcome: "delivered" | "revoked", batchId: string | undefined) => {
+    releaseTurn();
+    try {
+      if (batchId && outcome === "delivered") ledger.delivered(batchId);
+      else if (batchId) ledger.revoke(batchId);
+      counters[`${outcome}_exchanges` as const] += 1;
+    } finally {
+      episode.persistSoon();
+    }
+  };
   const episode: Episode = {
     id: init.id,
     createdAt: init.createdAt,
@@ -402,25 +416,9 @@ export function createEpisode(init: EpisodeInit): Episode {
     mcpRequestOpened: (): (() => void) | undefined =>
       stopper.enabled ? stopper.mcpRequestOpened() : undefined,
     /** A model exchange reached the client: its turn counts against max_turns, its calls become claimable. */
-    exchangeDelivered(batchId: string | undefined): void {
-      releaseTurn();
-      try {
-        if (batchId) ledger.delivered(batchId);
-        counters.delivered_exchanges += 1;
-      } finally {
-        episode.persistSoon();
-      }
-    },
+    exchangeDelivered: (batchId: string | undefined): void => settleExchange("delivered", batchId),
     /** The client went away before the last byte: the exchange's calls can never run. */
-    exchangeRevoked(batchId: string | undefined): void {
-      releaseTurn();
-      try {
-        if (batchId) ledger.revoke(batchId);
-        counters.revoked_exchanges += 1;
-      } finally {
-        episode.persistSoon();
-      }
-    },
+    exchangeRevoked: (batchId: string | undefined): void => settleExchange("revoked", batchId),
     /** A model exchange failed; a provider failure also ends the episode's model work (at once on disk). */
     exchangeFailed(outcome: { heldTurn: boolean; providerError?: string }): void {
       if (outcome.heldTurn) releaseTurn();
