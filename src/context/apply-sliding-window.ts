@@ -28,6 +28,12 @@
  * reduction goes down to `target_input_tokens` (the low-water mark). The stale images
  * stay stale: a kept reduction omits at least what the last fresh one did.
  *
+ * The model's window guard (`window`, window-guard.ts) is a second threshold on the
+ * same walk: the request is also reduced when its prompt, as the model counts it (images
+ * by pixel size), is over the guard's limit, down to the guard's target; it fails only
+ * when even the most reduced prompt is over the limit (the upstream would refuse it).
+ * Under `identity` the walk runs with the guard alone (no threshold of its own).
+ *
  * Message sizes are measured once and the total is kept incrementally (JSON of
  * the request = JSON without messages + each message + the commas between), so
  * the work is linear in the size of the history.
@@ -36,10 +42,17 @@ import type { HubImagePart, HubMessage, HubPart, HubRequest, HubToolMessage } fr
 import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
-import { measureJsonBytes, measureMessageBytes, tokensFromBytes } from "./estimate.ts";
+import {
+  measureJsonBytes,
+  measureMessageBytes,
+  partPromptBytes,
+  promptBytesOf,
+  tokensFromBytes,
+} from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { SlidingWindowPolicy } from "./policy-schema.ts";
+import { type WindowGuard, windowLimitShare } from "./window-guard.ts";
 
 export interface ToolImage {
   messageIndex: number;
@@ -52,20 +65,42 @@ export interface ToolImage {
  * Expects a history that passed validateToolHistory. `previous`: the episode's previous
  * reduction; while the request with that very reduction is at or under
  * `max_input_tokens` it is kept (the prompt only appends, its prefix stays cacheable);
- * otherwise the request is reduced toward `target_input_tokens` afresh.
+ * otherwise the request is reduced toward `target_input_tokens` afresh. `window`: the
+ * model's window guard, applied on the same walk.
  */
 export function applySlidingWindow(
   request: HubRequest,
   policy: SlidingWindowPolicy,
   previous?: ContextCut,
+  window?: WindowGuard,
 ): { request: HubRequest; decision: ContextDecision; stale: HubImagePart[]; cut: ContextCut } {
   const messages = request.messages;
   const baseBytes = measureJsonBytes({ ...request, messages: [] });
   const messageBytes = messages.map(measureMessageBytes);
+  // The prompt's weight per message (images by pixel size), only when the window is guarded.
+  const promptBytes = window ? messages.map((m, i) => promptBytesOf(m, messageBytes[i] ?? 0)) : [];
   const images = listToolImages(messages);
   const blocks = findToolBlocks(messages);
   const sumBefore = messageBytes.reduce((sum, bytes) => sum + bytes, 0);
-  const estimateBefore = tokensFromBytes(baseBytes + sumBefore + Math.max(0, messages.length - 1));
+  const promptSumBefore = promptBytes.reduce((sum, bytes) => sum + bytes, 0);
+  const commas = Math.max(0, messages.length - 1);
+  const estimateBefore = tokensFromBytes(baseBytes + sumBefore + commas);
+  const promptBefore = tokensFromBytes(baseBytes + promptSumBefore + commas);
+  const fits = (estimate: number, prompt: number) =>
+    estimate <= policy.max_input_tokens && (window === undefined || prompt <= window.limit);
+  const windowRecord = (after: number, engaged: boolean) =>
+    window === undefined
+      ? {}
+      : {
+          window: {
+            max_input_tokens: window.maxInputTokens,
+            limit_tokens: window.limit,
+            target_tokens: window.target,
+            prompt_tokens_before: promptBefore,
+            prompt_tokens_after: after,
+            engaged,
+          },
+        };
   const unchanged = {
     request,
     decision: {
@@ -75,11 +110,12 @@ export function applySlidingWindow(
       reduced: false,
       images_omitted: [],
       blocks_removed: [],
-    },
+      ...windowRecord(promptBefore, false),
+    } as ContextDecision,
     stale: [],
     cut: cutAt(messages, images, blocks, { omitted: 0, removed: 0 }),
   };
-  if (estimateBefore <= policy.max_input_tokens) return unchanged;
+  if (fits(estimateBefore, promptBefore)) return unchanged;
   const evictable =
     Math.floor(
       Math.max(0, images.length - policy.min_recent_tool_images) / policy.image_eviction_batch_size,
@@ -96,17 +132,21 @@ export function applySlidingWindow(
       : undefined;
   if (replay) {
     const kept = reduce({ images: replay.omitted, blocks: replay.removed });
-    if (kept.decision.estimate_after <= policy.max_input_tokens) return kept;
+    if (fits(kept.decision.estimate_after, kept.decision.window?.prompt_tokens_after ?? 0)) return kept;
   }
   return reduce(undefined);
 
   /** Omits and removes the given numbers, or (none given) as few as bring it to the target. */
   function reduce(counts: { images: number; blocks: number } | undefined) {
     const sizes = [...messageBytes];
+    const weights = [...promptBytes];
     let messageBytesSum = sumBefore;
+    let promptSum = promptSumBefore;
     let messageCount = messages.length;
     const estimate = () => tokensFromBytes(baseBytes + messageBytesSum + Math.max(0, messageCount - 1));
-    const overTarget = () => estimate() > policy.target_input_tokens;
+    const prompt = () => tokensFromBytes(baseBytes + promptSum + Math.max(0, messageCount - 1));
+    const overTarget = () =>
+      estimate() > policy.target_input_tokens || (window !== undefined && prompt() > window.target);
     const decision: ContextDecision = { ...unchanged.decision, images_omitted: [], blocks_removed: [] };
     const rewritten = new Map<number, HubPart[]>();
     const stale: HubImagePart[] = [];
@@ -122,10 +162,17 @@ export function applySlidingWindow(
         }
         stale.push(message.content[image.partIndex] as HubImagePart);
         const notice = createOmissionNotice(message.toolCallId, image.imageNumber);
-        const delta = measureJsonBytes(notice) - measureJsonBytes(content[image.partIndex]);
+        const original = content[image.partIndex] as HubPart;
+        const noticeBytes = measureJsonBytes(notice);
+        const delta = noticeBytes - measureJsonBytes(original);
         content[image.partIndex] = notice;
         sizes[image.messageIndex] = (sizes[image.messageIndex] ?? 0) + delta;
         messageBytesSum += delta;
+        if (window) {
+          const promptDelta = noticeBytes - partPromptBytes(original);
+          weights[image.messageIndex] = (weights[image.messageIndex] ?? 0) + promptDelta;
+          promptSum += promptDelta;
+        }
         decision.images_omitted.push({ toolCallId: message.toolCallId, index: image.partIndex });
       }
     }
@@ -138,13 +185,28 @@ export function applySlidingWindow(
       for (const index of block.messageIndexes) {
         removed[index] = 1;
         messageBytesSum -= sizes[index] ?? 0;
+        if (window) promptSum -= weights[index] ?? 0;
         messageCount--;
       }
       decision.blocks_removed.push({ toolCallIds: block.toolCallIds });
     }
 
     decision.estimate_after = estimate();
-    if (counts === undefined && overTarget()) {
+    const promptAfter = prompt();
+    Object.assign(decision, windowRecord(promptAfter, window !== undefined && promptBefore > window.limit));
+    if (counts === undefined && window !== undefined && promptAfter > window.limit) {
+      throw new ContextPolicyError(
+        `the model's window: the prompt is still ~${promptAfter} tokens (images by pixel size) after ` +
+          `omitting ${decision.images_omitted.length} tool-result images and removing ` +
+          `${decision.blocks_removed.length} call/result blocks, over ${window.limit} ` +
+          `(${Math.round(windowLimitShare * 100)}% of the model's max_input_tokens ${window.maxInputTokens}; ` +
+          `from ~${promptBefore}); the rest is protected: system prompt, tool declarations, user messages, ` +
+          `assistant text, the last ${policy.keep_recent_blocks} blocks and the ${policy.min_recent_tool_images} ` +
+          "most recent tool images",
+        decision,
+      );
+    }
+    if (counts === undefined && estimate() > policy.target_input_tokens) {
       throw new ContextPolicyError(
         `context policy sliding_window: the request is still ~${decision.estimate_after} tokens ` +
           `after omitting ${decision.images_omitted.length} tool-result images and removing ` +

@@ -11,10 +11,25 @@ export const contextDecisionSchema = z.object({
   estimate_before: z.number().int().nonnegative(),
   /** Estimated tokens of the request sent on. */
   estimate_after: z.number().int().nonnegative(),
-  /** Whether the request was changed (sliding_window above max_input_tokens). */
+  /** Whether the request was changed (sliding_window above max_input_tokens, body_budget, the window guard). */
   reduced: z.boolean(),
   images_omitted: z.array(z.object({ toolCallId: z.string(), index: z.number().int().nonnegative() })),
   blocks_removed: z.array(z.object({ toolCallIds: z.array(z.string()) })),
+  /**
+   * The model's window guard (window-guard.ts), under every policy: the prompt as the
+   * model counts it (images by pixel size) before and after, the limit it engages above
+   * and the target it then reduces to, and whether it made this reduction.
+   */
+  window: z
+    .object({
+      max_input_tokens: z.number().int().positive(),
+      limit_tokens: z.number().int().positive(),
+      target_tokens: z.number().int().positive(),
+      prompt_tokens_before: z.number().int().nonnegative(),
+      prompt_tokens_after: z.number().int().nonnegative(),
+      engaged: z.boolean(),
+    })
+    .optional(),
   /** body_budget: the budget and the upstream body's bytes (after WebP) before and after. */
   body_budget: z
     .object({

@@ -11,6 +11,7 @@
 import { applyBodyBudget, applyContextPolicy, type ContextResult } from "../context/apply-context.ts";
 import type { ContextMemory } from "../context/context-cut.ts";
 import type { ContextPolicy } from "../context/policy-schema.ts";
+import type { WindowGuard } from "../context/window-guard.ts";
 import type { HubRequest } from "../hub/schema.ts";
 import type { ImageConverter, PreparedImages } from "../images/convert-request.ts";
 import {
@@ -37,6 +38,8 @@ export type ContextOptions = {
   images: ImageConverter;
   /** The episode's previous reduction, tried first and replaced by this one's. */
   memory?: ContextMemory;
+  /** The episode model's window guard (src/context/window-guard.ts). */
+  window?: WindowGuard;
 };
 
 /**
@@ -49,7 +52,12 @@ export async function decideContext(
   policy: ContextPolicy,
   options: ContextOptions,
 ): Promise<ContextOutcome> {
-  const { cut, ...decided } = applyContextPolicy(translated, policy, options.memory?.previous);
+  const { cut, ...decided } = applyContextPolicy(
+    translated,
+    policy,
+    options.memory?.previous,
+    options.window,
+  );
   if (policy.policy !== "body_budget") {
     if (cut && options.memory) options.memory.previous = cut;
     return { ...decided, translated };

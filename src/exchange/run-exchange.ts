@@ -18,6 +18,7 @@
  * client's envelope.
  */
 
+import { type WindowGuard, windowGuardFor } from "../context/window-guard.ts";
 import { errorMessage } from "../lib/error-message.ts";
 import { SidecarError } from "../lib/errors.ts";
 import type { ChatTarget } from "../upstream/build-chat-request.ts";
@@ -94,12 +95,13 @@ async function runStages(run: ExchangeRun, spec: ExchangeSpec): Promise<Response
 /** The stages up to an answer ready to deliver: validated, its calls registered, its records durable. */
 export async function answerExchange(run: ExchangeRun, spec: ExchangeSpec): Promise<PreparedAnswer> {
   const translation = spec.translate();
-  const target = chatTarget(run);
+  const { target, window } = upstreamModel(run);
   const images = imagesOf(run);
   const context = await applyContext(run, translation.hub, {
     target,
     providerLimitBytes: run.deps.sizeLimits.max_request_bytes,
     images,
+    window,
   });
   const request = await prepareUpstreamRequest(run, context, target, images);
   const response = await callUpstream(run, request, spec.clientSignal);
@@ -109,12 +111,15 @@ export async function answerExchange(run: ExchangeRun, spec: ExchangeSpec): Prom
   return prepareAnswer(run, translation, response, durable);
 }
 
-/** The upstream request's target: the episode's model and what it can take (docs/models.md). */
-function chatTarget(run: ExchangeRun): ChatTarget {
+/**
+ * The upstream request's target: the episode's model and what it can take (docs/models.md);
+ * and the guard of its window every context policy keeps the prompt under.
+ */
+function upstreamModel(run: ExchangeRun): { target: ChatTarget; window: WindowGuard } {
   const { episode, deps } = run;
   const model = deps.models.resolve(episode.model);
   if (!model.ok) throw new SidecarError("invalid_request", model.problem, { param: "model" });
-  return {
+  const target: ChatTarget = {
     model: episode.model,
     imageInput: model.capabilities.image_input,
     parallelToolCalls: deps.parallelToolCalls,
@@ -122,4 +127,5 @@ function chatTarget(run: ExchangeRun): ChatTarget {
     // Explicit markers where the model has them: a guaranteed hit at 10% (docs/prompt-cache.md).
     cacheMarkers: model.capabilities.cache === "explicit" || model.capabilities.cache === "both",
   };
+  return { target, window: windowGuardFor(model.capabilities.max_input_tokens) };
 }

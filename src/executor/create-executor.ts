@@ -21,6 +21,7 @@ export function createExecutorFactory(
           clock: deps.clock,
           ackDelayMs: config.ack_delay_ms,
           receiptDelayMs: config.receipt_delay_ms,
+          frame: { width: config.frame_width ?? 64, height: config.frame_height ?? 48 },
         });
     case "http": {
       const shared = createHttpExecutor({

@@ -11,6 +11,12 @@ export const inertExecutorConfigSchema = z
     ack_delay_ms: z.number().int().min(0).default(0),
     /** Delay between acknowledgement and receipt. */
     receipt_delay_ms: z.number().int().min(0).default(0),
+    /**
+     * Size of the frames `observe` returns (default 64 × 48). A camera-sized frame
+     * (1280 × 720) costs a Qwen-VL model ~1,200 prompt tokens, as a real robot's does.
+     */
+    frame_width: z.number().int().min(1).max(4096).optional(),
+    frame_height: z.number().int().min(1).max(4096).optional(),
   })
   .strict();
 

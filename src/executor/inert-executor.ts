@@ -31,6 +31,8 @@ export type InertExecutorOptions = {
   newNonce?: () => string;
   ackDelayMs?: number;
   receiptDelayMs?: number;
+  /** Size of the observed frames (default 64 × 48). */
+  frame?: { width: number; height: number };
 };
 
 export type InertJobLog = {
@@ -55,6 +57,7 @@ export function createInertExecutor(options: InertExecutorOptions = {}): InertEx
   const newNonce = options.newNonce ?? (() => randomBytes(6).toString("hex"));
   const ackDelay = options.ackDelayMs ?? 0;
   const receiptDelay = options.receiptDelayMs ?? 0;
+  const frame = options.frame ?? { width: 64, height: 48 };
   let observation: { colour: PaletteColour; nonce: string; n: number; png: string } | undefined;
   let observations = 0;
   const log: InertJobLog[] = [];
@@ -68,7 +71,9 @@ export function createInertExecutor(options: InertExecutorOptions = {}): InertEx
       case "observe": {
         observations += 1;
         const colour = paletteColours[Math.floor(random() * paletteColours.length)] ?? "red";
-        const png = Buffer.from(solidColourPng(64, 48, inertPalette[colour])).toString("base64");
+        const png = Buffer.from(solidColourPng(frame.width, frame.height, inertPalette[colour])).toString(
+          "base64",
+        );
         observation = { colour, nonce: newNonce(), n: observations, png };
         return {
           ok: true,

@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
-import { listPromptBlocks, tokensPerImage } from "../upstream/prompt-blocks.ts";
+import { maxImageTokens } from "../models/image-tokens.ts";
+import { listPromptBlocks } from "../upstream/prompt-blocks.ts";
 import { createScriptedUpstream } from "./create-scripted-upstream.ts";
 import { createContextCache, explicitLifetimeMs } from "./emulate-context-cache.ts";
 
@@ -159,7 +160,7 @@ describe("explicit cache", () => {
 
   test("images count by their patches", () => {
     const blocks = listPromptBlocks(history(1));
-    expect(blocks.filter((block) => block.tokens === tokensPerImage)).toHaveLength(1);
+    expect(blocks.filter((block) => block.tokens === maxImageTokens)).toHaveLength(1);
   });
 });
 

@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
+import { maxImageTokens } from "../models/image-tokens.ts";
 import type { ChatRequest } from "./chat-schema.ts";
 import { estimateInputTokens } from "./estimate-input-tokens.ts";
-import { tokensPerImage } from "./prompt-blocks.ts";
 
 const chat = (content: ChatRequest["messages"][number]["content"]): ChatRequest => ({
   model: "qwen3-vl-plus",
@@ -24,6 +24,6 @@ test("text counts its JSON length / 4; an image its patches, not its base64", ()
   ]);
   const imageBody = JSON.stringify(withImages);
   const estimate = estimateInputTokens(withImages, imageBody.length);
-  expect(estimate).toBe(Math.ceil((imageBody.length - 2 * frame.length) / 4) + 2 * tokensPerImage);
+  expect(estimate).toBe(Math.ceil((imageBody.length - 2 * frame.length) / 4) + 2 * maxImageTokens);
   expect(estimate).toBeLessThan(3_000);
 });

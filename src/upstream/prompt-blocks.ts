@@ -15,11 +15,9 @@
  * digest covers its role, whether it opens its message, the call it answers and its
  * content (a text part as its text, the same as string content), never its marker (a marker does not change what the model reads). Tokens are
  * an estimate, as the scripted upstream counts them: text at ~4 characters a token, an
- * image by its patches (`tokensPerImage`), not by its base64 length.
+ * image by its patches (src/models/image-tokens.ts, from its pixel size), not by its base64 length.
  */
-
-/** Tokens a Qwen-VL image costs at most: one per 28×28 patch of a 1280×720 frame. */
-export const tokensPerImage = 1200;
+import { imageUrlTokens } from "../models/image-tokens.ts";
 
 export interface PromptBlock {
   /** Digest of what the model reads in this block (and where it stands in its message). */
@@ -64,7 +62,7 @@ function blockOfPart(
   if (content.type === "image_url" && typeof url === "string") {
     // The data URL itself is digested: no second copy of megabytes of base64.
     const digest = digestOf(`${head}|image|${digestOf(url)}`);
-    return { digest, tokens: tokensPerImage, marked, message, part: index };
+    return { digest, tokens: imageUrlTokens(url), marked, message, part: index };
   }
   // A text part reads as the same text in string content (a marker turns one into the other).
   const text =

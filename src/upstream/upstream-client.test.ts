@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, beforeEach, describe, expect, test } from "bun:test";
 import { retrySchema } from "../config/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { maxImageTokens } from "../models/image-tokens.ts";
 import type { Fault } from "../scripted-upstream/faults.ts";
 import { serveScriptedUpstream } from "../scripted-upstream/serve-scripted-upstream.ts";
 import type { ChatRequest } from "./chat-schema.ts";
@@ -357,7 +358,7 @@ describe("upstream client against the scripted upstream", () => {
     };
     await client({ gate }).complete(withFrame, new AbortController().signal, { episodeId: "e7" });
     const textTokens = Math.ceil((JSON.stringify(withFrame).length - frame.length) / 4);
-    expect(asked).toEqual([{ episodeId: "e7", estimatedTokens: textTokens + 1200 }]);
+    expect(asked).toEqual([{ episodeId: "e7", estimatedTokens: textTokens + maxImageTokens }]);
   });
 
   test("cancellation reaches the socket and cancels the retry wait", async () => {

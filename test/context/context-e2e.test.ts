@@ -423,6 +423,8 @@ describe.each([responsesIngress, geminiIngress, messagesIngress])(
           index: imageIndex(translatedTools[i] as HubToolMessage),
         })),
         blocks_removed: [],
+        // The model's window guard is recorded on every decision; this history is far under it.
+        window: expect.objectContaining({ engaged: false }),
       });
       expect(decision.estimate_before).toBeGreaterThan(policy.max_input_tokens);
       expect(decision.estimate_after).toBeLessThanOrEqual(policy.target_input_tokens);

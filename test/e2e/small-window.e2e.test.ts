@@ -4,24 +4,27 @@
  * history would overflow the upstream, which answers Model Studio's context-length 400
  * over the model's prompt limit (the scripted upstream's input limit). The kit tells the client the
  * model's limits (src/kits/model-limits.ts); the client must compact (a summary request
- * through the same route) before the upstream would refuse: no request over the limit,
- * no failed turn, the episode finished. Real CLIs, the compiled binary, a loopback-only
- * network namespace.
+ * through the same route) before the upstream would refuse — or, where it cannot, the
+ * sidecar's window guard must reduce the request (src/context/window-guard.ts): no request
+ * over the limit, no failed turn, the episode finished. Real CLIs, the compiled binary, a
+ * loopback-only network namespace.
  *
  * Codex and OpenCode compact and finish. Gemini CLI 0.61.0 and Claude Code 2.1.332 do
  * not (docs/long-sessions.md, "Told limits"): Gemini CLI reaches its trigger but splits
  * the history only before a user prompt that is not a function response, and a robot
- * episode is one prompt and its tool loop, so there is nothing it can compress; Claude
- * Code reports a 32,000-token output reserve for the model whatever
- * CLAUDE_CODE_MAX_OUTPUT_TOKENS says, so in 30,720 its own prompt refills the window
- * right after each compaction and it stops (`compact_thrashing`); on a 64K window it
- * compacts and finishes, which is what it is tested on here.
+ * episode is one prompt and its tool loop, so there is nothing it can compress: the
+ * sidecar's window guard omits its oldest frames instead (recorded in `after_context`),
+ * and that is what it is tested on here. Claude Code reports a 32,000-token output
+ * reserve for the model whatever CLAUDE_CODE_MAX_OUTPUT_TOKENS says, so in 30,720 its own
+ * prompt refills the window right after each compaction and it stops
+ * (`compact_thrashing`); on a 64K window it compacts and finishes, which is what it is
+ * tested on here.
  *
- * The scripted model observes once per turn (each frame a tool-result image the client
- * resends, about 1,300 prompt tokens a turn) for `observations` turns counted across
- * compactions, finishes, then answers in text; a request asking for a summary (each
- * client's compaction prompt) gets a short summary.
- */
+ * The scripted model observes once per turn (each frame a 1280 × 720 tool-result image
+ * the client resends, ~1,200 prompt tokens as Qwen-VL counts its pixels, about 1,300 a
+ * turn) for `observations` turns counted across compactions, finishes, then answers in
+ * text; a request asking for a summary (each client's compaction prompt) gets a short
+ * summary. */
 import { expect, test } from "bun:test";
 import type { ClientName } from "../../src/clients/client-manifests.ts";
 import type { ModelCapabilities } from "../../src/models/model-capabilities.ts";
@@ -29,6 +32,7 @@ import { countPromptTokens, type DecideReply } from "../../src/scripted-upstream
 import { type ScriptedRequest, toolNamed } from "../../src/scripted-upstream/decide-reply.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { assertPrerequisites, runClient } from "../support/client-run.ts";
+import { records } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { startSidecarProcess } from "../support/sidecar-process.ts";
 
@@ -50,14 +54,19 @@ function smallModel(window: number): ModelCapabilities {
 
 /**
  * Each client on the smallest window it can work in, with enough frames to overflow it
- * (about 1,300 prompt tokens a frame): 32K for Codex and OpenCode; Claude Code's own
- * prompt and reserves do not fit 32K (see above), so 64K.
+ * (about 1,300 prompt tokens a frame): 32K for Codex, OpenCode and Gemini CLI; Claude
+ * Code's own prompt and reserves do not fit 32K (see above), so 64K. `guarded`: the
+ * client cannot compact its tool loop, the sidecar's window guard keeps it running.
  */
-const scenarios: { client: ClientName; window: number; observations: number }[] = [
+const scenarios: { client: ClientName; window: number; observations: number; guarded?: boolean }[] = [
   { client: "codex", window: 32768, observations: 24 },
   { client: "opencode", window: 32768, observations: 24 },
   { client: "claude", window: 65536, observations: 44 },
+  { client: "gemini", window: 32768, observations: 30, guarded: true },
 ];
+
+/** Camera-sized frames: what a frame costs the model is its pixel size, not its bytes. */
+const cameraFrames = { kind: "inert", frame_width: 1280, frame_height: 720 };
 
 /**
  * A compaction request that still declares the tools, by its client's prompt (Codex's
@@ -108,14 +117,14 @@ const chosen = process.env.URA_SMALL_WINDOW_CLIENTS?.split(",");
 const runs = scenarios.filter((s) => chosen === undefined || chosen.includes(s.client));
 
 describeInLoopbackNamespace(
-  "a small-window model: each client compacts before the upstream refuses",
+  "a small-window model: each client compacts (or the window guard reduces) before the upstream refuses",
   { file: import.meta.path, timeoutMs: timeoutMs * runs.length },
   () => {
-    for (const { client, window, observations } of runs) {
+    for (const { client, window, observations, guarded } of runs) {
       const model = `qwen-small-${window / 1024}k`;
       const small = smallModel(window);
       test(
-        `${client}, a ${window / 1024}K window: compacts, no request over ${small.max_input_tokens} prompt tokens, no failed turn`,
+        `${client}, a ${window / 1024}K window: ${guarded ? "the window guard reduces" : "compacts"}, no request over ${small.max_input_tokens} prompt tokens, no failed turn`,
         async () => {
           assertPrerequisites(client);
           const brain = longWindowBrain(observations);
@@ -125,7 +134,11 @@ describeInLoopbackNamespace(
           });
           const sidecar = await startSidecarProcess({
             upstreamUrl: upstream.url,
-            config: { log_level: "warn", upstream: { model, models: { [model]: small } } },
+            config: {
+              log_level: "warn",
+              upstream: { model, models: { [model]: small } },
+              executor: cameraFrames,
+            },
           });
           try {
             const episode = await sidecar.createEpisode({ client });
@@ -142,6 +155,13 @@ describeInLoopbackNamespace(
               .filter((b) => toolNamed(b, "observe") !== undefined)
               .map((b) => b.messages.length);
             const compactions = turns.filter((n, i) => i > 0 && n < (turns[i - 1] ?? 0)).length;
+            const exchanges = records(episode.records_dir, "exchanges");
+            const failed = exchanges.filter((line) => line.stage === "status" && line.status !== "delivered");
+            const guardedTurns = exchanges.filter(
+              (line) =>
+                line.stage === "after_context" &&
+                (line.decision as { window?: { engaged?: boolean } } | undefined)?.window?.engaged === true,
+            ).length;
             const figures = {
               requests: received.length,
               observed: brain.state.observed,
@@ -149,13 +169,17 @@ describeInLoopbackNamespace(
               compactions,
               largestPrompt: Math.max(...received.map((r) => countPromptTokens(JSON.stringify(r.body)))),
               refused: refused.length,
+              guardedTurns,
+              failed: failed.length,
               state: status.state,
             };
             console.log(`${client} small window: ${JSON.stringify(figures)}`);
             if (run.code !== 0 || status.state !== "finished" || refused.length > 0)
               console.error(`${run.context}\nepisode: ${JSON.stringify(status)}`);
             expect(refused).toHaveLength(0);
-            expect(compactions).toBeGreaterThan(0);
+            expect(failed).toHaveLength(0);
+            if (guarded) expect(guardedTurns).toBeGreaterThan(0);
+            else expect(compactions).toBeGreaterThan(0);
             expect(brain.state.observed).toBe(observations);
             expect(status.state).toBe("finished");
             expect(run.code).toBe(0);

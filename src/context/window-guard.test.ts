@@ -1,0 +1,191 @@
+import { describe, expect, test } from "bun:test";
+import fc from "fast-check";
+import type { HubMessage, HubRequest } from "../hub/schema.ts";
+import { solidColourPng } from "../images/generate-png.ts";
+import { tokensForPixels } from "../models/image-tokens.ts";
+import { applyContextPolicy } from "./apply-context.ts";
+import { createContextMemory } from "./context-cut.ts";
+import { ContextPolicyError } from "./context-policy-error.ts";
+import { contextDecisionSchema } from "./decision-schema.ts";
+import { estimatePromptTokens, estimateTokens } from "./estimate.ts";
+import { hubRequestArbitrary } from "./history-arbitrary.ts";
+import { contextPolicySchema } from "./policy-schema.ts";
+import { windowGuardFor } from "./window-guard.ts";
+
+const identity = contextPolicySchema.parse({ policy: "identity" });
+/** A 720p camera frame: 1,198 prompt tokens as Qwen-VL counts it, whatever its bytes. */
+const frame = Buffer.from(solidColourPng(1280, 720, [40, 90, 160])).toString("base64");
+const frameTokens = tokensForPixels(1280, 720);
+
+/** A robot episode as Gemini CLI sends it: one prompt, then `turns` observe calls each with a frame. */
+function robotEpisode(turns: number, system = "You drive a robot."): HubRequest {
+  const messages: HubMessage[] = [
+    { role: "system", content: [{ type: "text", text: system }] },
+    { role: "user", content: [{ type: "text", text: "Observe the scene until you are sure, then finish." }] },
+  ];
+  for (let i = 0; i < turns; i++) {
+    const id = `call_${i}`;
+    messages.push(
+      { role: "assistant", text: null, toolCalls: [{ id, name: "observe", arguments: "{}" }] },
+      {
+        role: "tool",
+        toolCallId: id,
+        name: "observe",
+        content: [
+          { type: "text", text: `nonce: ${i}` },
+          { type: "image", mediaType: "image/png", data: frame },
+        ],
+      },
+    );
+  }
+  return {
+    model: "qwen",
+    messages,
+    tools: [{ name: "observe", description: "Look", parameters: { type: "object" } }],
+    ignored: [],
+  };
+}
+
+describe("the prompt estimate", () => {
+  test("an image counts by its pixel size, not its base64 length", () => {
+    const one = robotEpisode(1);
+    const none = robotEpisode(0);
+    const added = estimatePromptTokens(one) - estimatePromptTokens(none);
+    // The frame's tokens plus ~4 bytes a token of the call and the result's text.
+    expect(added).toBeGreaterThanOrEqual(frameTokens);
+    expect(added).toBeLessThan(frameTokens + 100);
+    // The byte estimate counts the base64 instead.
+    expect(estimateTokens(one) - estimateTokens(none)).toBeGreaterThan(frame.length / 4);
+  });
+
+  test("text alone: the same as the byte estimate", () => {
+    fc.assert(
+      fc.property(hubRequestArbitrary, (request) => {
+        const textOnly = {
+          ...request,
+          messages: request.messages.map((m) =>
+            m.role === "user" || m.role === "tool"
+              ? { ...m, content: m.content.filter((p) => p.type === "text") }
+              : m,
+          ),
+        } as HubRequest;
+        expect(estimatePromptTokens(textOnly)).toBe(estimateTokens(textOnly));
+      }),
+      { numRuns: 50 },
+    );
+  });
+});
+
+describe("the model's window guards identity", () => {
+  const window = windowGuardFor(30720);
+
+  test("under the limit: the very request, the guard recorded as not engaged", () => {
+    const request = robotEpisode(5);
+    const result = applyContextPolicy(request, identity, undefined, window);
+    expect(result.request).toBe(request);
+    expect(result.decision.policy).toBe("identity");
+    expect(result.decision.reduced).toBe(false);
+    expect(result.decision.window).toEqual({
+      max_input_tokens: 30720,
+      limit_tokens: window.limit,
+      target_tokens: window.target,
+      prompt_tokens_before: estimatePromptTokens(request),
+      prompt_tokens_after: estimatePromptTokens(request),
+      engaged: false,
+    });
+  });
+
+  test("over the limit: the oldest frames become notices, down to the target; recorded", () => {
+    const request = robotEpisode(30);
+    expect(estimatePromptTokens(request)).toBeGreaterThan(window.limit);
+    const result = applyContextPolicy(request, identity, undefined, window);
+    const { decision } = result;
+    expect(contextDecisionSchema.parse(decision)).toEqual(decision);
+    expect(decision.policy).toBe("identity");
+    expect(decision.reduced).toBe(true);
+    expect(decision.window?.engaged).toBe(true);
+    expect(decision.window?.prompt_tokens_after).toBe(estimatePromptTokens(result.request));
+    expect(decision.window?.prompt_tokens_after).toBeLessThanOrEqual(window.target);
+    // Frames first, in batches of 2, oldest first; the newest 6 always kept; no block removed.
+    expect(decision.images_omitted.length % 2).toBe(0);
+    expect(decision.images_omitted[0]?.toolCallId).toBe("call_0");
+    expect(decision.blocks_removed).toEqual([]);
+    // One batch fewer would be over the target: it stops as soon as it gets there.
+    expect(decision.window?.prompt_tokens_after).toBeGreaterThan(window.target - 2 * frameTokens);
+  });
+
+  test("no guard given: identity sends everything, as before", () => {
+    const request = robotEpisode(30);
+    const result = applyContextPolicy(request, identity);
+    expect(result.request).toBe(request);
+    expect(result.decision.window).toBeUndefined();
+  });
+
+  test("frames alone cannot fit: the oldest blocks go whole", () => {
+    // A 6K window holds fewer than the 6 newest frames that are never omitted.
+    const small = windowGuardFor(6144);
+    const result = applyContextPolicy(robotEpisode(12), identity, undefined, small);
+    expect(result.decision.blocks_removed.length).toBeGreaterThan(0);
+    expect(estimatePromptTokens(result.request)).toBeLessThanOrEqual(small.limit);
+  });
+
+  test("protected content over the model's window: request_too_large naming the window, policy identity", () => {
+    const big = robotEpisode(3, "x".repeat(4 * 40_000));
+    try {
+      applyContextPolicy(big, identity, undefined, window);
+      throw new Error("no error");
+    } catch (error) {
+      expect(error).toBeInstanceOf(ContextPolicyError);
+      const failure = error as ContextPolicyError;
+      expect(failure.kind).toBe("request_too_large");
+      expect(failure.message).toContain("the model's window");
+      expect(failure.message).toContain("max_input_tokens 30720");
+      expect(failure.decision.policy).toBe("identity");
+    }
+  });
+
+  test("a growing episode: every turn under the limit, the reduction kept between low-water refills", () => {
+    const memory = createContextMemory();
+    const cuts: string[] = [];
+    for (let turns = 1; turns <= 80; turns++) {
+      const result = applyContextPolicy(robotEpisode(turns), identity, memory.previous, window);
+      if (result.cut) memory.previous = result.cut;
+      expect(estimatePromptTokens(result.request)).toBeLessThanOrEqual(window.limit);
+      if (result.decision.reduced) cuts.push(result.cut?.anchor ?? "");
+    }
+    const fresh = cuts.filter((cut, i) => i === 0 || cut !== cuts[i - 1]).length;
+    // ~(limit − target) / frame tokens turns only append between two reductions.
+    expect(cuts.length).toBeGreaterThan(40);
+    expect(fresh).toBeLessThan(cuts.length / 3);
+  });
+});
+
+describe("the model's window guards sliding_window too", () => {
+  test("a sliding_window whose own thresholds are far above the model's window still fits it", () => {
+    const policy = contextPolicySchema.parse({ policy: "sliding_window" });
+    const window = windowGuardFor(30720);
+    const result = applyContextPolicy(robotEpisode(40), policy, undefined, window);
+    expect(result.decision.policy).toBe("sliding_window");
+    expect(result.decision.window?.engaged).toBe(true);
+    expect(estimatePromptTokens(result.request)).toBeLessThanOrEqual(window.target);
+  });
+
+  test("property: with the guard, the result is always under the limit or a request_too_large", () => {
+    fc.assert(
+      fc.property(hubRequestArbitrary, fc.integer({ min: 200, max: 40_000 }), (request, maxInput) => {
+        const window = windowGuardFor(maxInput);
+        const policy = contextPolicySchema.parse({ policy: "sliding_window" });
+        for (const chosen of [identity, policy]) {
+          try {
+            const result = applyContextPolicy(request, chosen, undefined, window);
+            expect(estimatePromptTokens(result.request)).toBeLessThanOrEqual(window.limit);
+            expect(result.decision.window?.prompt_tokens_after).toBe(estimatePromptTokens(result.request));
+          } catch (error) {
+            expect(error).toBeInstanceOf(ContextPolicyError);
+          }
+        }
+      }),
+      { numRuns: 100 },
+    );
+  });
+});
