@@ -21,6 +21,18 @@ beforeAll(async () => {
 });
 afterAll(() => sidecar.shutdown("test done"));
 
+/** A new claude episode's launch info, as POST /control/episodes returned it, saved under `name` in root. */
+async function savedLaunchInfo(name: string): Promise<string> {
+  const res = await fetch(`${sidecar.baseUrl()}/control/episodes`, {
+    method: "POST",
+    headers: { authorization: `Bearer ${password}` },
+    body: JSON.stringify({ client: "claude" }),
+  });
+  const file = join(root, name);
+  writeFileSync(file, await res.text());
+  return file;
+}
+
 test("by id: the launch info comes from the control API (credentials included) and the kit is written", async () => {
   const episode = sidecar.episodes.create({ max_turns: 0, client: "codex" });
   const out = join(root, "by-id");
@@ -46,13 +58,7 @@ test("by id with a wrong password: exit 1, nothing written", async () => {
 });
 
 test("from the JSON POST /control/episodes returned; usage errors exit 2", async () => {
-  const res = await fetch(`${sidecar.baseUrl()}/control/episodes`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${password}` },
-    body: JSON.stringify({ client: "claude" }),
-  });
-  const file = join(root, "launch.json");
-  writeFileSync(file, await res.text());
+  const file = await savedLaunchInfo("launch.json");
   const out = join(root, "from-file");
   expect(await clientConfigCommand(["claude", "--episode", file, "--out", out], {})).toBe(0);
   expect(JSON.parse(readFileSync(join(out, "mcp.json"), "utf8")).mcpServers.ura.url).toContain("/mcp");
@@ -150,13 +156,7 @@ test("no sidecar at the address: exit 1 naming the address, how to start one and
 });
 
 test("the client the kit runs: its version, and a warning when it is not a proven one", async () => {
-  const res = await fetch(`${sidecar.baseUrl()}/control/episodes`, {
-    method: "POST",
-    headers: { authorization: `Bearer ${password}` },
-    body: JSON.stringify({ client: "claude" }),
-  });
-  const file = join(root, "launch-versions.json");
-  writeFileSync(file, await res.text());
+  const file = await savedLaunchInfo("launch-versions.json");
   /** A stand-in `claude` that prints `version` the way the real one does. */
   const fakeClaude = (version: string) => {
     const bin = join(root, `claude-${version}`);
