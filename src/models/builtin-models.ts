@@ -11,137 +11,68 @@ import type { ModelCapabilities } from "./model-capabilities.ts";
 
 const k = 1024;
 
+type Features = Omit<ModelCapabilities, "context_window" | "max_input_tokens" | "max_output_tokens">;
+
+/** An entry from its limits in tokens (context window, largest prompt, largest output) and its features. */
+function model(
+  context_window: number,
+  max_input_tokens: number,
+  max_output_tokens: number,
+  features: Features,
+): ModelCapabilities {
+  return { context_window, max_input_tokens, max_output_tokens, ...features };
+}
+
+const visionHybrid: Features = {
+  image_input: true,
+  video_input: true,
+  thinking: "hybrid",
+  cache: "implicit",
+  tool_calls: true,
+};
+const visionWithoutTools: Features = {
+  image_input: true,
+  video_input: true,
+  thinking: "none",
+  cache: "implicit",
+  tool_calls: false,
+};
+const textHybrid: Features = {
+  image_input: false,
+  video_input: false,
+  thinking: "hybrid",
+  cache: "implicit",
+  tool_calls: true,
+};
+const textNonThinking: Features = {
+  image_input: false,
+  video_input: false,
+  thinking: "none",
+  cache: "implicit",
+  tool_calls: true,
+};
+const imageHybridExplicitCache: Features = {
+  image_input: true,
+  video_input: false,
+  thinking: "hybrid",
+  cache: "explicit",
+  tool_calls: true,
+};
+
 export const builtinModels: Readonly<Record<string, ModelCapabilities>> = {
-  "qwen3-vl-plus": {
-    context_window: 256 * k,
-    max_input_tokens: 254 * k,
-    max_output_tokens: 32 * k,
-    image_input: true,
-    video_input: true,
-    thinking: "hybrid",
-    cache: "implicit",
-    tool_calls: true,
-  },
-  "qwen3-vl-flash": {
-    context_window: 256 * k,
-    max_input_tokens: 254 * k,
-    max_output_tokens: 32 * k,
-    image_input: true,
-    video_input: true,
-    thinking: "hybrid",
-    cache: "implicit",
-    tool_calls: true,
-  },
-  "qwen-vl-max": {
-    context_window: 128 * k,
-    max_input_tokens: 126 * k,
-    max_output_tokens: 8 * k,
-    image_input: true,
-    video_input: true,
-    thinking: "none",
-    cache: "implicit",
-    tool_calls: false,
-  },
-  "qwen-vl-plus": {
-    context_window: 128 * k,
-    max_input_tokens: 126 * k,
-    max_output_tokens: 8 * k,
-    image_input: true,
-    video_input: true,
-    thinking: "none",
-    cache: "implicit",
-    tool_calls: false,
-  },
-  "qwen3-max": {
-    context_window: 256 * k,
-    max_input_tokens: 252 * k,
-    max_output_tokens: 64 * k,
-    image_input: false,
-    video_input: false,
-    thinking: "hybrid",
-    cache: "both",
-    tool_calls: true,
-  },
-  "qwen-max": {
-    context_window: 32 * k,
-    max_input_tokens: 30 * k,
-    max_output_tokens: 8 * k,
-    image_input: false,
-    video_input: false,
-    thinking: "none",
-    cache: "implicit",
-    tool_calls: true,
-  },
-  "qwen-plus": {
-    context_window: 128 * k,
-    max_input_tokens: 126 * k,
-    max_output_tokens: 16 * k,
-    image_input: false,
-    video_input: false,
-    thinking: "hybrid",
-    cache: "implicit",
-    tool_calls: true,
-  },
-  "qwen-turbo": {
-    context_window: 128 * k,
-    max_input_tokens: 126 * k,
-    max_output_tokens: 8 * k,
-    image_input: false,
-    video_input: false,
-    thinking: "hybrid",
-    cache: "implicit",
-    tool_calls: true,
-  },
-  "qwen3-coder-plus": {
-    context_window: 1_000_000,
-    max_input_tokens: 1_000_000 - 64 * k,
-    max_output_tokens: 64 * k,
-    image_input: false,
-    video_input: false,
-    thinking: "none",
-    cache: "implicit",
-    tool_calls: true,
-  },
-  "qwen3.5-plus": {
-    context_window: 1_000_000,
-    max_input_tokens: 1_000_000 - 64 * k,
-    max_output_tokens: 64 * k,
-    image_input: true,
-    video_input: false,
-    thinking: "hybrid",
-    cache: "explicit",
-    tool_calls: true,
-  },
-  "qwen3.6-plus": {
-    context_window: 1_000_000,
-    max_input_tokens: 1_000_000 - 64 * k,
-    max_output_tokens: 32 * k,
-    image_input: true,
-    video_input: false,
-    thinking: "hybrid",
-    cache: "explicit",
-    tool_calls: true,
-  },
+  "qwen3-vl-plus": model(256 * k, 254 * k, 32 * k, visionHybrid),
+  "qwen3-vl-flash": model(256 * k, 254 * k, 32 * k, visionHybrid),
+  "qwen-vl-max": model(128 * k, 126 * k, 8 * k, visionWithoutTools),
+  "qwen-vl-plus": model(128 * k, 126 * k, 8 * k, visionWithoutTools),
+  "qwen3-max": model(256 * k, 252 * k, 64 * k, { ...textHybrid, cache: "both" }),
+  "qwen-max": model(32 * k, 30 * k, 8 * k, textNonThinking),
+  "qwen-plus": model(128 * k, 126 * k, 16 * k, textHybrid),
+  "qwen-turbo": model(128 * k, 126 * k, 8 * k, textHybrid),
+  "qwen3-coder-plus": model(1_000_000, 1_000_000 - 64 * k, 64 * k, textNonThinking),
+  "qwen3.5-plus": model(1_000_000, 1_000_000 - 64 * k, 64 * k, imageHybridExplicitCache),
+  "qwen3.6-plus": model(1_000_000, 1_000_000 - 64 * k, 32 * k, imageHybridExplicitCache),
   // The thinking-only families, known so that choosing one is refused with the reason
   // rather than as an undeclared model.
-  "qwq-plus": {
-    context_window: 128 * k,
-    max_input_tokens: 96 * k,
-    max_output_tokens: 8 * k,
-    image_input: false,
-    video_input: false,
-    thinking: "only",
-    cache: "none",
-    tool_calls: true,
-  },
-  "qvq-max": {
-    context_window: 128 * k,
-    max_input_tokens: 96 * k,
-    max_output_tokens: 8 * k,
-    image_input: true,
-    video_input: true,
-    thinking: "only",
-    cache: "none",
-    tool_calls: false,
-  },
+  "qwq-plus": model(128 * k, 96 * k, 8 * k, { ...textNonThinking, thinking: "only", cache: "none" }),
+  "qvq-max": model(128 * k, 96 * k, 8 * k, { ...visionWithoutTools, thinking: "only", cache: "none" }),
 };
