@@ -8,7 +8,9 @@
  *   2. the upstream answers Model Studio's 429 insufficient_quota for the first 45 s: the
  *      sidecar's own retries wait it out, the episode finishes, no error reaches the client;
  *   3. a final upstream failure (an invalid key) after the response head went out: the
- *      client is told in its protocol's in-stream form and stops, one upstream exchange.
+ *      client is told in its protocol's in-stream form and stops, one upstream exchange;
+ *   4. the binary's own embedded model on the `loaded` profile (what `make run
+ *      ARGS=--upstream-profile=loaded` shows a person): every client finishes.
  * The four clients run at once in each test (they mostly wait). "Every answer slow" runs
  * each client through a whole episode of 150 s answers (~10 min): only with
  * URA_E2E_EVERY_ANSWER_SLOW=1, outside CI's default set.
@@ -17,6 +19,7 @@
 import { expect, test } from "bun:test";
 import type { ClientName } from "../../src/clients/client-manifests.ts";
 import type { UpstreamProfileChoice } from "../../src/config/upstream-profile.ts";
+import type { ReceivedRequest } from "../../src/scripted-upstream/create-scripted-upstream.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { checkSmokeEpisode, readSmokeRecords } from "../../src/validate/smoke-checks.ts";
 import { assertPrerequisites, runClient, type Upstream } from "../support/client-run.ts";
@@ -33,7 +36,8 @@ const sidecarConfig = {};
 
 type EpisodeRun = {
   client: ClientName;
-  upstream: Upstream;
+  /** What the scripted upstream received (none listed for the binary's embedded model). */
+  received: ReceivedRequest[];
   exchanges: Line[];
   status: Awaited<ReturnType<Awaited<ReturnType<typeof startSidecarProcess>>["episode"]>>;
   recordsDir: string;
@@ -75,7 +79,7 @@ async function runEpisode(
     const status = await sidecar.episode(episode.id);
     return {
       client,
-      upstream,
+      received: upstream.scripted.received,
       exchanges: records(episode.records_dir, "exchanges"),
       status,
       recordsDir: episode.records_dir,
@@ -103,7 +107,7 @@ function summary(run: EpisodeRun): string {
     .filter((l) => l.stage === "upstream_response")
     .map((l) => (l.attempts as unknown[]).length);
   const keptAlive = run.exchanges.filter((l) => l.stage === "delivered" && typeof l.keepalives === "number");
-  return `${run.client}: exit ${run.code}, episode ${run.status.state}, ${run.upstream.scripted.received.length} upstream requests, attempts per exchange ${JSON.stringify(attempts)}, kept alive ${JSON.stringify(keptAlive.map((l) => l.keepalives))}`;
+  return `${run.client}: exit ${run.code}, episode ${run.status.state}, ${run.received.length} upstream requests, attempts per exchange ${JSON.stringify(attempts)}, kept alive ${JSON.stringify(keptAlive.map((l) => l.keepalives))}`;
 }
 
 async function forEachClient(
@@ -142,7 +146,7 @@ const slowTimeoutMs = 420_000;
 
 describeInLoopbackNamespace(
   "Slow and throttling upstream, four real CLIs",
-  { file: import.meta.path, timeoutMs: 3 * slowTimeoutMs + (everyAnswerSlow ? 1_600_000 : 0) },
+  { file: import.meta.path, timeoutMs: 4 * slowTimeoutMs + (everyAnswerSlow ? 1_600_000 : 0) },
   () => {
     test(
       "the first answer takes 150 s (10 s to the head, then 140 s of stream): every client finishes, one upstream request per turn, no client retry",
@@ -156,10 +160,10 @@ describeInLoopbackNamespace(
             }),
           (run) => {
             expectFinishedOnce(run);
-            const modelTurns = run.upstream.scripted.received.filter((r) => hasTools(r.body));
+            const modelTurns = run.received.filter((r) => hasTools(r.body));
             const delivered = run.exchanges.filter((l) => l.stage === "status").length;
             // Each upstream request belongs to one exchange: nothing was asked twice.
-            expect(run.upstream.scripted.received.length).toBe(delivered);
+            expect(run.received.length).toBe(delivered);
             expect(modelTurns.every((r) => r.completed && !r.aborted)).toBe(true);
             const first = run.exchanges.find(
               (l) => l.stage === "delivered" && typeof l.keepalives === "number",
@@ -182,7 +186,7 @@ describeInLoopbackNamespace(
             }),
           (run) => {
             expectFinishedOnce(run);
-            const throttled = run.upstream.scripted.received.filter((r) => r.profile === "allocation_quota");
+            const throttled = run.received.filter((r) => r.profile === "allocation_quota");
             expect(throttled.length).toBeGreaterThan(0);
             // The backoff schedule (docs/upstream-errors.md): each retry waits at least
             // upstream.retry.initial_backoff_ms (1 s), so no more attempts than that allows.
@@ -227,7 +231,7 @@ describeInLoopbackNamespace(
             }),
           (run) => {
             expect(run.status.failure).toMatchObject({ reason: "provider_error" });
-            const modelTurns = run.upstream.scripted.received.filter((r) => hasTools(r.body));
+            const modelTurns = run.received.filter((r) => hasTools(r.body));
             expect(modelTurns).toHaveLength(1);
             const statuses = run.exchanges.filter((l) => l.stage === "status");
             const toldAt = statuses.findIndex((l) => l.told_in_stream === true);
@@ -252,6 +256,40 @@ describeInLoopbackNamespace(
           },
         ),
       240_000,
+    );
+
+    test(
+      "the binary's embedded model on the loaded profile (make run ARGS=--upstream-profile=loaded): every client finishes",
+      () =>
+        forEachClient(
+          async (client) => {
+            const sidecar = await startSidecarProcess({ args: ["--upstream-profile", "loaded"] });
+            try {
+              const episode = await sidecar.createEpisode({ client });
+              const run = await runClient(client, sidecar, episode, { timeoutMs: slowTimeoutMs });
+              const status = await sidecar.episode(episode.id);
+              return {
+                client,
+                // The embedded model keeps no list of what it received: the records show the attempts.
+                received: [],
+                exchanges: records(episode.records_dir, "exchanges"),
+                status,
+                recordsDir: episode.records_dir,
+                code: run.code,
+                context: run.context,
+              };
+            } finally {
+              await sidecar.stop();
+            }
+          },
+          (run) => {
+            expectFinishedOnce(run);
+            // The loaded model takes seconds to answer: streaming clients were kept waiting.
+            const delivered = run.exchanges.filter((l) => l.stage === "delivered");
+            expect(delivered.some((l) => typeof l.keepalives === "number")).toBe(true);
+          },
+        ),
+      slowTimeoutMs + 60_000,
     );
 
     if (everyAnswerSlow)
