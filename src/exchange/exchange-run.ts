@@ -46,4 +46,6 @@ export type ExchangeRun = {
   log: Logger;
   /** Set once the response head went out before the exchange settled: its end is told in-stream. */
   keptAlive?: KeepAliveOutcome;
+  /** The client's request signal, where the exchange keeps a stream open for it. */
+  clientSignal?: AbortSignal;
 };

@@ -39,7 +39,10 @@ export function failExchange(
         http_status: answer.status,
       },
       episode_state: episode.state,
-      ...(run.keptAlive ? { told_in_stream: true as const, keepalives: run.keptAlive.keepalives } : {}),
+      ...(run.keptAlive ? { keepalives: run.keptAlive.keepalives } : {}),
+      ...(run.keptAlive && !run.keptAlive.clientLeft && !run.clientSignal?.aborted
+        ? { told_in_stream: true as const }
+        : {}),
       ...context,
     });
   } catch (recordsError) {

@@ -1,6 +1,11 @@
 import { expect, test } from "bun:test";
 import { SidecarError, toSidecarError } from "../lib/errors.ts";
-import { asksForStream, keepStreamingAlive, streamForms } from "./keep-streaming-alive.ts";
+import {
+  asksForStream,
+  type KeepAliveOutcome,
+  keepStreamingAlive,
+  streamForms,
+} from "./keep-streaming-alive.ts";
 
 const timing = { headAfterMs: 30, everyMs: 40 };
 const renderError = (error: SidecarError) =>
@@ -34,15 +39,19 @@ function sse(frames: string[], onDone?: (how: string) => void): Response {
 
 const run = (answer: Promise<Response>, protocol: keyof typeof streamForms = "messages") => {
   const heads: number[] = [];
+  const states: KeepAliveOutcome[] = [];
   const response = keepStreamingAlive({
     answer,
     form: streamForms[protocol],
     timing,
     renderError,
     toSidecarError,
-    headSent: () => heads.push(Date.now()),
+    headSent: (state) => {
+      heads.push(Date.now());
+      states.push(state);
+    },
   });
-  return { response, heads };
+  return { response, heads, states };
 };
 
 test("an answer ready before head_after_ms is the answer itself, byte for byte (no keepalive)", async () => {
@@ -102,7 +111,7 @@ test("the Gemini keepalive is whitespace its parser skips before `data:`; Respon
 
 test("a client gone during the wait cancels the answer's stream when it comes (its calls revoked)", async () => {
   let outcome = "";
-  const { response } = run(
+  const { response, states } = run(
     later(
       120,
       sse(["event: a\ndata: 1\n\n"], (o) => (outcome = o)),
@@ -112,6 +121,8 @@ test("a client gone during the wait cancels the answer's stream when it comes (i
   const reader = head.body?.getReader();
   await reader?.read();
   await reader?.cancel("gone");
+  // A failure from now on is told to nobody (the records say so by leaving out told_in_stream).
+  expect(states[0]?.clientLeft).toBe(true);
   await Bun.sleep(150);
   expect(outcome).toBe("revoked");
 });

@@ -98,6 +98,8 @@ export function asksForStream(body: JsonBody): boolean {
 export type KeepAliveOutcome = {
   /** Keepalives sent before the answer (or the error). */
   keepalives: number;
+  /** The client closed the stream: a failure now is told to nobody. */
+  clientLeft: boolean;
 };
 
 export type KeepAliveOptions = {
@@ -122,7 +124,7 @@ export async function keepStreamingAlive(options: KeepAliveOptions): Promise<Res
   clearTimeout(waitTimer);
   if (early !== undefined) return early;
 
-  const state: KeepAliveOutcome = { keepalives: 0 };
+  const state: KeepAliveOutcome = { keepalives: 0, clientLeft: false };
   options.headSent(state);
   const encoder = new TextEncoder();
   let interval: ReturnType<typeof setInterval> | undefined;
@@ -168,6 +170,7 @@ export async function keepStreamingAlive(options: KeepAliveOptions): Promise<Res
     },
     async cancel(reason) {
       cancelled = true;
+      state.clientLeft = true;
       stop();
       if (reader) await reader.cancel(reason).catch(() => {});
       else

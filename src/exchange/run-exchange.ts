@@ -57,6 +57,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     toSidecarError: exchangeError,
     headSent: (state) => {
       run.keptAlive = state;
+      run.clientSignal = spec.clientSignal;
     },
   });
 }

@@ -94,12 +94,24 @@ async function runEpisode(
 }
 
 /** The smoke episode's every check passed, each exchange delivered once, nothing retried by the client. */
-function expectFinishedOnce(run: EpisodeRun): void {
+function expectFinishedOnce(run: EpisodeRun, options: { clientMayCancelTitle?: boolean } = {}): void {
   const failed = checkSmokeEpisode(readSmokeRecords(run.recordsDir), run.status).filter((c) => !c.pass);
   expect(failed).toEqual([]);
-  const statuses = run.exchanges.filter((l) => l.stage === "status");
+  // OpenCode asks for a session title beside the model turns and, once the episode is done,
+  // exits without waiting for it: a title still throttled then is cancelled by the client.
+  const requestOf = (s: Line) =>
+    run.exchanges.find((l) => l.stage === "client_request" && l.exchange === s.exchange)?.body;
+  const cancelledTitle = (s: Line) =>
+    options.clientMayCancelTitle === true &&
+    run.client === "opencode" &&
+    s.status === "failed" &&
+    !hasTools(requestOf(s)) &&
+    (s.error as { message?: string } | undefined)?.message ===
+      "upstream request cancelled: the client closed the request";
+  const all = run.exchanges.filter((l) => l.stage === "status");
+  const statuses = all.filter((l) => !cancelledTitle(l));
   expect(statuses.map((s) => s.status)).toEqual(statuses.map(() => "delivered"));
-  expect(run.status.counters.failed_exchanges).toBe(0);
+  expect(run.status.counters.failed_exchanges).toBe(all.length - statuses.length);
 }
 
 function summary(run: EpisodeRun): string {
@@ -185,7 +197,7 @@ describeInLoopbackNamespace(
               timeoutMs: slowTimeoutMs,
             }),
           (run) => {
-            expectFinishedOnce(run);
+            expectFinishedOnce(run, { clientMayCancelTitle: true });
             const throttled = run.received.filter((r) => r.profile === "allocation_quota");
             expect(throttled.length).toBeGreaterThan(0);
             // The backoff schedule (docs/upstream-errors.md): each retry waits at least
