@@ -1,7 +1,12 @@
 import { describe, expect, test } from "bun:test";
 import { clientManifests } from "../clients/client-manifests.ts";
 import { SidecarError } from "../lib/errors.ts";
-import { createClientIdentity, type McpSeen, maxSessionIds } from "./client-identity.ts";
+import {
+  type ClientIdentityInit,
+  createClientIdentity,
+  type McpSeen,
+  maxSessionIds,
+} from "./client-identity.ts";
 
 const claudePin = clientManifests.claude.version;
 const claudeUa = `claude-cli/${claudePin} (external, sdk-cli)`;
@@ -12,6 +17,16 @@ const connected: McpSeen = {
 };
 const notConnected: McpSeen = { initialized: false, tools_listed: false, user_agent: undefined };
 const headers = (ua: string) => new Headers({ "user-agent": ua });
+
+/** An identity of episode ep_1 expecting claude, not pinned, warning without MCP; `fields` change that. */
+const identityOf = (fields: Partial<ClientIdentityInit> = {}) =>
+  createClientIdentity({
+    episodeId: "ep_1",
+    expected: "claude",
+    requirePinned: false,
+    mcpRequired: "warn",
+    ...fields,
+  });
 
 function refusal(fn: () => void): SidecarError | undefined {
   try {
@@ -35,14 +50,7 @@ describe("proven versions", () => {
     ...connected,
     user_agent: `claude-code/${version} (sdk-cli)`,
   });
-  const identity = (requirePinned: boolean) =>
-    createClientIdentity({
-      episodeId: "ep_1",
-      expected: "claude",
-      requirePinned,
-      mcpRequired: "warn",
-      manifests,
-    });
+  const identity = (requirePinned: boolean) => identityOf({ requirePinned, manifests });
 
   test("require_pinned_client accepts a proven version that is not the pin; the status lists the proven versions", () => {
     const id = identity(true);
@@ -80,13 +88,7 @@ describe("proven versions", () => {
 });
 
 describe("the client's own session id", () => {
-  const id = () =>
-    createClientIdentity({
-      episodeId: "ep_1",
-      expected: "claude",
-      requirePinned: false,
-      mcpRequired: "warn",
-    });
+  const id = () => identityOf();
   const withSession = (session: string) =>
     new Headers({ "user-agent": claudeUa, "x-claude-code-session-id": session });
 
@@ -101,12 +103,7 @@ describe("the client's own session id", () => {
   });
 
   test("a long value is cut; a request refused for its version still names its session", () => {
-    const strict = createClientIdentity({
-      episodeId: "ep_1",
-      expected: "claude",
-      requirePinned: true,
-      mcpRequired: "warn",
-    });
+    const strict = identityOf({ requirePinned: true });
     const headers = new Headers({
       "user-agent": "claude-cli/2.0.1 (external, sdk-cli)",
       "x-claude-code-session-id": "x".repeat(500),
@@ -122,12 +119,7 @@ describe("the client's own session id", () => {
 
 describe("client identity", () => {
   test("reports the detected pinned client and version without refusing by default", () => {
-    const id = createClientIdentity({
-      episodeId: "ep_1",
-      expected: undefined,
-      requirePinned: false,
-      mcpRequired: "warn",
-    });
+    const id = identityOf({ expected: undefined });
     expect(id.describe(notConnected).pinned).toBeNull();
     id.checkModelRequest(headers(claudeUa), connected);
     expect(id.describe(connected)).toMatchObject({
@@ -142,21 +134,11 @@ describe("client identity", () => {
 
   test("another version is reported, and refused with a 400 naming both versions when the episode requires the pin", () => {
     const old = "claude-cli/2.0.1 (external, sdk-cli)";
-    const lenient = createClientIdentity({
-      episodeId: "ep_1",
-      expected: "claude",
-      requirePinned: false,
-      mcpRequired: "warn",
-    });
+    const lenient = identityOf();
     lenient.checkModelRequest(headers(old), connected);
     expect(lenient.describe(connected)).toMatchObject({ pinned: false, flags: ["unpinned_client"] });
 
-    const strict = createClientIdentity({
-      episodeId: "ep_1",
-      expected: "claude",
-      requirePinned: true,
-      mcpRequired: "warn",
-    });
+    const strict = identityOf({ requirePinned: true });
     const error = refusal(() => strict.checkModelRequest(headers(old), connected));
     expect(error?.status).toBe(400);
     expect(error?.message).toContain("claude 2.0.1");
@@ -165,12 +147,7 @@ describe("client identity", () => {
   });
 
   test("the pin also covers the MCP side and the expected client; an unknown User-Agent is not pinned", () => {
-    const strict = createClientIdentity({
-      episodeId: "ep_1",
-      expected: "claude",
-      requirePinned: true,
-      mcpRequired: "warn",
-    });
+    const strict = identityOf({ requirePinned: true });
     const oldMcp = { ...connected, user_agent: "claude-code/2.0.9 (sdk-cli)" };
     expect(refusal(() => strict.checkModelRequest(headers(claudeUa), oldMcp))?.message).toContain(
       "MCP requests come from claude 2.0.9",
@@ -185,12 +162,7 @@ describe("client identity", () => {
   });
 
   test("Gemini CLI's MCP User-Agent `node` carries no version and is accepted", () => {
-    const strict = createClientIdentity({
-      episodeId: "ep_1",
-      expected: "gemini",
-      requirePinned: true,
-      mcpRequired: "warn",
-    });
+    const strict = identityOf({ expected: "gemini", requirePinned: true });
     const mcp = { initialized: true, tools_listed: true, user_agent: "node" };
     strict.checkModelRequest(headers("GeminiCLI-tui/0.61.0/ura-qwen (linux; x64; terminal)"), mcp);
     expect(strict.describe(mcp)).toMatchObject({
@@ -201,13 +173,7 @@ describe("client identity", () => {
 
   test("MCP never connected: warn logs and flags; refuse answers 400 from the second model request on", () => {
     const warnings: string[] = [];
-    const warn = createClientIdentity({
-      episodeId: "ep_1",
-      expected: "claude",
-      requirePinned: false,
-      mcpRequired: "warn",
-      warn: (m) => warnings.push(m),
-    });
+    const warn = identityOf({ warn: (m) => warnings.push(m) });
     warn.checkModelRequest(headers(claudeUa), notConnected);
     warn.checkModelRequest(headers(claudeUa), notConnected);
     expect(warnings).toHaveLength(2);
@@ -218,12 +184,7 @@ describe("client identity", () => {
       flags: ["mcp_not_connected"],
     });
 
-    const refuse = createClientIdentity({
-      episodeId: "ep_1",
-      expected: "claude",
-      requirePinned: false,
-      mcpRequired: "refuse",
-    });
+    const refuse = identityOf({ mcpRequired: "refuse" });
     expect(refusal(() => refuse.checkModelRequest(headers(claudeUa), notConnected))).toBeUndefined();
     const error = refusal(() => refuse.checkModelRequest(headers(claudeUa), notConnected));
     expect(error?.status).toBe(400);
