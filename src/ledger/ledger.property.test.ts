@@ -182,6 +182,18 @@ function simulate(ops: Op[]) {
     }
   };
   const pick = <T>(list: readonly T[], n: number): T | undefined => list[n % Math.max(1, list.length)];
+  /** Delivers or revokes a batch picked by `n`; notes it in `seen` when the batch took that status. */
+  const settleBatch = (
+    n: number,
+    settle: (state: LedgerState, batchId: string) => Transition,
+    status: "delivered" | "revoked",
+    seen: Set<string>,
+  ) => {
+    const batchId = pick(batchIds, n);
+    if (batchId === undefined) return;
+    attempt(() => settle(state, batchId));
+    if (state.batches.get(batchId)?.status === status) seen.add(batchId);
+  };
 
   for (const op of ops) {
     switch (op.op) {
@@ -212,20 +224,12 @@ function simulate(ops: Op[]) {
         }
         break;
       }
-      case "deliver": {
-        const batchId = pick(batchIds, op.batch);
-        if (batchId === undefined) break;
-        attempt(() => markDelivered(state, batchId));
-        if (state.batches.get(batchId)?.status === "delivered") delivered.add(batchId);
+      case "deliver":
+        settleBatch(op.batch, markDelivered, "delivered", delivered);
         break;
-      }
-      case "revoke": {
-        const batchId = pick(batchIds, op.batch);
-        if (batchId === undefined) break;
-        attempt(() => revokeBatch(state, batchId));
-        if (state.batches.get(batchId)?.status === "revoked") revoked.add(batchId);
+      case "revoke":
+        settleBatch(op.batch, revokeBatch, "revoked", revoked);
         break;
-      }
       case "callback": {
         const identity =
           op.identity.kind === "none"
