@@ -28,15 +28,23 @@
  * the candidate being tried keeps it, newest first, and only until that candidate is
  * known to be over: of the frames the budget drops, only some of the newest batch (to
  * find it over) are ever converted, never older ones.
+ *
+ * The model's window (`window`, window-guard.ts) is a second constraint on the same walk:
+ * a candidate fits only if its prompt, as the model counts it (estimate.ts: images by pixel
+ * size, known before any conversion), is at or under the guard's limit, and the low-water
+ * step also goes on while the prompt is over the guard's target. Tokens are checked first,
+ * so a candidate over the window converts nothing.
  */
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
 import { listToolImages } from "./apply-sliding-window.ts";
 import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
+import { measureJsonBytes, measureMessageBytes, promptBytesOf, tokensFromBytes } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { BodyBudgetPolicy } from "./policy-schema.ts";
+import { type WindowGuard, windowLimitShare } from "./window-guard.ts";
 
 /** Exact bytes of the upstream body built from a list of the request's messages (or their notice copies). */
 export interface BodyMeasure {
@@ -52,6 +60,8 @@ export type BodyBudgetOptions = {
   resolve: (images: HubImagePart[]) => Promise<void>;
   /** The episode's previous reduction: kept while the request still fits with it. */
   previous?: ContextCut;
+  /** The episode model's window guard. */
+  window?: WindowGuard;
 };
 
 type Candidate = { omitted: number; removed: number };
@@ -91,8 +101,29 @@ export async function applyBodyBudget(
     removed: Math.max(0, step - batches),
   });
   const kept = keptMessages(messages, images, blocks);
-  const withBudget = (bytesAfter: number, keptPrevious: boolean): ContextDecision => ({
+  const window = options.window;
+  const promptOf = promptTokens(request);
+  const promptBefore = promptOf(messages);
+  const windowRecord = (after: number) =>
+    window === undefined
+      ? {}
+      : {
+          window: {
+            max_input_tokens: window.maxInputTokens,
+            limit_tokens: window.limit,
+            target_tokens: window.target,
+            prompt_tokens_before: promptBefore,
+            prompt_tokens_after: after,
+            engaged: promptBefore > window.limit,
+          },
+        };
+  const withBudget = (
+    bytesAfter: number,
+    keptPrevious: boolean,
+    promptAfter = promptBefore,
+  ): ContextDecision => ({
     ...decision,
+    ...windowRecord(promptAfter),
     body_budget: {
       max_body_bytes: budget,
       low_water_bytes: lowWater,
@@ -113,6 +144,7 @@ export async function applyBodyBudget(
   const bytesIfFits = async (candidate: Candidate): Promise<number | undefined> => {
     const target = budget;
     const list = kept(candidate);
+    if (window !== undefined && promptOf(list) > window.limit) return undefined;
     let size = options.body.measure(list);
     while (size.bytes <= target && size.unknown.length > 0) {
       const next: HubImagePart[] = [];
@@ -139,6 +171,21 @@ export async function applyBodyBudget(
   // What is kept at the most reduced candidate is sent whatever the answer: sized at once.
   if (floor.bytes <= budget && floor.unknown.length > 0) await options.resolve(floor.unknown);
   let bytes = await bytesIfFits(mostReduced);
+  if (bytes === undefined && window !== undefined && promptOf(kept(mostReduced)) > window.limit) {
+    const promptAfter = promptOf(kept(mostReduced));
+    throw new ContextPolicyError(
+      `the model's window: the prompt is still ~${promptAfter} tokens (images by pixel size) after ` +
+        `omitting ${mostReduced.omitted} tool-result images and removing ${mostReduced.removed} call/result ` +
+        `blocks, over ${window.limit} (${Math.round(windowLimitShare * 100)}% of the model's max_input_tokens ` +
+        `${window.maxInputTokens}; from ~${promptBefore}); the rest is protected: system prompt, tool ` +
+        `declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks and the ` +
+        `${policy.min_recent_tool_images} most recent tool images`,
+      {
+        ...withBudget(withUnsized(options.body.measure(kept(mostReduced))), false, promptAfter),
+        ...reduction(mostReduced, messages, images, blocks),
+      },
+    );
+  }
   if (bytes === undefined) {
     throw overBudget(kept(mostReduced), options.body, {
       budget,
@@ -162,9 +209,15 @@ export async function applyBodyBudget(
   // …then more omitted frames, down to the low-water mark or until every omissible frame is a
   // notice; never a block more than the budget needs (a removed block takes its frame with it,
   // also one of the newest). Each of these keeps a subset of the frames just sized.
-  while (step < batches && bytes > lowWater) {
+  const overWindowTarget = (at: number) =>
+    window !== undefined && promptOf(kept(candidateAt(at))) > window.target;
+  while (step < batches && (bytes > lowWater || overWindowTarget(step))) {
+    // A subset of the frames just sized always fits the bytes; it may not fit the window
+    // (an omission notice can outweigh a tiny image): then stop at the one that does.
+    const more = await bytesIfFits(candidateAt(step + 1));
+    if (more === undefined) break;
     step += 1;
-    bytes = (await bytesIfFits(candidateAt(step))) ?? bytes;
+    bytes = more;
   }
   return chosenResult(candidateAt(step), bytes, false);
 
@@ -172,9 +225,13 @@ export async function applyBodyBudget(
     const cut = cutOf(chosen);
     if (chosen.omitted === 0 && chosen.removed === 0)
       return { request, decision: withBudget(bytes, keptPrevious), stale: [], cut };
+    const promptAfter = promptOf(kept(chosen));
     return {
       request: { ...request, messages: kept(chosen) },
-      decision: { ...withBudget(bytes, keptPrevious), ...reduction(chosen, messages, images, blocks) },
+      decision: {
+        ...withBudget(bytes, keptPrevious, promptAfter),
+        ...reduction(chosen, messages, images, blocks),
+      },
       stale: images.slice(0, Math.max(0, chosen.omitted - batch)).map(({ messageIndex, partIndex }) => {
         const message = messages[messageIndex] as HubMessage & { role: "tool" };
         return message.content[partIndex] as HubImagePart;
@@ -328,4 +385,26 @@ function largestProtectedItem(
     }
   }
   return largest;
+}
+
+/**
+ * The prompt tokens (estimate.ts, images by pixel size) of a list of the request's messages
+ * or their notice copies; each message object is measured once.
+ */
+function promptTokens(request: HubRequest): (list: readonly HubMessage[]) => number {
+  const base = measureJsonBytes({ ...request, messages: [] });
+  const weights = new WeakMap<HubMessage, number>();
+  const weightOf = (message: HubMessage) => {
+    let weight = weights.get(message);
+    if (weight === undefined) {
+      weight = promptBytesOf(message, measureMessageBytes(message));
+      weights.set(message, weight);
+    }
+    return weight;
+  };
+  return (list) => {
+    let bytes = base + Math.max(0, list.length - 1);
+    for (const message of list) bytes += weightOf(message);
+    return tokensFromBytes(bytes);
+  };
 }

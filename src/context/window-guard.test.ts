@@ -3,13 +3,13 @@ import fc from "fast-check";
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
 import { solidColourPng } from "../images/generate-png.ts";
 import { tokensForPixels } from "../models/image-tokens.ts";
-import { applyContextPolicy } from "./apply-context.ts";
-import { createContextMemory } from "./context-cut.ts";
+import { applyBodyBudget, applyContextPolicy } from "./apply-context.ts";
+import { type ContextCut, createContextMemory } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import { contextDecisionSchema } from "./decision-schema.ts";
 import { estimatePromptTokens, estimateTokens } from "./estimate.ts";
 import { hubRequestArbitrary } from "./history-arbitrary.ts";
-import { contextPolicySchema } from "./policy-schema.ts";
+import { type BodyBudgetPolicy, contextPolicySchema } from "./policy-schema.ts";
 import { windowGuardFor } from "./window-guard.ts";
 
 const identity = contextPolicySchema.parse({ policy: "identity" });
@@ -187,5 +187,59 @@ describe("the model's window guards sliding_window too", () => {
       }),
       { numRuns: 100 },
     );
+  });
+});
+
+describe("the model's window guards body_budget too", () => {
+  const budget = contextPolicySchema.parse({ policy: "body_budget" }) as BodyBudgetPolicy;
+  /** The hub JSON stands in for the upstream body (every image sized). */
+  const run = (request: HubRequest, window = windowGuardFor(30720), previous?: ContextCut) =>
+    applyBodyBudget(request, budget, applyContextPolicy(request, budget).decision, {
+      providerLimitBytes: 6 * 1024 * 1024,
+      body: {
+        measure: (messages) => ({
+          bytes: Buffer.byteLength(JSON.stringify({ ...request, messages })),
+          unknown: [],
+        }),
+      },
+      resolve: () => Promise.reject(new Error("every image is sized")),
+      previous,
+      window,
+    });
+
+  test("frames far under the byte budget but over the model's window: reduced to the window's target", async () => {
+    const request = robotEpisode(40);
+    expect(Buffer.byteLength(JSON.stringify(request))).toBeLessThan(6 * 1024 * 1024 * 0.6);
+    const { request: out, decision } = await run(request);
+    expect(decision.policy).toBe("body_budget");
+    expect(decision.reduced).toBe(true);
+    expect(decision.window?.engaged).toBe(true);
+    expect(decision.window?.prompt_tokens_after).toBe(estimatePromptTokens(out));
+    expect(estimatePromptTokens(out)).toBeLessThanOrEqual(windowGuardFor(30720).target);
+    expect(contextDecisionSchema.parse(decision)).toEqual(decision);
+  });
+
+  test("under the window and the budget: unchanged, the guard recorded", async () => {
+    const request = robotEpisode(4);
+    const { request: out, decision } = await run(request);
+    expect(out).toBe(request);
+    expect(decision.window?.engaged).toBe(false);
+  });
+
+  test("a growing episode keeps its reduction between refills, every turn under the window", async () => {
+    let previous: ContextCut | undefined;
+    let fresh = 0;
+    for (let turns = 1; turns <= 60; turns++) {
+      const result = await run(robotEpisode(turns), undefined, previous);
+      expect(estimatePromptTokens(result.request)).toBeLessThanOrEqual(windowGuardFor(30720).limit);
+      if (result.decision.reduced && !result.decision.body_budget?.kept_previous) fresh += 1;
+      previous = result.cut;
+    }
+    expect(fresh).toBeGreaterThan(0);
+    expect(fresh).toBeLessThan(15);
+  });
+
+  test("protected content over the window: request_too_large naming it", async () => {
+    await expect(run(robotEpisode(3, "x".repeat(4 * 40_000)))).rejects.toThrow("the model's window");
   });
 });

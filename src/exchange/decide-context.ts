@@ -74,6 +74,7 @@ export async function decideContext(
     body: createChatBodySizer(decided.request, options.target, prepared.formOf),
     resolve: prepared.resolve,
     previous: options.memory?.previous,
+    window: options.window,
   });
   if (options.memory) options.memory.previous = budgetCut;
   return { ...budgeted, translated, prepared };

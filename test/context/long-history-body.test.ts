@@ -4,6 +4,9 @@
  * about the size of a 180-turn 640×480 camera history, and over both the old
  * 64 MiB default and the HTTP server's own 128 MiB default — is taken in, reduced
  * by body_budget to the provider limit, and answered 200. Needs `make build`.
+ * Each tool result is 1 MiB of text (~262K tokens), so even the two protected newest
+ * blocks are over a 256K model's window (the window guard would refuse them): the episode
+ * runs a 1M-window model.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { type CannedUpstream, serveCannedUpstream } from "../support/canned-upstream.ts";
@@ -24,7 +27,7 @@ afterAll(async () => {
 });
 
 test("a 150 MB history is taken in under the default body limit and answered within the provider limit", async () => {
-  const episode = await sidecar.createEpisode({ max_turns: 0 });
+  const episode = await sidecar.createEpisode({ max_turns: 0, model: "qwen3.5-plus" });
   const output = "x".repeat(1024 * 1024);
   const blocks: string[] = [];
   for (let i = 0; i < 150; i++) {

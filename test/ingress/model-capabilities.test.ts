@@ -69,8 +69,8 @@ describe("the episode's model capabilities shape the upstream request", () => {
   });
 });
 
-describe("the scripted upstream plays Model Studio's input limit", () => {
-  test("a prompt over the model's max_input_tokens gets the context-length 400; one under it is answered", async () => {
+describe("the model's input limit", () => {
+  test("a prompt over the model's window is refused by the sidecar's window guard before the upstream sees it", async () => {
     const { createEpisode, scripted, post } = await setup();
     const episode = createEpisode({ max_turns: 0, model: "qwen-custom-32k" });
     // ~4 characters a token: 100,000 characters are about 25,000 tokens, 140,000 about 35,000.
@@ -78,7 +78,29 @@ describe("the scripted upstream plays Model Studio's input limit", () => {
     const res = await post(episode.id, episode.ingressKey, turn(100, "x".repeat(140_000)));
     expect(res.status).toBe(400);
     const { error } = (await res.json()) as { error: { message: string } };
-    expect(error.message).toContain("Range of input length should be [1, 30720]");
+    // Nothing to omit: the user's text is protected, so the request fails before it is sent.
+    expect(error.message).toContain("the model's window");
+    expect(error.message).toContain("max_input_tokens 30720");
+    expect(scripted.received.map((r) => r.fault ?? "answered")).toEqual(["answered"]);
+  });
+
+  test("the scripted upstream plays Model Studio's context-length 400 over the model's max_input_tokens", async () => {
+    const { scripted } = await setup();
+    const ask = (chars: number) =>
+      scripted.fetch(
+        new Request("http://upstream/v1/chat/completions", {
+          method: "POST",
+          body: JSON.stringify({
+            model: "qwen-custom-32k",
+            stream: true,
+            messages: [{ role: "user", content: "x".repeat(chars) }],
+          }),
+        }),
+      );
+    expect((await ask(100_000)).status).toBe(200);
+    const res = await ask(140_000);
+    expect(res.status).toBe(400);
+    expect(await res.text()).toContain("Range of input length should be [1, 30720]");
     expect(scripted.received.map((r) => r.fault ?? "answered")).toEqual(["answered", "input_too_long"]);
   });
 });
