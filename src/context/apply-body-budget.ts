@@ -40,7 +40,7 @@ import { listToolImages } from "./apply-sliding-window.ts";
 import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
-import { measureJsonBytes, measureMessageBytes, promptBytesOf, tokensFromBytes } from "./estimate.ts";
+import { measureJsonBytes, measurePromptBytes, tokensFromBytes } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { BodyBudgetPolicy } from "./policy-schema.ts";
@@ -397,7 +397,7 @@ function promptTokens(request: HubRequest): (list: readonly HubMessage[]) => num
   const weightOf = (message: HubMessage) => {
     let weight = weights.get(message);
     if (weight === undefined) {
-      weight = promptBytesOf(message, measureMessageBytes(message));
+      weight = measurePromptBytes(message);
       weights.set(message, weight);
     }
     return weight;

@@ -45,8 +45,8 @@ import type { ContextDecision } from "./decision-schema.ts";
 import {
   measureJsonBytes,
   measureMessageBytes,
+  measurePromptBytes,
   partPromptBytes,
-  promptBytesOf,
   tokensFromBytes,
 } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
@@ -78,7 +78,7 @@ export function applySlidingWindow(
   const baseBytes = measureJsonBytes({ ...request, messages: [] });
   const messageBytes = messages.map(measureMessageBytes);
   // The prompt's weight per message (images by pixel size), only when the window is guarded.
-  const promptBytes = window ? messages.map((m, i) => promptBytesOf(m, messageBytes[i] ?? 0)) : [];
+  const promptBytes = window ? messages.map(measurePromptBytes) : [];
   const images = listToolImages(messages);
   const blocks = findToolBlocks(messages);
   const sumBefore = messageBytes.reduce((sum, bytes) => sum + bytes, 0);

@@ -2,7 +2,7 @@
  * The size estimates context decisions use. `estimateTokens`: UTF-8 bytes of the hub
  * request's JSON divided by 4, rounded up — sliding_window's thresholds; it errs high
  * for images, which are measured as they are (base64 as the client sent them, since
- * context runs before the WebP conversion). The prompt estimate (`promptBytesOf`,
+ * context runs before the WebP conversion). The prompt estimate (`measurePromptBytes`,
  * `estimatePromptTokens`) counts what the model counts against its window: the same
  * text, and each image by its pixel size as Qwen-VL counts it (src/models/image-tokens.ts,
  * from the image header; the lossless WebP conversion keeps the size). Neither is Qwen's
@@ -57,23 +57,24 @@ export function tokensFromBytes(bytes: number): number {
   return Math.ceil(bytes / 4);
 }
 
-/** An image's data in `measureMessageBytes` counts its length (base64) or its JSON (anything else). */
-function dataBytes(part: HubPart & { type: "image" }): number {
-  return base64Only.test(part.data) ? part.data.length : measureJsonBytes(part.data) - 2;
+/**
+ * The message's prompt weight in estimate bytes (4 a token): the JSON of the message with
+ * each image's data left out, plus each image's tokens as the model counts them. Reads
+ * only the images' headers (no scan of their base64).
+ */
+export function measurePromptBytes(message: HubMessage): number {
+  if ((message.role !== "user" && message.role !== "tool") || !message.content.some(isImage))
+    return measureMessageBytes(message);
+  let imageBytes = 0;
+  const content = message.content.map((part) => {
+    if (part.type !== "image") return part;
+    imageBytes += 4 * imageTokens(part.data);
+    return { ...part, data: "" };
+  });
+  return measureJsonBytes({ ...message, content }) + imageBytes;
 }
 
-/**
- * The message's prompt weight in estimate bytes (4 a token): `bytes` (its
- * measureMessageBytes) with each image's data replaced by its tokens as the model counts
- * them. Reads only the images' headers.
- */
-export function promptBytesOf(message: HubMessage, bytes: number): number {
-  if (message.role !== "user" && message.role !== "tool") return bytes;
-  let weight = bytes;
-  for (const part of message.content)
-    if (part.type === "image") weight += 4 * imageTokens(part.data) - dataBytes(part);
-  return weight;
-}
+const isImage = (part: HubPart) => part.type === "image";
 
 /** An image part's prompt weight in estimate bytes: its JSON without the data, plus its tokens. */
 export function partPromptBytes(part: HubPart): number {
@@ -84,6 +85,6 @@ export function partPromptBytes(part: HubPart): number {
 /** Prompt tokens of the request as the model counts them (text ~4 bytes a token, images by pixels). */
 export function estimatePromptTokens(request: HubRequest): number {
   let bytes = jsonBytesReusingMembers({ ...request, messages: [] });
-  for (const message of request.messages) bytes += promptBytesOf(message, measureMessageBytes(message));
+  for (const message of request.messages) bytes += measurePromptBytes(message);
   return tokensFromBytes(bytes + Math.max(0, request.messages.length - 1));
 }
