@@ -202,3 +202,77 @@ describe("long strings a client sends on every turn are recorded once", () => {
     expect(JSON.parse(exported.split("\n")[0] as string).body).toEqual(JSON.parse(sent));
   });
 });
+
+describe("a growing conversation, its resent history reused", () => {
+  const growing: (Case & { grow: (body: Record<string, unknown[]>, n: number) => void })[] = [
+    {
+      ...(cases[2] as Case),
+      dir: "messages/main-turn",
+      grow: (body, n) =>
+        body.messages?.push(
+          { role: "assistant", content: [{ type: "text", text: `answer ${n} `.repeat(120) }] },
+          { role: "user", content: [{ type: "text", text: `question ${n}` }] },
+        ),
+    },
+    {
+      ...(cases[0] as Case),
+      dir: "responses/opencode-agent-turn",
+      grow: (body, n) =>
+        body.input?.push(
+          { role: "assistant", content: [{ type: "output_text", text: `answer ${n} `.repeat(120) }] },
+          { role: "user", content: [{ type: "input_text", text: `question ${n}` }] },
+        ),
+    },
+    {
+      ...(cases[3] as Case),
+      dir: "gemini/first-turn",
+      grow: (body, n) =>
+        body.contents?.push(
+          { role: "model", parts: [{ text: `answer ${n} `.repeat(120) }] },
+          { role: "user", parts: [{ text: `question ${n}` }] },
+        ),
+    },
+  ];
+
+  async function post(c: Case, episode: { id: string; ingressKey: string }, body: string): Promise<string> {
+    const before = upstreamBodies.length;
+    const res = await s.app.request(c.route(episode.id), {
+      method: "POST",
+      headers: { "content-type": "application/json", ...c.headers(episode.ingressKey) },
+      body,
+    });
+    await res.text();
+    expect(res.status).toBe(200);
+    expect(upstreamBodies.length).toBe(before + 1);
+    return upstreamBodies.at(-1) as string;
+  }
+
+  for (const c of growing) {
+    test(`${c.name}: each turn's records rebuild its bytes, and its upstream body is a fresh episode's`, async () => {
+      const body = JSON.parse(readFileSync(join(fixturesDir, c.dir, "client-request.json"), "utf8"));
+      const episode = s.createEpisode();
+      const sent: string[] = [];
+      const wires: string[] = [];
+      for (let turn = 0; turn < 6; turn++) {
+        // Turn 4 edits an answer the client sent before (as a client compacting would).
+        if (turn === 4) {
+          const history = (body.messages ?? body.input ?? body.contents) as unknown[];
+          const index = history.length - 4;
+          const before = JSON.stringify(history[index]);
+          expect(before).toContain("answer 2");
+          history[index] = JSON.parse(before.replace("answer", "edited"));
+        }
+        const text = JSON.stringify(body);
+        sent.push(text);
+        wires.push(await post(c, episode, text));
+        // The full path: the same body as a fresh episode's first request.
+        expect(await post(c, s.createEpisode(), text)).toBe(wires.at(-1) as string);
+        c.grow(body, turn);
+      }
+      const records = openRecords(s.dataDir);
+      const exchanges = records.readEpisode(episode.id).exchanges;
+      expect(exchanges.map((exchange) => records.clientRequestText(exchange))).toEqual(sent);
+      expect(exchanges.map((exchange) => records.upstreamRequestText(exchange))).toEqual(wires);
+    });
+  }
+});
