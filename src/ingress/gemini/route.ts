@@ -7,18 +7,15 @@
  * failed exchange, the episode → provider_error, no upstream request. Any error
  * is answered in the Gemini envelope.
  */
-import { Hono } from "hono";
+import type { Hono } from "hono";
 import type { BodyEnv } from "../../body/body-variables.ts";
-import { parseJsonBody, repeatedMembersPer } from "../../body/parse-json-body.ts";
-import { receivedBody } from "../../body/received-body.ts";
 import { wholeText } from "../../body/split-text.ts";
-import type { Episode } from "../../episodes/episode.ts";
-import { runExchange } from "../../exchange/run-exchange.ts";
-import { SidecarError, toSidecarError } from "../../lib/errors.ts";
+import { SidecarError } from "../../lib/errors.ts";
 import { answerAuxiliary } from "../answer-auxiliary.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
 import { requestedModel, servedModel } from "../episode-model.ts";
 import type { IngressRouteDeps } from "../ingress-route-deps.ts";
+import { createProtocolRoutes } from "../protocol-routes.ts";
 import { recordedPath } from "../recorded-path.ts";
 import { classifyGeminiOperation } from "./classify-operation.ts";
 import { renderError } from "./errors.ts";
@@ -26,12 +23,14 @@ import { toGeminiModel, toGeminiModelList } from "./model-objects.ts";
 import { toHub } from "./to-hub.ts";
 
 export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
-  const app = new Hono<BodyEnv>();
-  /** Gemini CLI resends its system instruction (~30 KB) and tool list (~7 KB) unchanged every turn; per episode. */
-  const repeatedOf = repeatedMembersPer<Episode>(["systemInstruction", "tools"], "contents");
-  app.onError((error) => renderError(toSidecarError(error)));
+  const routes = createProtocolRoutes(deps, {
+    protocol: "gemini",
+    renderError,
+    /** Gemini CLI resends its system instruction (~30 KB) and tool list (~7 KB) unchanged every turn. */
+    repeated: { members: ["systemInstruction", "tools"], history: "contents" },
+  });
 
-  app.all("/gemini/*", async (c) => {
+  routes.app.all("/gemini/*", async (c) => {
     // The pin and MCP checks wait for the operation: a model listing is not a model request.
     const episode = authenticateRequest(deps.episodes, c, { keyInQuery: true, modelRequest: false });
     const url = new URL(c.req.url);
@@ -46,7 +45,7 @@ export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
     if (operation.kind === "get_model")
       return c.json(toGeminiModel(requestedModel(episode, deps.exchange.models, operation.model)));
     episode.checkModelRequest(c.req.raw.headers);
-    const body = parseJsonBody(await receivedBody(c), repeatedOf(episode));
+    const body = await routes.body(c, episode);
     const path = recordedPath(url);
     if (operation.kind === "count_tokens") {
       const error = new SidecarError(
@@ -64,19 +63,8 @@ export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
       return answerAuxiliary(deps.logger, episode, entry, error, renderError);
     }
     const ctx = { operation, deliveredArguments: (id: string) => episode.argumentsOf(id) };
-    return episode.track(
-      runExchange(deps.exchange, {
-        protocol: "gemini",
-        episode,
-        path,
-        clientRequest: body,
-        clientSession: episode.clientSessionOf(c.req.raw.headers),
-        translate: () => toHub(body, ctx),
-        renderError,
-        clientSignal: c.req.raw.signal,
-        streaming: operation.kind === "generate" && operation.sse,
-      }),
-    );
+    const streaming = operation.kind === "generate" && operation.sse;
+    return routes.exchange(c, episode, body, () => toHub(body, ctx), streaming);
   });
-  return app;
+  return routes.app;
 }

@@ -11,19 +11,12 @@
  * The key comes as `Authorization: Bearer`. Everything else is the shared
  * exchange pipeline; any error is answered in the OpenAI envelope.
  */
-import { Hono } from "hono";
+import type { Hono } from "hono";
 import type { BodyEnv } from "../../body/body-variables.ts";
-import { parseJsonBody, repeatedMembersPer } from "../../body/parse-json-body.ts";
-import { receivedBody } from "../../body/received-body.ts";
-import type { Episode } from "../../episodes/episode.ts";
-import { asksForStream } from "../../exchange/keep-streaming-alive.ts";
-import { runExchange } from "../../exchange/run-exchange.ts";
-import { SidecarError, toSidecarError } from "../../lib/errors.ts";
-import { answerAuxiliary } from "../answer-auxiliary.ts";
+import { SidecarError } from "../../lib/errors.ts";
 import { authenticateRequest } from "../authenticate-ingress.ts";
-import { requestedModel, servedModel } from "../episode-model.ts";
 import type { IngressRouteDeps } from "../ingress-route-deps.ts";
-import { recordedPath } from "../recorded-path.ts";
+import { createProtocolRoutes } from "../protocol-routes.ts";
 import { renderError } from "./errors.ts";
 import { toOpenAiModel, toOpenAiModelList } from "./model-objects.ts";
 import { deliveredResponse } from "./stored-responses.ts";
@@ -38,41 +31,27 @@ const compactMessage =
   "/responses/compact is not offered by this sidecar: compact with an ordinary /responses request (Codex does so with a custom model provider), or send the conversation in input";
 
 export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
-  const app = new Hono<BodyEnv>();
-  /** Codex resends its tool list (~21 KB of its ~45 KB request) unchanged every turn; per episode. */
-  const repeatedOf = repeatedMembersPer<Episode>(["tools"], "input");
-  app.onError((error) => renderError(toSidecarError(error)));
+  const routes = createProtocolRoutes(deps, {
+    protocol: "responses",
+    renderError,
+    /** Codex resends its tool list (~21 KB of its ~45 KB request) unchanged every turn. */
+    repeated: { members: ["tools"], history: "input" },
+  });
   const seconds = () => Math.floor(deps.clock() / 1000);
+  routes.refuse(
+    "/v1/responses/compact",
+    "compact",
+    () => new SidecarError("invalid_request", compactMessage, { code: "unsupported_endpoint" }),
+  );
+  routes.models("/v1/models", toOpenAiModelList, toOpenAiModel);
 
-  app.post("/v1/responses/compact", async (c) => {
-    const episode = authenticateRequest(deps.episodes, c);
-    await receivedBody(c);
-    const error = new SidecarError("invalid_request", compactMessage, { code: "unsupported_endpoint" });
-    const entry = {
-      protocol: "responses" as const,
-      operation: "compact",
-      path: recordedPath(new URL(c.req.url)),
-    };
-    return answerAuxiliary(deps.logger, episode, { ...entry, message: compactMessage }, error, renderError);
-  });
-
-  app.get("/v1/models", (c) => {
-    const episode = authenticateRequest(deps.episodes, c, { modelRequest: false });
-    return c.json(toOpenAiModelList([servedModel(episode, deps.exchange.models)]));
-  });
-
-  app.get("/v1/models/:id", (c) => {
-    const episode = authenticateRequest(deps.episodes, c, { modelRequest: false });
-    return c.json(toOpenAiModel(requestedModel(episode, deps.exchange.models, c.req.param("id"))));
-  });
-
-  app.get("/v1/responses/:id", (c) => {
+  routes.app.get("/v1/responses/:id", (c) => {
     const episode = authenticateRequest(deps.episodes, c);
     const stored = deliveredResponse(deps.responses.of(episode), c.req.param("id"), "response_id");
     return c.json(stored.response);
   });
 
-  app.post("/v1/responses", async (c) => {
+  routes.app.post("/v1/responses", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
     const ctx = {
       createdAt: seconds(),
@@ -80,21 +59,8 @@ export function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
       newResponseId: () => deps.ids.callId().replace(/^call_/, "resp_"),
       store: () => deps.responses.of(episode),
     };
-    const body = parseJsonBody(await receivedBody(c), repeatedOf(episode));
-    return episode.track(
-      runExchange(deps.exchange, {
-        protocol: "responses",
-        episode,
-        path: recordedPath(new URL(c.req.url)),
-        clientRequest: body,
-        clientSession: episode.clientSessionOf(c.req.raw.headers),
-        translate: () => toHub(body, ctx),
-        renderError,
-        clientSignal: c.req.raw.signal,
-        streaming: asksForStream(body),
-      }),
-    );
+    const body = await routes.body(c, episode);
+    return routes.exchange(c, episode, body, () => toHub(body, ctx));
   });
-
-  return app;
+  return routes.app;
 }
