@@ -30,9 +30,9 @@ export type ProtocolParts = {
   renderError: (error: SidecarError) => Response;
   /**
    * The members its client resends unchanged every turn, and the member holding the
-   * growing history (parse-json-body.ts): shared per episode.
+   * growing history (parse-json-body.ts): shared per episode. None: every body is parsed afresh.
    */
-  repeated: { members: readonly string[]; history: string };
+  repeated?: { members: readonly string[]; history: string };
 };
 
 export interface ProtocolRoutes {
@@ -61,7 +61,9 @@ export function createProtocolRoutes(deps: IngressRouteDeps, parts: ProtocolPart
   const { protocol, renderError } = parts;
   const app = new Hono<BodyEnv>();
   app.onError((error) => renderError(toSidecarError(error)));
-  const repeatedOf = repeatedMembersPer<Episode>(parts.repeated.members, parts.repeated.history);
+  const repeatedOf = parts.repeated
+    ? repeatedMembersPer<Episode>(parts.repeated.members, parts.repeated.history)
+    : () => undefined;
   return {
     app,
     body: async (c, episode) => parseJsonBody(await receivedBody(c), repeatedOf(episode)),

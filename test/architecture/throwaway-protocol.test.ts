@@ -8,24 +8,22 @@
  * delivered, and a bad field refused in Tiny's own envelope, naming the field.
  */
 import { describe, expect, test } from "bun:test";
-import { Hono } from "hono";
+import type { Hono } from "hono";
 import { z } from "zod";
 import type { BodyEnv } from "../../src/body/body-variables.ts";
 import type { JsonBody } from "../../src/body/parse-json-body.ts";
 import { parseJsonBody } from "../../src/body/parse-json-body.ts";
-import { receivedBody } from "../../src/body/received-body.ts";
 import { applyContextPolicy, type ContextResult } from "../../src/context/apply-context.ts";
 import { estimateTokens } from "../../src/context/estimate.ts";
 import type { Translation } from "../../src/exchange/exchange-contract.ts";
-import { runExchange } from "../../src/exchange/run-exchange.ts";
 import type { Protocol } from "../../src/hub/protocol.ts";
 import type { HubMessage, HubRequest, HubResponse } from "../../src/hub/schema.ts";
 import { hubRequestSchema } from "../../src/hub/schema.ts";
 import { authenticateRequest } from "../../src/ingress/authenticate-ingress.ts";
 import type { IngressRouteDeps } from "../../src/ingress/ingress-route-deps.ts";
 import { parseRequestAt, requestObject } from "../../src/ingress/parse-at.ts";
-import { recordedPath } from "../../src/ingress/recorded-path.ts";
-import { type ErrorKind, type SidecarError, toSidecarError } from "../../src/lib/errors.ts";
+import { createProtocolRoutes } from "../../src/ingress/protocol-routes.ts";
+import type { ErrorKind, SidecarError } from "../../src/lib/errors.ts";
 import { records } from "../support/episode-evidence.ts";
 import { createInProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
 
@@ -110,27 +108,15 @@ const renderError = (error: SidecarError): Response =>
     { status: statusOf(error.kind) },
   );
 
-// Step 6, route.ts.
+// Step 6, route.ts: the protocol's parts to createProtocolRoutes, then its one route.
 function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
-  const app = new Hono<BodyEnv>();
-  app.onError((error) => renderError(toSidecarError(error)));
-  app.post("/tiny/chat", async (c) => {
+  const routes = createProtocolRoutes(deps, { protocol: tiny, renderError });
+  routes.app.post("/tiny/chat", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
-    const body = parseJsonBody(await receivedBody(c));
-    return episode.track(
-      runExchange(deps.exchange, {
-        protocol: tiny,
-        episode,
-        path: recordedPath(new URL(c.req.url)),
-        clientRequest: body,
-        clientSession: episode.clientSessionOf(c.req.raw.headers),
-        translate: () => toHub(body),
-        renderError,
-        clientSignal: c.req.raw.signal,
-      }),
-    );
+    const body = await routes.body(c, episode);
+    return routes.exchange(c, episode, body, () => toHub(body));
   });
-  return app;
+  return routes.app;
 }
 
 // Step 7, registration: a route group, as in episode-route-groups.ts.
