@@ -270,6 +270,7 @@ const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode
   const status = String(x.status?.status ?? "in flight");
   const omitted = (x.decision?.images_omitted as { toolCallId: string; index: number }[] | undefined) ?? [];
   const removed = (x.decision?.blocks_removed as { toolCallIds: string[] }[] | undefined) ?? [];
+  const window = x.decision?.window;
   return (
     <section class="exchange" id={x.id} data-exchange={x.id}>
       <h2>
@@ -287,6 +288,12 @@ const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode
         <p class="decision">
           context: {String(x.decision.policy)}, estimate {String(x.decision.estimate_before)} →{" "}
           {String(x.decision.estimate_after)} tokens{x.decision.reduced ? ", reduced" : ""}
+        </p>
+      ) : null}
+      {window?.engaged ? (
+        <p class="note window">
+          the model's window: prompt ~{window.prompt_tokens_before} → ~{window.prompt_tokens_after} tokens
+          (over {window.limit_tokens} of max_input_tokens {window.max_input_tokens}), reduced by the sidecar
         </p>
       ) : null}
       {omitted.map((o) => (
