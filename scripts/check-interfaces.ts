@@ -1,5 +1,5 @@
 /**
- * Fails when a production file under src/ exports a type that is only the return type
+ * Fails when a file under src/ (or the test support, benches and scripts beside it) exports a type that is only the return type
  * of its factory (`export type X = ReturnType<typeof createX>`, awaited or not): a
  * public object has a declared interface, written first, so a reader sees its shape
  * without reading the factory, and the factory cannot widen it by accident.
@@ -18,7 +18,7 @@ export function factoryReturnTypes(source: string): string[] {
 
 if (import.meta.main) {
   const found: string[] = [];
-  for await (const path of new Glob("src/**/*.{ts,tsx}").scan(root)) {
+  for await (const path of new Glob("{src,test,bench,scripts}/**/*.{ts,tsx}").scan(root)) {
     if (/\.test\.tsx?$/.test(path)) continue;
     for (const name of factoryReturnTypes(await Bun.file(join(root, path)).text()))
       found.push(

@@ -47,7 +47,18 @@ export function cannedSse(reply: { kind: "calls"; calls: CannedCall[] } | { kind
   return frames.join("");
 }
 
-export function serveCannedUpstream() {
+/** A Chat Completions stand-in answering queued replies, on a loopback port. */
+export interface CannedUpstream {
+  url: string;
+  received: CannedRequest[];
+  /** Queues replies for the next requests, in order. */
+  reply(...replies: CannedReply[]): void;
+  calls(...calls: CannedCall[]): void;
+  reset(): void;
+  stop(): void;
+}
+
+export function serveCannedUpstream(): CannedUpstream {
   const queue: CannedReply[] = [];
   const received: CannedRequest[] = [];
   const answer = async (reply: CannedReply | undefined): Promise<Response> => {
@@ -77,7 +88,6 @@ export function serveCannedUpstream() {
   return {
     url: `http://127.0.0.1:${server.port}/v1`,
     received,
-    /** Queues replies for the next requests, in order. */
     reply: (...replies: CannedReply[]) => queue.push(...replies),
     calls: (...calls: CannedCall[]) => queue.push({ kind: "calls", calls }),
     reset: () => {
@@ -87,5 +97,3 @@ export function serveCannedUpstream() {
     stop: () => server.stop(true),
   };
 }
-
-export type CannedUpstream = ReturnType<typeof serveCannedUpstream>;

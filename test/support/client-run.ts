@@ -14,7 +14,10 @@ import { clientBinPath, installedVersion } from "../../src/clients/install-clien
 import { type CreatedKit, createKit } from "../../src/kits/create-kit.ts";
 import { launchCommand } from "../../src/kits/kit-plan.ts";
 import { runLaunch } from "../../src/kits/run-launch.ts";
-import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
+import {
+  type ServedScriptedUpstream,
+  serveScriptedUpstream,
+} from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { smokePrompt } from "../../src/validate/validate-client.ts";
 import { type Line, records } from "./episode-evidence.ts";
 import {
@@ -27,7 +30,7 @@ import {
 import { varTmp } from "./var-tmp.ts";
 import { versionUnderTest } from "./version-under-test.ts";
 
-export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
+export type Upstream = ServedScriptedUpstream;
 
 /** The compiled binary and the pinned CLI are there (`make build`, `make clients`). */
 export function assertPrerequisites(client: ClientName): void {

@@ -15,8 +15,9 @@ import type { Episode } from "../../src/episodes/episode.ts";
 import type { EpisodeOptions } from "../../src/episodes/episode-options.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
 import type { Ids } from "../../src/lib/ids.ts";
+import type { ScriptedUpstream } from "../../src/scripted-upstream/create-scripted-upstream.ts";
 import type { EpisodeRouteGroup } from "../../src/server/app.ts";
-import { composeApp } from "../../src/server/compose.ts";
+import { type Composition, composeApp } from "../../src/server/compose.ts";
 import { readSse } from "../../src/sse/read-sse.ts";
 
 export const inProcessControlPassword = "in-process-control-password-0123";
@@ -40,7 +41,19 @@ export type InProcessOptions = {
   episodeRoutes?: readonly EpisodeRouteGroup[];
 };
 
-export async function createInProcessSidecar(options: InProcessOptions = {}) {
+/** The whole sidecar composed in this process, on the scripted upstream; served on a port only when asked. */
+export interface InProcessSidecar
+  extends Pick<Composition, "app" | "config" | "dataDir" | "episodes" | "secrets" | "imageCache" | "memory"> {
+  scripted: ScriptedUpstream;
+  /** Every log line written, in order. */
+  logLines: string[];
+  createEpisode(episodeOptions?: EpisodeOptions): Episode;
+  /** Serves the app on a loopback port (once); returns its origin. */
+  serve(): string;
+  stop(): void;
+}
+
+export async function createInProcessSidecar(options: InProcessOptions = {}): Promise<InProcessSidecar> {
   const dataDir = mkdtempSync(join(tmpdir(), "ura-in-process-"));
   const input = options.config ?? {};
   const config = configSchema.parse({
@@ -96,8 +109,6 @@ export async function createInProcessSidecar(options: InProcessOptions = {}) {
     },
   };
 }
-
-export type InProcessSidecar = Awaited<ReturnType<typeof createInProcessSidecar>>;
 
 /** The SSE events of a streamed response, in order, each with its JSON data parsed. */
 export async function responseEvents(

@@ -11,7 +11,10 @@ import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
-import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
+import {
+  type ServedScriptedUpstream,
+  serveScriptedUpstream,
+} from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { type LaunchInfo, type SidecarProcess, startSidecarProcess } from "./sidecar-process.ts";
 
 /** A small deterministic PRNG (values in [0, 1)), so a run with random delays can be repeated from its seed. */
@@ -23,7 +26,7 @@ export function seededRandom(seed: number): () => number {
   };
 }
 
-export type Upstream = Awaited<ReturnType<typeof serveScriptedUpstream>>;
+export type Upstream = ServedScriptedUpstream;
 export type UpstreamRequest = { seq: number; aborted: boolean; completed: boolean; fault?: string };
 
 export const startUpstream = () => serveScriptedUpstream(0);
