@@ -86,6 +86,83 @@ export function parseRequestAt<S extends z.ZodObject>(
   request: Record<string, unknown>,
   prefix: string,
 ): z.infer<S> {
+  const history = historyOf(schema, request);
+  if (history === undefined) return validateMembers(schema, request, prefix);
+  const { key, element, items } = history;
+  const known = validatedItemsOf(element);
+  const outputs: unknown[] = [];
+  for (const item of items) {
+    const output = isFrozenObject(item) ? known.get(item) : undefined;
+    if (output === undefined) break;
+    outputs.push(output);
+  }
+  if (outputs.length > 0) {
+    try {
+      const parsed = validateMembers(
+        schema,
+        { ...request, [key]: items.slice(outputs.length) },
+        prefix,
+      ) as Record<string, unknown>;
+      parsed[key] = [...outputs, ...(parsed[key] as unknown[])];
+      rememberItems(known, items, parsed[key] as unknown[]);
+      return parsed as z.infer<S>;
+    } catch {
+      // Validated again whole, as it came: the error is the one the full path gives.
+    }
+  }
+  const parsed = validateMembers(schema, request, prefix) as Record<string, unknown>;
+  rememberItems(known, items, parsed[key] as unknown[]);
+  return parsed as z.infer<S>;
+}
+
+/**
+ * Each reused history item (frozen by the parse, parse-json-body.ts) that passed validation,
+ * with what validation made of it, per element schema: a later request that repeats it
+ * validates only its new items. An array schema checks each item on its own, so a valid
+ * item adds no issue; the request must still validate, else it is validated again whole.
+ */
+const validatedItems = new WeakMap<z.ZodType, WeakMap<object, unknown>>();
+
+function validatedItemsOf(element: z.ZodType): WeakMap<object, unknown> {
+  let known = validatedItems.get(element);
+  if (known === undefined) {
+    known = new WeakMap();
+    validatedItems.set(element, known);
+  }
+  return known;
+}
+
+function isFrozenObject(value: unknown): value is object {
+  return value !== null && typeof value === "object" && Object.isFrozen(value);
+}
+
+/** The request's history: an array member of a plain array schema (no checks), its first item reused (frozen). */
+function historyOf(
+  schema: z.ZodObject,
+  request: Record<string, unknown>,
+): { key: string; element: z.ZodType; items: unknown[] } | undefined {
+  if ((schema.def.checks?.length ?? 0) > 0) return undefined;
+  for (const key of Object.keys(request)) {
+    const items = request[key];
+    if (!Array.isArray(items) || Object.isFrozen(items) || !isFrozenObject(items[0])) continue;
+    const member = schema.shape[key] as z.ZodType | undefined;
+    if (member?.def.type !== "array" || (member.def.checks?.length ?? 0) > 0) continue;
+    return { key, element: (member as unknown as z.ZodArray<z.ZodType>).element, items };
+  }
+  return undefined;
+}
+
+function rememberItems(known: WeakMap<object, unknown>, items: unknown[], outputs: unknown[]): void {
+  items.forEach((item, i) => {
+    if (isFrozenObject(item) && !known.has(item)) known.set(item, deepFreeze(outputs[i]));
+  });
+}
+
+function validateMembers<S extends z.ZodObject>(
+  schema: S,
+  request: Record<string, unknown>,
+  prefix: string,
+): z.infer<S> {
   let validated = validatedMembers.get(schema);
   if (validated === undefined) {
     validated = new WeakMap();
