@@ -8,7 +8,7 @@ import { type ContextCut, createContextMemory } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import { contextDecisionSchema } from "./decision-schema.ts";
 import { estimatePromptTokens, estimateTokens } from "./estimate.ts";
-import { hubRequestArbitrary } from "./history-arbitrary.ts";
+import { buildHistory, hubRequestArbitrary, segmentArbitrary } from "./history-arbitrary.ts";
 import { type BodyBudgetPolicy, contextPolicySchema } from "./policy-schema.ts";
 import { windowGuardFor } from "./window-guard.ts";
 
@@ -241,5 +241,57 @@ describe("the model's window guards body_budget too", () => {
 
   test("protected content over the window: request_too_large naming it", async () => {
     await expect(run(robotEpisode(3, "x".repeat(4 * 40_000)))).rejects.toThrow("the model's window");
+  });
+});
+
+describe("the window guard turn after turn (generated histories)", () => {
+  test("every prompt under the limit; a kept reduction only appends (the prefix stays cacheable)", () => {
+    let kept = 0;
+    fc.assert(
+      fc.property(
+        fc.array(segmentArbitrary, { minLength: 5, maxLength: 30 }),
+        fc.double({ min: 0.2, max: 1.2, noNaN: true }),
+        (segments, share) => {
+          const turns = segments.map(
+            (_, k): HubRequest => ({
+              model: "m",
+              messages: buildHistory(segments.slice(0, k + 1), "system"),
+              tools: [],
+              ignored: [],
+            }),
+          );
+          const window = windowGuardFor(
+            Math.max(10, Math.round(estimatePromptTokens(turns.at(-1) as HubRequest) * share)),
+          );
+          const memory = createContextMemory();
+          let before: { messages: HubMessage[]; anchor: string } | undefined;
+          for (const request of turns) {
+            let result: ReturnType<typeof applyContextPolicy>;
+            try {
+              result = applyContextPolicy(request, identity, memory.previous, window);
+            } catch (error) {
+              expect(error).toBeInstanceOf(ContextPolicyError);
+              before = undefined;
+              continue;
+            }
+            if (result.cut) memory.previous = result.cut;
+            const prompt = estimatePromptTokens(result.request);
+            expect(result.decision.window?.prompt_tokens_after).toBe(prompt);
+            expect(prompt).toBeLessThanOrEqual(window.limit);
+            const anchor = result.cut?.anchor ?? "";
+            const sameCut = result.decision.reduced && before !== undefined && before.anchor === anchor;
+            if (sameCut && before) {
+              kept += 1;
+              // The provider's cache can serve the prefix: the messages sent before come first, unchanged.
+              expect(result.request.messages.slice(0, before.messages.length)).toEqual(before.messages);
+            }
+            before = result.decision.reduced ? { messages: result.request.messages, anchor } : undefined;
+          }
+        },
+      ),
+      { numRuns: 100 },
+    );
+    // The generated cases do keep reductions (the check above ran).
+    expect(kept).toBeGreaterThan(0);
   });
 });
