@@ -136,7 +136,7 @@ function isFrozenObject(value: unknown): value is object {
   return value !== null && typeof value === "object" && Object.isFrozen(value);
 }
 
-/** The request's history: an array member of a plain array schema (no checks), its first item reused (frozen). */
+/** The request's history: an array member whose schema checks items one by one (itemSchemaOf), its first item reused (frozen). */
 function historyOf(
   schema: z.ZodObject,
   request: Record<string, unknown>,
@@ -145,11 +145,30 @@ function historyOf(
   for (const key of Object.keys(request)) {
     const items = request[key];
     if (!Array.isArray(items) || Object.isFrozen(items) || !isFrozenObject(items[0])) continue;
-    const member = schema.shape[key] as z.ZodType | undefined;
-    if (member?.def.type !== "array" || (member.def.checks?.length ?? 0) > 0) continue;
-    return { key, element: (member as unknown as z.ZodArray<z.ZodType>).element, items };
+    const element = itemSchemaOf(schema.shape[key] as z.ZodType | undefined);
+    if (element !== undefined) return { key, element, items };
   }
   return undefined;
+}
+
+/**
+ * The item schema of a history member whose items are checked one by one: an array with
+ * at most a minimum length (a longer array meets it too), or a union of such an array with
+ * strings only (an array then always takes the array branch, as Responses' `input`).
+ */
+function itemSchemaOf(member: z.ZodType | undefined): z.ZodType | undefined {
+  if (member === undefined) return undefined;
+  const def = member.def as { type: string; checks?: { _zod: { def: { check: string } } }[] };
+  if (def.type === "array") {
+    const perItem = (def.checks ?? []).every((check) => check._zod.def.check === "min_length");
+    return perItem ? (member as unknown as z.ZodArray<z.ZodType>).element : undefined;
+  }
+  if (def.type !== "union") return undefined;
+  const options = (member as unknown as z.ZodUnion<z.ZodType[]>).options;
+  const arrays = options.filter((option) => option.def.type === "array");
+  const others = options.filter((option) => option.def.type !== "array");
+  if (arrays.length !== 1 || !others.every((option) => option.def.type === "string")) return undefined;
+  return itemSchemaOf(arrays[0]);
 }
 
 function rememberItems(known: WeakMap<object, unknown>, items: unknown[], outputs: unknown[]): void {
