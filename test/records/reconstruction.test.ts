@@ -9,6 +9,7 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import { existsSync, readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { recordsCommand } from "../../src/cli/records-command.ts";
+import { writePng } from "../../src/images/write-png.ts";
 import { sha256Hex } from "../../src/lib/sha256.ts";
 import { recordsFormatVersion } from "../../src/records/episode-records.ts";
 import { openRecords } from "../../src/records/read-records.ts";
@@ -203,6 +204,12 @@ describe("long strings a client sends on every turn are recorded once", () => {
   });
 });
 
+/** A 4×4 PNG, different for each `n`, as base64: far below a long base64 string. */
+function smallPng(n: number): string {
+  const rows = new Uint8Array(4 * 4 * 3).map((_, i) => (i * 37 + n * 11) % 256);
+  return writePng({ width: 4, height: 4, colourType: 2, bitDepth: 8, rows }).toBase64();
+}
+
 describe("a growing conversation, its resent history reused", () => {
   const growing: (Case & { grow: (body: Record<string, unknown[]>, n: number) => void })[] = [
     {
@@ -211,7 +218,14 @@ describe("a growing conversation, its resent history reused", () => {
       grow: (body, n) =>
         body.messages?.push(
           { role: "assistant", content: [{ type: "text", text: `answer ${n} `.repeat(120) }] },
-          { role: "user", content: [{ type: "text", text: `question ${n}` }] },
+          // A small image (kept with its item, frozen: shorter than a long base64 string).
+          {
+            role: "user",
+            content: [
+              { type: "text", text: `question ${n}` },
+              { type: "image", source: { type: "base64", media_type: "image/png", data: smallPng(n) } },
+            ],
+          },
         ),
     },
     {
