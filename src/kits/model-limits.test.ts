@@ -41,7 +41,8 @@ describe("the model's limits, in each client's own settings", () => {
   test("Claude Code: context and output variables, and gateway model discovery", () => {
     const kit = plan("claude", episode);
     expect(kit.env).toMatchObject({
-      CLAUDE_CODE_MAX_CONTEXT_TOKENS: "30720",
+      // 24,576 (80% of 30,720) + its 8,192-token output reserve + its 13,000-token summary buffer.
+      CLAUDE_CODE_MAX_CONTEXT_TOKENS: "45768",
       CLAUDE_CODE_MAX_OUTPUT_TOKENS: "8192",
       CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY: "1",
     });

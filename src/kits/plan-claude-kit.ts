@@ -6,10 +6,13 @@
  * (launch info `model_capabilities`): a model id it does not know gets a 200K window and
  * 32K output unless CLAUDE_CODE_MAX_CONTEXT_TOKENS (honoured for a name not starting with
  * `claude-`) and CLAUDE_CODE_MAX_OUTPUT_TOKENS say otherwise; the window it is told is the
- * upstream's largest prompt, from which it keeps its own output and compaction reserve.
+ * one at which its own compaction point (the window less its output and summary reserves)
+ * is the others' (src/kits/claude-context-tokens.ts), larger than a small model's real
+ * window, past which the sidecar's window guard keeps each request.
  * Gateway model discovery on: it lists the episode's model at start-up.
  */
 import { join } from "node:path";
+import { claudeContextTokens } from "./claude-context-tokens.ts";
 import {
   clientModelName,
   commonKitParts,
@@ -67,7 +70,7 @@ export function planClaudeKit(input: KitInput): KitPlan {
       CLAUDE_CODE_ENABLE_GATEWAY_MODEL_DISCOVERY: "1",
       ...(limits
         ? {
-            CLAUDE_CODE_MAX_CONTEXT_TOKENS: String(limits.max_input_tokens),
+            CLAUDE_CODE_MAX_CONTEXT_TOKENS: String(claudeContextTokens(limits)),
             CLAUDE_CODE_MAX_OUTPUT_TOKENS: String(limits.max_output_tokens),
           }
         : {}),
