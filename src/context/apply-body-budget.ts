@@ -44,7 +44,7 @@ import { measureJsonBytes, measurePromptBytes, tokensFromBytes } from "./estimat
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { BodyBudgetPolicy } from "./policy-schema.ts";
-import { type WindowGuard, windowLimitShare } from "./window-guard.ts";
+import { type WindowGuard, windowDecision, windowLimitShare } from "./window-guard.ts";
 
 /** Exact bytes of the upstream body built from a list of the request's messages (or their notice copies). */
 export interface BodyMeasure {
@@ -105,18 +105,11 @@ export async function applyBodyBudget(
   const promptOf = promptTokens(request);
   const promptBefore = promptOf(messages);
   const windowRecord = (after: number) =>
-    window === undefined
-      ? {}
-      : {
-          window: {
-            max_input_tokens: window.maxInputTokens,
-            limit_tokens: window.limit,
-            target_tokens: window.target,
-            prompt_tokens_before: promptBefore,
-            prompt_tokens_after: after,
-            engaged: promptBefore > window.limit,
-          },
-        };
+    windowDecision(window, {
+      before: promptBefore,
+      after,
+      engaged: window !== undefined && promptBefore > window.limit,
+    });
   const withBudget = (
     bytesAfter: number,
     keptPrevious: boolean,

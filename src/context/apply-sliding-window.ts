@@ -52,7 +52,7 @@ import {
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { SlidingWindowPolicy } from "./policy-schema.ts";
-import { type WindowGuard, windowLimitShare } from "./window-guard.ts";
+import { type WindowGuard, windowDecision, windowLimitShare } from "./window-guard.ts";
 
 export interface ToolImage {
   messageIndex: number;
@@ -89,18 +89,7 @@ export function applySlidingWindow(
   const fits = (estimate: number, prompt: number) =>
     estimate <= policy.max_input_tokens && (window === undefined || prompt <= window.limit);
   const windowRecord = (after: number, engaged: boolean) =>
-    window === undefined
-      ? {}
-      : {
-          window: {
-            max_input_tokens: window.maxInputTokens,
-            limit_tokens: window.limit,
-            target_tokens: window.target,
-            prompt_tokens_before: promptBefore,
-            prompt_tokens_after: after,
-            engaged,
-          },
-        };
+    windowDecision(window, { before: promptBefore, after, engaged });
   const unchanged = {
     request,
     decision: {

@@ -19,6 +19,8 @@
  * requested output is not subtracted.
  */
 
+import type { ContextDecision } from "./decision-schema.ts";
+
 /** Of max_input_tokens: above this share the guard reduces the request. */
 export const windowLimitShare = 0.9;
 /** Of max_input_tokens: a reduction goes down to this share (the low-water mark). */
@@ -38,5 +40,23 @@ export function windowGuardFor(maxInputTokens: number): WindowGuard {
     maxInputTokens,
     limit: Math.floor(maxInputTokens * windowLimitShare),
     target: Math.floor(maxInputTokens * windowTargetShare),
+  };
+}
+
+/** The guard's part of a policy's decision: nothing without a guard, else its limits and the prompt before and after. */
+export function windowDecision(
+  window: WindowGuard | undefined,
+  prompt: { before: number; after: number; engaged: boolean },
+): Pick<ContextDecision, "window"> {
+  if (window === undefined) return {};
+  return {
+    window: {
+      max_input_tokens: window.maxInputTokens,
+      limit_tokens: window.limit,
+      target_tokens: window.target,
+      prompt_tokens_before: prompt.before,
+      prompt_tokens_after: prompt.after,
+      engaged: prompt.engaged,
+    },
   };
 }
