@@ -10,6 +10,7 @@
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { LedgerEvent } from "../ledger/events.ts";
 import type { ExchangeStage } from "../records/exchange-lines.ts";
+import { isThrottleCause } from "../upstream/classify-upstream-failure.ts";
 import type { ObservedEvent, Observer } from "./observer.ts";
 import { auxiliarySchema, statusClass } from "./record-shapes.ts";
 
@@ -109,7 +110,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
   });
   const throttledAttempts = new Counter({
     name: "ura_upstream_throttled_attempts_total",
-    help: "Upstream attempts the provider throttled (HTTP 429): each one lowers the shared pace.",
+    help: "Upstream attempts the provider throttled (an HTTP 429, or a throttle error event inside a 200 stream): each one lowers the shared pace.",
     registers,
   });
   const operationSeconds = new Histogram({
@@ -262,7 +263,7 @@ export function createMetrics(sources: MetricsSources): Metrics {
           if (attempt.attempt > 1) upstreamRetries.inc();
           if (attempt.first_byte_ms !== undefined) firstByte.observe(attempt.first_byte_ms / 1000);
           queueWait.observe((attempt.queue_ms ?? 0) / 1000);
-          if (attempt.status === 429) throttledAttempts.inc();
+          if (isThrottleCause(attempt.cause)) throttledAttempts.inc();
           const ok = attempt.status !== undefined && attempt.status < 400 && !attempt.error;
           operationSeconds.observe(
             {

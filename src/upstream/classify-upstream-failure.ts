@@ -221,6 +221,15 @@ function describe(row: Row, error: ProviderError, where: string): FailureClass {
   };
 }
 
+/**
+ * Whether an attempt's recorded cause is one the provider uses to say slow down (the
+ * shared pace hears it as a throttle), whether it came as an HTTP 429 or as an error
+ * event inside a 200 stream.
+ */
+export function isThrottleCause(cause: string | undefined): boolean {
+  return cause !== undefined && Object.hasOwn(rows, cause) && rows[cause as FailureCause].throttle === true;
+}
+
 export function classifyUpstreamFailure(signal: FailureSignal): FailureClass {
   switch (signal.kind) {
     case "http": {
