@@ -3,9 +3,9 @@
  * top-level `let`/`var`, or a top-level `new WeakMap`/`WeakSet` or empty `Map`/`Set`
  * (a constant lookup table built with its entries is no state). Per-request data
  * travels in the request's context and per-episode data in the episode; state lives
- * in what the composition root creates. The files allowed below say why. A memo of
- * a pure function keyed by deep-frozen values (the same answers without it) is made
- * with deriveOncePerFrozen (src/lib/frozen-json.ts), which keeps its cache itself.
+ * in what the composition root creates. The files allowed below say why. What a
+ * stage derives from an episode's frozen values is kept in the episode's memos
+ * (src/lib/frozen-memos.ts).
  *   bun scripts/check-module-state.ts    (make check)
  */
 
@@ -19,11 +19,6 @@ export const allowed: Readonly<Record<string, string>> = {
   "src/main.ts": "the process's entry",
   "src/server/compose.ts": "the composition root",
   "src/images/conversion-worker.ts": "a conversion worker thread's entry: its codecs, loaded once",
-  // Memos of pure functions keyed by deep-frozen values (the same answers without them):
-  "src/lib/frozen-json.ts": "the JSON text and byte length of each frozen value",
-  "src/body/parse-json-body.ts": "which values are repeated members, parsed once",
-  "src/ingress/parse-at.ts": "which repeated members passed validation, per schema",
-  "src/ingress/messages/to-hub.ts": "the tool selections offered, per tool list",
 };
 
 const statePatterns = [

@@ -22,6 +22,7 @@
 
 import { errorMessage } from "../lib/error-message.ts";
 import { deepFreeze, type KnownSpan } from "../lib/frozen-json.ts";
+import { createFrozenMemos, type FrozenMemos } from "../lib/frozen-memos.ts";
 import { parseSplit, sharingFromChars } from "./parse-sharing-base64.ts";
 import { hasLongBase64String, type SplitText, splitText, unsplit, wholeText } from "./split-text.ts";
 
@@ -33,7 +34,14 @@ export const maxJsonDepth = 512;
  * text repeats a member known from an earlier request (offsets in its reduced text).
  */
 export type JsonBody =
-  | { parsed: true; value: unknown; received: SplitText; known?: readonly KnownSpan[] }
+  | {
+      parsed: true;
+      value: unknown;
+      received: SplitText;
+      known?: readonly KnownSpan[];
+      /** The episode's memos, which know its repeated members' values (given RepeatedMembers). */
+      memos?: FrozenMemos;
+    }
   | { parsed: false; received: SplitText; reason: string };
 
 /** A top-level member's value as one request carried it: its exact text, parsed value (frozen), nesting depth. */
@@ -42,6 +50,8 @@ export type KnownMember = { text: string; value: object; depth: number };
 /** One episode's memory of the members its client repeats, by member name (the latest text of each). */
 export type RepeatedMembers = {
   names: readonly string[];
+  /** The episode's memos: each repeated member's value is marked there (isRepeated). */
+  memos: FrozenMemos;
   known: Map<string, KnownMember>;
   /** The history member's name, when its items are reused. */
   history?: string;
@@ -62,12 +72,18 @@ export const maxKeptHistoryChars = 4 * 1024 * 1024;
 /** Members shorter than this are parsed every time: reusing them saves less than it costs. */
 const smallestRepeatedMember = 1024;
 
-export function createRepeatedMembers(names: readonly string[], history?: string): RepeatedMembers {
-  return history === undefined ? { names, known: new Map() } : { names, known: new Map(), history };
+export function createRepeatedMembers(
+  names: readonly string[],
+  history?: string,
+  memos: FrozenMemos = createFrozenMemos(),
+): RepeatedMembers {
+  return history === undefined
+    ? { names, memos, known: new Map() }
+    : { names, memos, known: new Map(), history };
 }
 
-/** One RepeatedMembers per owner (an episode), living no longer than it does. */
-export function repeatedMembersPer<Owner extends object>(
+/** One RepeatedMembers per owner (an episode, with its memos), living no longer than it does. */
+export function repeatedMembersPer<Owner extends { readonly memos: FrozenMemos }>(
   names: readonly string[],
   history?: string,
 ): (owner: Owner) => RepeatedMembers {
@@ -75,18 +91,11 @@ export function repeatedMembersPer<Owner extends object>(
   return (owner) => {
     let known = members.get(owner);
     if (known === undefined) {
-      known = createRepeatedMembers(names, history);
+      known = createRepeatedMembers(names, history, owner.memos);
       members.set(owner, known);
     }
     return known;
   };
-}
-
-const repeatedValues = new WeakSet<object>();
-
-/** Whether `value` is a repeated member's value (deep-frozen, the same object on every turn that resends it). */
-export function isRepeatedMember(value: unknown): value is object {
-  return value !== null && typeof value === "object" && repeatedValues.has(value);
 }
 
 /** Where a string that opens at `start` (a quote) closes: the next quote preceded by an even number of backslashes; -1 if never. */
@@ -329,9 +338,10 @@ export function parseJsonBody(body: string | SplitText, repeated?: RepeatedMembe
       for (const item of items?.reused ?? []) known.push(item);
     }
   } else if (repeated?.history !== undefined) repeated.items = undefined;
-  if (known.length === 0) return { parsed: true, value, received };
-  known.sort((a, b) => a.start - b.start);
-  return { parsed: true, value, received, known };
+  const parsedBody: Extract<JsonBody, { parsed: true }> = { parsed: true, value, received };
+  if (known.length > 0) parsedBody.known = known.sort((a, b) => a.start - b.start);
+  if (repeated !== undefined) parsedBody.memos = repeated.memos;
+  return parsedBody;
 }
 
 /**
@@ -410,7 +420,7 @@ function remember(
   // Its long base64 strings would be this request's (taken out, or views into its text), kept alive with the value.
   if ((nonce !== "" && text.includes(nonce)) || hasLongBase64String(text)) return;
   deepFreeze(value);
-  repeatedValues.add(value);
+  repeated.memos.markRepeated(value);
   // A flat copy: a slice may keep the whole request text (megabytes of images) alive with it.
   const copy = JSON.parse(JSON.stringify(text)) as string;
   repeated.known.set(name, { text: copy, value, depth: jsonNestingDepth(copy) });

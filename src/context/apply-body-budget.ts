@@ -36,6 +36,7 @@
  * so a candidate over the window converts nothing.
  */
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
+import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { listToolImages } from "./apply-sliding-window.ts";
 import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
@@ -62,6 +63,8 @@ export type BodyBudgetOptions = {
   previous?: ContextCut;
   /** The episode model's window guard. */
   window?: WindowGuard;
+  /** The episode's memos: a repeated system prompt is measured once (frozen-memos.ts). */
+  memos?: FrozenMemos;
 };
 
 type Candidate = { omitted: number; removed: number };
@@ -102,7 +105,7 @@ export async function applyBodyBudget(
   });
   const kept = keptMessages(messages, images, blocks);
   const window = options.window;
-  const promptOf = promptTokens(request);
+  const promptOf = promptTokens(request, options.memos);
   const promptBefore = promptOf(messages);
   const windowRecord = (after: number) =>
     windowDecision(window, {
@@ -384,13 +387,16 @@ function largestProtectedItem(
  * The prompt tokens (estimate.ts, images by pixel size) of a list of the request's messages
  * or their notice copies; each message object is measured once.
  */
-function promptTokens(request: HubRequest): (list: readonly HubMessage[]) => number {
+function promptTokens(
+  request: HubRequest,
+  memos: FrozenMemos | undefined,
+): (list: readonly HubMessage[]) => number {
   const base = measureJsonBytes({ ...request, messages: [] });
   const weights = new WeakMap<HubMessage, number>();
   const weightOf = (message: HubMessage) => {
     let weight = weights.get(message);
     if (weight === undefined) {
-      weight = measurePromptBytes(message);
+      weight = measurePromptBytes(message, memos);
       weights.set(message, weight);
     }
     return weight;

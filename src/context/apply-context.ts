@@ -8,6 +8,7 @@
  * sliding_window reduces, and the decision records it (`window.engaged`).
  */
 import type { HubImagePart, HubRequest } from "../hub/schema.ts";
+import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { applySlidingWindow } from "./apply-sliding-window.ts";
 import type { ContextCut } from "./context-cut.ts";
 import type { ContextDecision } from "./decision-schema.ts";
@@ -47,14 +48,15 @@ export function applyContextPolicy(
   policy: ContextPolicy,
   previous?: ContextCut,
   window?: WindowGuard,
+  memos?: FrozenMemos,
 ): ContextResult {
   validateToolHistory(request.messages);
   switch (policy.policy) {
     case "identity": {
-      if (window === undefined) return passedOn(request, policy.policy);
+      if (window === undefined) return passedOn(request, policy.policy, memos);
       // The guard alone: no threshold of identity's own, sliding_window's default walk.
       try {
-        const guarded = applySlidingWindow(request, guardOnly, previous, window);
+        const guarded = applySlidingWindow(request, guardOnly, previous, window, memos);
         return { ...guarded, decision: { ...guarded.decision, policy: "identity" } };
       } catch (error) {
         if (error instanceof ContextPolicyError)
@@ -64,9 +66,9 @@ export function applyContextPolicy(
     }
     // body_budget acts after the WebP conversion (applyBodyBudget); here it passes the request on.
     case "body_budget":
-      return passedOn(request, policy.policy);
+      return passedOn(request, policy.policy, memos);
     case "sliding_window":
-      return applySlidingWindow(request, policy, previous, window);
+      return applySlidingWindow(request, policy, previous, window, memos);
     default: {
       const unknown: never = policy;
       throw new Error(`unknown context policy ${JSON.stringify(unknown)}`);
@@ -87,8 +89,12 @@ const guardOnly: SlidingWindowPolicy = {
   keep_recent_blocks: 2,
 };
 
-function passedOn(request: HubRequest, policy: "identity" | "body_budget"): ContextResult {
-  const estimate = estimateTokens(request);
+function passedOn(
+  request: HubRequest,
+  policy: "identity" | "body_budget",
+  memos: FrozenMemos | undefined,
+): ContextResult {
+  const estimate = estimateTokens(request, memos);
   return {
     request,
     decision: {

@@ -39,6 +39,7 @@
  * the work is linear in the size of the history.
  */
 import type { HubImagePart, HubMessage, HubPart, HubRequest, HubToolMessage } from "../hub/schema.ts";
+import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
@@ -73,12 +74,13 @@ export function applySlidingWindow(
   policy: SlidingWindowPolicy,
   previous?: ContextCut,
   window?: WindowGuard,
+  memos?: FrozenMemos,
 ): { request: HubRequest; decision: ContextDecision; stale: HubImagePart[]; cut: ContextCut } {
   const messages = request.messages;
   const baseBytes = measureJsonBytes({ ...request, messages: [] });
-  const messageBytes = messages.map(measureMessageBytes);
+  const messageBytes = messages.map((message) => measureMessageBytes(message, memos));
   // The prompt's weight per message (images by pixel size), only when the window is guarded.
-  const promptBytes = window ? messages.map(measurePromptBytes) : [];
+  const promptBytes = window ? messages.map((message) => measurePromptBytes(message, memos)) : [];
   const images = listToolImages(messages);
   const blocks = findToolBlocks(messages);
   const sumBefore = messageBytes.reduce((sum, bytes) => sum + bytes, 0);

@@ -9,25 +9,27 @@
  * tokenizer (the sidecar has none).
  */
 import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
-import { jsonBytesOnce, jsonBytesReusingMembers } from "../lib/frozen-json.ts";
+import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
+import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { measureJsonBytes } from "../lib/json-bytes.ts";
 import { imageTokens } from "../models/image-tokens.ts";
 
 export { measureJsonBytes };
 
-export function estimateTokens(request: HubRequest): number {
-  return tokensFromBytes(measureRequestBytes(request));
+export function estimateTokens(request: HubRequest, memos?: FrozenMemos): number {
+  return tokensFromBytes(measureRequestBytes(request, memos));
 }
 
 /**
  * UTF-8 length of `JSON.stringify(request)`, summed per message (the request
  * without messages + each message + the commas between): the same number without
  * building one string as large as the whole history. A tool list or system prompt the
- * client repeated (frozen, see frozen-json.ts) is serialised and measured once, not every turn.
+ * client repeated (frozen, see frozen-json.ts) is serialised and measured once per
+ * episode (its memos), not every turn.
  */
-export function measureRequestBytes(request: HubRequest): number {
-  let bytes = jsonBytesReusingMembers({ ...request, messages: [] });
-  for (const message of request.messages) bytes += measureMessageBytes(message);
+export function measureRequestBytes(request: HubRequest, memos?: FrozenMemos): number {
+  let bytes = jsonBytesReusingMembers({ ...request, messages: [] }, memos);
+  for (const message of request.messages) bytes += measureMessageBytes(message, memos);
   return bytes + Math.max(0, request.messages.length - 1);
 }
 
@@ -38,9 +40,9 @@ const base64Only = /^[A-Za-z0-9+/=]*$/;
  * is ASCII and needs no escaping in JSON, so an image's data counts its length. The
  * same number as measureJsonBytes, without copying megabytes of base64 per turn.
  */
-export function measureMessageBytes(message: HubMessage): number {
+export function measureMessageBytes(message: HubMessage, memos?: FrozenMemos): number {
   // A message derived from a member the client resent (frozen: a system prompt) is measured once.
-  if (Object.isFrozen(message)) return jsonBytesOnce(message);
+  if (memos !== undefined && Object.isFrozen(message)) return memos.jsonBytes(message);
   if (message.role !== "user" && message.role !== "tool") return measureJsonBytes(message);
   let dataBytes = 0;
   let stripped = false;
@@ -62,9 +64,9 @@ export function tokensFromBytes(bytes: number): number {
  * each image's data left out, plus each image's tokens as the model counts them. Reads
  * only the images' headers (no scan of their base64).
  */
-export function measurePromptBytes(message: HubMessage): number {
+export function measurePromptBytes(message: HubMessage, memos?: FrozenMemos): number {
   if ((message.role !== "user" && message.role !== "tool") || !message.content.some(isImage))
-    return measureMessageBytes(message);
+    return measureMessageBytes(message, memos);
   let imageBytes = 0;
   const content = message.content.map((part) => {
     if (part.type !== "image") return part;
@@ -83,8 +85,8 @@ export function partPromptBytes(part: HubPart): number {
 }
 
 /** Prompt tokens of the request as the model counts them (text ~4 bytes a token, images by pixels). */
-export function estimatePromptTokens(request: HubRequest): number {
-  let bytes = jsonBytesReusingMembers({ ...request, messages: [] });
-  for (const message of request.messages) bytes += measurePromptBytes(message);
+export function estimatePromptTokens(request: HubRequest, memos?: FrozenMemos): number {
+  let bytes = jsonBytesReusingMembers({ ...request, messages: [] }, memos);
+  for (const message of request.messages) bytes += measurePromptBytes(message, memos);
   return tokensFromBytes(bytes + Math.max(0, request.messages.length - 1));
 }

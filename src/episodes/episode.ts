@@ -16,6 +16,7 @@ import {
 } from "../ledger/episode-ledger.ts";
 import { credentialDigest } from "../lib/credentials.ts";
 import { errorMessage } from "../lib/error-message.ts";
+import { createFrozenMemos, type FrozenMemos } from "../lib/frozen-memos.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { compileToolPolicy } from "../manifest/tool-policy.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
@@ -104,6 +105,8 @@ export interface Episode {
   readonly ledger: EpisodeLedger;
   /** The context policy's previous reduction, so the next turn keeps the prompt's prefix. */
   readonly contextMemory: ContextMemory;
+  /** What its stages derived from the frozen values its requests repeat (frozen-memos.ts). */
+  readonly memos: FrozenMemos;
   readonly counters: Readonly<EpisodeCounters>;
   readonly mcp: Readonly<EpisodeMcp>;
   /** Aborted when the episode is cancelled: its upstream work stops. */
@@ -309,6 +312,7 @@ export function createEpisode(init: EpisodeInit): Episode {
     executor: init.executor,
     ledger,
     contextMemory: createContextMemory(),
+    memos: createFrozenMemos(),
     counters,
     mcp,
     abortSignal: abort.signal,

@@ -10,6 +10,7 @@
 import type { HubRequest } from "../hub/schema.ts";
 import type { ImageConverter, ImageStats } from "../images/convert-request.ts";
 import { type KnownSpan, stringifyKnowingMembers } from "../lib/frozen-json.ts";
+import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { buildChatRequest, type ChatTarget } from "../upstream/build-chat-request.ts";
 import type { ChatRequest } from "../upstream/chat-schema.ts";
 import { type ContextOutcome, markerRoom } from "./decide-context.ts";
@@ -28,14 +29,14 @@ export type UpstreamBody = {
 
 export async function buildUpstreamBody(
   context: Pick<ContextOutcome, "request" | "decision" | "stale" | "prepared">,
-  options: { target: ChatTarget; images: ImageConverter },
+  options: { target: ChatTarget; images: ImageConverter; memos?: FrozenMemos },
 ): Promise<UpstreamBody> {
   const images = context.prepared ?? options.images.prepare(context.request);
   // What the policy has dropped for good is not kept in the image cache for this episode.
   const { request, stats } = await images.finish(context.request, { forget: context.stale });
   const chat = buildChatRequest(request, options.target);
   // The same text as JSON.stringify(chat); a repeated tool list's JSON is reused.
-  const { text: body, known } = stringifyKnowingMembers(chat);
+  const { text: body, known } = stringifyKnowingMembers(chat, options.memos);
   const budget = context.decision.body_budget;
   if (budget) {
     const sent = Buffer.byteLength(body, "utf8");

@@ -14,6 +14,7 @@ import type { ContextPolicy } from "../context/policy-schema.ts";
 import type { WindowGuard } from "../context/window-guard.ts";
 import type { HubRequest } from "../hub/schema.ts";
 import type { ImageConverter, PreparedImages } from "../images/convert-request.ts";
+import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import {
   type AfterContextFields,
   identicalRequest,
@@ -40,6 +41,8 @@ export type ContextOptions = {
   memory?: ContextMemory;
   /** The episode model's window guard (src/context/window-guard.ts). */
   window?: WindowGuard;
+  /** The episode's memos of its frozen values (measured once). */
+  memos?: FrozenMemos;
 };
 
 /**
@@ -57,6 +60,7 @@ export async function decideContext(
     policy,
     options.memory?.previous,
     options.window,
+    options.memos,
   );
   if (policy.policy !== "body_budget") {
     if (cut && options.memory) options.memory.previous = cut;
@@ -71,10 +75,11 @@ export async function decideContext(
       : { ...policy, max_body_bytes: Math.max(1, policy.max_body_bytes - room) };
   const { cut: budgetCut, ...budgeted } = await applyBodyBudget(decided.request, roomy, decided.decision, {
     providerLimitBytes: options.providerLimitBytes - room,
-    body: createChatBodySizer(decided.request, options.target, prepared.formOf),
+    body: createChatBodySizer(decided.request, options.target, prepared.formOf, options.memos),
     resolve: prepared.resolve,
     previous: options.memory?.previous,
     window: options.window,
+    memos: options.memos,
   });
   if (options.memory) options.memory.previous = budgetCut;
   return { ...budgeted, translated, prepared };
@@ -101,11 +106,12 @@ export function afterContextFields(outcome: ContextOutcome): AfterContextFields 
 export async function applyContext(
   run: ExchangeRun,
   translated: HubRequest,
-  options: Omit<ContextOptions, "memory">,
+  options: Omit<ContextOptions, "memory" | "memos">,
 ): Promise<ContextOutcome> {
   const outcome = await decideContext(translated, run.episode.context, {
     ...options,
     memory: run.episode.contextMemory,
+    memos: run.episode.memos,
   });
   run.episode.records.afterContext(run.id, afterContextFields(outcome));
   return outcome;

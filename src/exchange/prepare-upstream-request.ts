@@ -32,7 +32,7 @@ export async function prepareUpstreamRequest(
   images: ImageConverter,
 ): Promise<UpstreamRequest> {
   const { sizeLimits } = run.deps;
-  const upstream = await buildUpstreamBody(context, { target, images });
+  const upstream = await buildUpstreamBody(context, { target, images, memos: run.episode.memos });
   checkImageSizes(upstream.request, sizeLimits);
   checkUpstreamSize(upstream.body, sizeLimits);
   // The body as sent, spliced in: stringifying it again doubled the cost of large (image) requests.

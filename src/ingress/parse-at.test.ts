@@ -23,7 +23,9 @@ const schema = schemas[0] as (typeof schemas)[0];
 const validate = (text: string, repeated?: ReturnType<typeof createRepeatedMembers>, form = schema) => {
   const body = parseJsonBody(text, repeated);
   if (!body.parsed) throw new Error(body.reason);
-  return parseRequestAt(form, body.value as Record<string, unknown>, "") as z.infer<typeof schema>;
+  return parseRequestAt(form, body.value as Record<string, unknown>, "", body.memos) as z.infer<
+    typeof schema
+  >;
 };
 
 const outcome = (run: () => unknown) => {

@@ -5,9 +5,10 @@
  * user sees exactly what the sidecar could not honour. Used by every ingress.
  */
 import type { z } from "zod";
-import { isRepeatedMember, type JsonBody } from "../body/parse-json-body.ts";
+import type { JsonBody } from "../body/parse-json-body.ts";
 import { invalidField, SidecarError } from "../lib/errors.ts";
 import { deepFreeze } from "../lib/frozen-json.ts";
+import type { FrozenMemos } from "../lib/frozen-memos.ts";
 
 type Issue = z.core.$ZodIssue;
 
@@ -56,12 +57,9 @@ export function parseAt<S extends z.ZodType>(schema: S, value: unknown, prefix: 
   throw describeIssue(issue, prefix);
 }
 
-/** Per request schema: a repeated member's value → its validated (frozen) form. */
-const validatedMembers = new WeakMap<z.ZodObject, WeakMap<object, unknown>>();
-
-const optionalMembers = new WeakMap<z.ZodObject, Map<string, boolean>>();
-
-function optionalMember(schema: z.ZodObject, key: string): boolean {
+/** Whether the schema may leave the member out (kept per schema in the episode's memos). */
+function optionalMember(memos: FrozenMemos, schema: z.ZodObject, key: string): boolean {
+  const optionalMembers = memos.table<z.ZodObject, Map<string, boolean>>(optionalMember);
   let known = optionalMembers.get(schema);
   if (known === undefined) {
     known = new Map();
@@ -77,19 +75,23 @@ function optionalMember(schema: z.ZodObject, key: string): boolean {
 
 /**
  * parseAt for a whole request object: a member the client repeated verbatim from
- * an earlier turn (isRepeatedMember) and that passed validation then is not
- * validated again. An object schema checks each member on its own, so a valid
+ * an earlier turn (the episode's memos know it: isRepeated) and that passed validation
+ * then is not validated again. An object schema checks each member on its own, so a valid
  * member adds no issue and the rest gives the same first issue, field and message.
+ * Without memos (a body parsed without the episode's repeated members) it is parseAt.
  */
 export function parseRequestAt<S extends z.ZodObject>(
   schema: S,
   request: Record<string, unknown>,
   prefix: string,
+  memos?: FrozenMemos,
 ): z.infer<S> {
+  if (memos === undefined) return parseAt(schema, request, prefix);
   const history = historyOf(schema, request);
-  if (history === undefined) return validateMembers(schema, request, prefix);
+  if (history === undefined) return validateMembers(memos, schema, request, prefix);
   const { key, element, items } = history;
-  const known = validatedItemsOf(element);
+  // Per element schema: each reused history item (frozen) → what validation made of it.
+  const known = memos.table<object, unknown>(element);
   const outputs: unknown[] = [];
   for (const item of items) {
     const output = isFrozenObject(item) ? known.get(item) : undefined;
@@ -99,6 +101,7 @@ export function parseRequestAt<S extends z.ZodObject>(
   if (outputs.length > 0) {
     try {
       const parsed = validateMembers(
+        memos,
         schema,
         { ...request, [key]: items.slice(outputs.length) },
         prefix,
@@ -110,26 +113,9 @@ export function parseRequestAt<S extends z.ZodObject>(
       // Validated again whole, as it came: the error is the one the full path gives.
     }
   }
-  const parsed = validateMembers(schema, request, prefix) as Record<string, unknown>;
+  const parsed = validateMembers(memos, schema, request, prefix) as Record<string, unknown>;
   rememberItems(known, items, parsed[key] as unknown[]);
   return parsed as z.infer<S>;
-}
-
-/**
- * Each reused history item (frozen by the parse, parse-json-body.ts) that passed validation,
- * with what validation made of it, per element schema: a later request that repeats it
- * validates only its new items. An array schema checks each item on its own, so a valid
- * item adds no issue; the request must still validate, else it is validated again whole.
- */
-const validatedItems = new WeakMap<z.ZodType, WeakMap<object, unknown>>();
-
-function validatedItemsOf(element: z.ZodType): WeakMap<object, unknown> {
-  let known = validatedItems.get(element);
-  if (known === undefined) {
-    known = new WeakMap();
-    validatedItems.set(element, known);
-  }
-  return known;
 }
 
 function isFrozenObject(value: unknown): value is object {
@@ -171,6 +157,12 @@ function itemSchemaOf(member: z.ZodType | undefined): z.ZodType | undefined {
   return itemSchemaOf(arrays[0]);
 }
 
+/**
+ * Keeps each reused history item (frozen by the parse, parse-json-body.ts) that passed
+ * validation, with what validation made of it: a later request that repeats it validates
+ * only its new items. An array schema checks each item on its own, so a valid item adds
+ * no issue; the request must still validate, else it is validated again whole.
+ */
 function rememberItems(known: WeakMap<object, unknown>, items: unknown[], outputs: unknown[]): void {
   items.forEach((item, i) => {
     if (isFrozenObject(item) && !known.has(item)) known.set(item, deepFreeze(outputs[i]));
@@ -178,10 +170,13 @@ function rememberItems(known: WeakMap<object, unknown>, items: unknown[], output
 }
 
 function validateMembers<S extends z.ZodObject>(
+  memos: FrozenMemos,
   schema: S,
   request: Record<string, unknown>,
   prefix: string,
 ): z.infer<S> {
+  // Per request schema: a repeated member's value → its validated (frozen) form.
+  const validatedMembers = memos.table<z.ZodObject, WeakMap<object, unknown>>(validateMembers);
   let validated = validatedMembers.get(schema);
   if (validated === undefined) {
     validated = new WeakMap();
@@ -193,7 +188,7 @@ function validateMembers<S extends z.ZodObject>(
   for (const key of Object.keys(request)) {
     const value = request[key];
     // Left out by setting it undefined: only a member the schema may leave out.
-    if (!isRepeatedMember(value) || !optionalMember(schema, key)) continue;
+    if (!memos.isRepeated(value) || !optionalMember(memos, schema, key)) continue;
     if (!validated.has(value)) {
       fresh.push([key, value]);
       continue;

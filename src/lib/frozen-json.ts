@@ -2,10 +2,13 @@
  * Work done once for values that cannot change. A client resends the same large
  * members every turn (Claude Code's 63 KB tool list); once such a member is parsed
  * it is deep-frozen, and each later stage (validation, translation, measuring,
- * serialising) keeps what it derived from it by object identity. Freezing is what
+ * serialising) keeps what it derived from it by object identity, in the episode's
+ * memos (frozen-memos.ts; without them a value is serialised afresh). Freezing is what
  * makes identity a safe key: a frozen value's JSON is the same on every call, and
  * code that tried to change one would throw instead of leaving a stale result.
  */
+
+import type { FrozenMemos } from "./frozen-memos.ts";
 
 /** Freezes `value` and everything reachable from it; returns it. */
 export function deepFreeze<T>(value: T): T {
@@ -28,17 +31,9 @@ function hasFrozenMember(object: Record<string, unknown>): boolean {
   return false;
 }
 
-const jsonOfFrozen = new WeakMap<object, string>();
-
-/** JSON.stringify(value), computed once per frozen object. */
-export function stringifyOnce(value: unknown): string {
-  if (!isFrozenObject(value)) return JSON.stringify(value);
-  let json = jsonOfFrozen.get(value);
-  if (json === undefined) {
-    json = JSON.stringify(value);
-    jsonOfFrozen.set(value, json);
-  }
-  return json;
+/** JSON.stringify(value), the episode's memo of it reused for a frozen object (computed afresh without memos). */
+function stringifyOnce(value: unknown, memos: FrozenMemos | undefined): string {
+  return memos === undefined ? JSON.stringify(value) : memos.json(value);
 }
 
 /**
@@ -58,7 +53,7 @@ export type JsonText = { text: string; known: readonly KnownSpan[] };
  * `"key":value` in key order joined by commas (members whose value has no JSON
  * skipped), `}`. Where each frozen member's JSON lies is returned with it.
  */
-export function stringifyKnowingMembers(object: Record<string, unknown>): JsonText {
+export function stringifyKnowingMembers(object: Record<string, unknown>, memos?: FrozenMemos): JsonText {
   // Without a frozen member there is nothing to reuse, and one JSON.stringify copies nothing twice.
   if (!hasFrozenMember(object)) return { text: JSON.stringify(object), known: [] };
   // One join of all the parts: the engine builds a flat string. Concatenating the joined
@@ -80,13 +75,13 @@ export function stringifyKnowingMembers(object: Record<string, unknown>): JsonTe
       add(`${length === 1 ? "" : ","}${JSON.stringify(key)}:[`);
       value.forEach((item, i) => {
         if (i > 0) add(",");
-        if (isFrozenObject(item)) add(stringifyOnce(item), item);
+        if (isFrozenObject(item)) add(stringifyOnce(item, memos), item);
         else add(JSON.stringify(item) ?? "null");
       });
       add("]");
       continue;
     }
-    const json = isFrozenObject(value) ? stringifyOnce(value) : JSON.stringify(value);
+    const json = isFrozenObject(value) ? stringifyOnce(value, memos) : JSON.stringify(value);
     if (json === undefined) continue;
     add(`${length === 1 ? "" : ","}${JSON.stringify(key)}:`);
     add(json, isFrozenObject(value) ? value : undefined);
@@ -96,34 +91,27 @@ export function stringifyKnowingMembers(object: Record<string, unknown>): JsonTe
 }
 
 /** stringifyKnowingMembers' text alone: the same text as JSON.stringify(object). */
-export function stringifyReusingMembers(object: Record<string, unknown>): string {
-  return stringifyKnowingMembers(object).text;
+export function stringifyReusingMembers(object: Record<string, unknown>, memos?: FrozenMemos): string {
+  return stringifyKnowingMembers(object, memos).text;
 }
 
-const bytesOfFrozen = new WeakMap<object, number>();
-
-/** UTF-8 length of JSON.stringify(value), computed once per frozen object. */
-export function jsonBytesOnce(value: object): number {
-  let bytes = bytesOfFrozen.get(value);
-  if (bytes === undefined) {
-    bytes = Buffer.byteLength(stringifyOnce(value), "utf8");
-    bytesOfFrozen.set(value, bytes);
-  }
-  return bytes;
+/** UTF-8 length of JSON.stringify(value), the episode's memo of it reused for a frozen object. */
+function jsonBytesOnce(value: object, memos: FrozenMemos | undefined): number {
+  return memos === undefined ? Buffer.byteLength(JSON.stringify(value), "utf8") : memos.jsonBytes(value);
 }
 
 /**
  * UTF-8 length of stringifyReusingMembers(object) (so of JSON.stringify(object)),
  * without building that text: a frozen member's length is known from an earlier call.
  */
-export function jsonBytesReusingMembers(object: Record<string, unknown>): number {
+export function jsonBytesReusingMembers(object: Record<string, unknown>, memos?: FrozenMemos): number {
   if (!hasFrozenMember(object)) return Buffer.byteLength(JSON.stringify(object), "utf8");
   let bytes = 2;
   let members = 0;
   for (const key of Object.keys(object)) {
     const value = object[key];
     let valueBytes: number;
-    if (isFrozenObject(value)) valueBytes = jsonBytesOnce(value);
+    if (isFrozenObject(value)) valueBytes = jsonBytesOnce(value, memos);
     else {
       const json = JSON.stringify(value);
       if (json === undefined) continue;

@@ -18,6 +18,7 @@
  */
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
 import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
+import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { measureJsonBytes as jsonBytes } from "../lib/json-bytes.ts";
 import {
   assertImagesAllowed,
@@ -63,11 +64,12 @@ export function createChatBodySizer(
   request: HubRequest,
   target: ChatTarget,
   formOf: (part: HubImagePart) => UpstreamImageForm,
+  memos?: FrozenMemos,
 ): ChatBodySizer {
   assertImagesAllowed(request.messages, target);
   const envelope = buildChatRequest({ ...request, messages: [] }, target);
-  // A tool list the client repeated is serialised and measured once per episode (frozen-json.ts).
-  const envelopeBytes = jsonBytesReusingMembers(envelope);
+  // A tool list the client repeated is serialised and measured once per episode (its memos).
+  const envelopeBytes = jsonBytesReusingMembers(envelope, memos);
   const pieces = new WeakMap<HubMessage, Pieces>();
   const dataBytes = new WeakMap<HubImagePart, number>();
 

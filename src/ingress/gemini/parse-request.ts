@@ -8,5 +8,10 @@ import { parseRequestAt, requestObject } from "../parse-at.ts";
 import { type GenerateContentRequest, generateContentRequestSchema } from "./schema.ts";
 
 export function parseRequest(body: JsonBody): GenerateContentRequest {
-  return parseRequestAt(generateContentRequestSchema, requestObject(body, "Gemini GenerateContent"), "");
+  return parseRequestAt(
+    generateContentRequestSchema,
+    requestObject(body, "Gemini GenerateContent"),
+    "",
+    body.parsed ? body.memos : undefined,
+  );
 }

@@ -2,7 +2,6 @@ import { describe, expect, test } from "bun:test";
 import { expectAsFresh, hubToolCall, hubToolResult } from "../../../test/support/hub-kit.ts";
 import {
   createRepeatedMembers,
-  isRepeatedMember,
   jsonBodyOf,
   parseJsonBody,
   type RepeatedMembers,
@@ -419,7 +418,7 @@ describe("a system instruction and tool list resent unchanged (Gemini CLI's, eve
     const first = translate(request, repeated);
     const later = { ...request, contents: [...request.contents, { role: "model", parts: [{ text: "ok" }] }] };
     const parsed = parseJsonBody(JSON.stringify(later), repeated);
-    expect(parsed.parsed && isRepeatedMember((parsed.value as { tools: unknown }).tools)).toBe(true);
+    expect(parsed.parsed && repeated.memos.isRepeated((parsed.value as { tools: unknown }).tools)).toBe(true);
     const hub = translate(later, repeated);
     expect(hub.ignored.some((note) => note.includes("wait_for_previous"))).toBe(true);
     // The system instruction is one frozen hub message, the same object every turn, measured

@@ -7,5 +7,10 @@ import { parseRequestAt, requestObject } from "../parse-at.ts";
 import { type MessagesRequest, messagesRequestSchema } from "./schema.ts";
 
 export function parseRequest(body: JsonBody): MessagesRequest {
-  return parseRequestAt(messagesRequestSchema, requestObject(body, "Anthropic Messages"), "");
+  return parseRequestAt(
+    messagesRequestSchema,
+    requestObject(body, "Anthropic Messages"),
+    "",
+    body.parsed ? body.memos : undefined,
+  );
 }

@@ -4,7 +4,6 @@ import { resolve } from "node:path";
 import { expectAsFresh, hubToolCall, hubToolResult } from "../../../test/support/hub-kit.ts";
 import {
   createRepeatedMembers,
-  isRepeatedMember,
   jsonBodyOf,
   parseJsonBody,
   type RepeatedMembers,
@@ -452,7 +451,7 @@ describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
       if (body.tools === request.tools) {
         const parsed = parseJsonBody(text, repeated) as { value: { tools: unknown } };
         expect(toHub(parseJsonBody(JSON.stringify(request), repeated)).hub.tools).toBe(first.tools);
-        expect(isRepeatedMember(parsed.value.tools)).toBe(true);
+        expect(repeated.memos.isRepeated(parsed.value.tools)).toBe(true);
       }
       expect({ param: reused.param, message: reused.message }).toEqual({
         param: fresh.param,

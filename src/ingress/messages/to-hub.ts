@@ -32,6 +32,7 @@ import type {
 } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
 import { deriveOncePerFrozen } from "../../lib/frozen-json.ts";
+import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { fromHub } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";
@@ -98,14 +99,18 @@ const toHubTools = deriveOncePerFrozen((tools: readonly MessagesTool[]) =>
 
 /**
  * The tools offered upstream: all of them but the deferred ones no reference loaded.
- * For a repeated (frozen) tool list the same selection is the same array every turn,
- * so the upstream body keeps reusing its JSON.
+ * For a repeated (frozen) tool list the same selection is the same array every turn
+ * (kept in the episode's memos), so the upstream body keeps reusing its JSON.
  */
-const offeredSelections = new WeakMap<HubTool[], Map<string, HubTool[]>>();
-function offeredTools(tools: HubTool[], withheld: ReadonlySet<number>): HubTool[] {
+function offeredTools(
+  tools: HubTool[],
+  withheld: ReadonlySet<number>,
+  memos: FrozenMemos | undefined,
+): HubTool[] {
   if (withheld.size === 0) return tools;
   const select = () => tools.filter((_, i) => !withheld.has(i));
-  if (!Object.isFrozen(tools)) return select();
+  if (memos === undefined || !Object.isFrozen(tools)) return select();
+  const offeredSelections = memos.table<HubTool[], Map<string, HubTool[]>>(offeredTools);
   let selections = offeredSelections.get(tools);
   if (selections === undefined) {
     selections = new Map();
@@ -148,7 +153,7 @@ function noteCacheControl(ignored: IgnoredFields, path: string, block: { cache_c
 
 export function toHub(body: JsonBody, ctx: ToHubContext = {}): Translation {
   const request: MessagesRequest = parseRequest(body);
-  const hub = requestToHub(request, ctx);
+  const hub = requestToHub(request, ctx, body.parsed ? body.memos : undefined);
   // The render closure holds what the answer echoes, not the request (a camera history's
   // images): a closure kept a moment past its exchange keeps no more than that.
   const echoed = { model: hub.model };
@@ -162,7 +167,11 @@ export function toHub(body: JsonBody, ctx: ToHubContext = {}): Translation {
   };
 }
 
-function requestToHub(request: MessagesRequest, context: ToHubContext): HubRequest {
+function requestToHub(
+  request: MessagesRequest,
+  context: ToHubContext,
+  memos: FrozenMemos | undefined,
+): HubRequest {
   const ignored = createIgnoredFields();
   const messages: HubMessage[] = [];
   const toolNames = new Map<string, string>();
@@ -287,7 +296,7 @@ function requestToHub(request: MessagesRequest, context: ToHubContext): HubReque
       throw invalidField(`tools[${i}].name`, `tool name ${tool.name} is declared twice`);
     names.add(tool.name);
   });
-  const tools = offeredTools(allTools, withheld);
+  const tools = offeredTools(allTools, withheld, memos);
 
   if (request.thinking !== undefined) ignored.add(`thinking (${request.thinking.type})`);
   if (request.context_management !== undefined) ignored.add("context_management");

@@ -7,5 +7,10 @@ import { parseRequestAt, requestObject } from "../parse-at.ts";
 import { type ResponsesRequest, responsesRequestSchema } from "./schema.ts";
 
 export function parseRequest(body: JsonBody): ResponsesRequest {
-  return parseRequestAt(responsesRequestSchema, requestObject(body, "OpenAI Responses"), "");
+  return parseRequestAt(
+    responsesRequestSchema,
+    requestObject(body, "OpenAI Responses"),
+    "",
+    body.parsed ? body.memos : undefined,
+  );
 }
