@@ -22,7 +22,8 @@ export const layers: readonly (readonly string[])[] = [
   ["src/config/"],
   ["src/executor/", "src/manifest/"],
   ["src/ledger/"],
-  ["src/clients/", "src/context/", "src/images/"],
+  // The price table and the cost arithmetic (exact decimals) sit here with the other pure cores over the hub.
+  ["src/clients/", "src/context/", "src/images/", "src/pricing/"],
   // Request bodies: received under their limits, split around their large strings, parsed, admitted.
   ["src/body/"],
   // The pure cores and generic helpers.

@@ -33,6 +33,16 @@ describe("loadConfig", () => {
     expect(config.context).toEqual({ policy: "identity" });
   });
 
+  test("the price table is optional; a bad price is refused at start-up naming its key", () => {
+    expect(loadConfig({}, {}).upstream.prices).toBeUndefined();
+    const file = configFile({
+      upstream: { prices: { currency: "CNY", models: { "qwen3-vl-plus": { input: 1, output: "ten" } } } },
+    });
+    expect(problemsOf(() => loadConfig({ config: file }, {}))).toEqual([
+      'upstream.prices.models.qwen3-vl-plus.output: a price per million tokens: expected a non-negative decimal such as 0.8 or "1.25", got "ten"',
+    ]);
+  });
+
   test("flags win over environment, which wins over the file", () => {
     const file = configFile({
       listen: "127.0.0.1:1000",

@@ -13,6 +13,7 @@ import { sizeLimitsSchema } from "../images/size-guard.ts";
 import { defaultApprovalTimeoutMs } from "../ledger/episode-ledger.ts";
 import { modelDeclarationSchema } from "../models/model-capabilities.ts";
 import { createModelCatalog } from "../models/model-catalog.ts";
+import { priceTableSchema } from "../pricing/price-table.ts";
 import { shippingSchema } from "./shipping-config.ts";
 import { upstreamProfileChoiceSchema } from "./upstream-profile.ts";
 
@@ -105,6 +106,13 @@ export const upstreamSchema = z
      * change recorded), whether images may go upstream, and what clients are told.
      */
     models: z.record(z.string().min(1), modelDeclarationSchema).default({}),
+    /**
+     * The operator's prices per million tokens, by model id, in one named currency
+     * (src/pricing/price-table.ts, docs/pricing.md): each exchange's cost is recorded, summed
+     * per episode, counted in metrics and shown on /ui. Absent = no cost anywhere; a model
+     * it does not list has none (said once in the log).
+     */
+    prices: priceTableSchema.optional(),
     parallel_tool_calls: z.boolean().default(true),
     image_input: retiredKey("image_input"),
     max_output_tokens: retiredKey("max_output_tokens"),

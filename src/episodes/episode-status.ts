@@ -6,6 +6,7 @@
  */
 import { z } from "zod";
 import { contextPolicySchema } from "../context/policy-schema.ts";
+import { episodeCostSchema } from "../pricing/exchange-cost.ts";
 
 const callStatusCountsSchema = z.record(z.string(), z.number());
 
@@ -95,6 +96,11 @@ export const episodeStatusSchema = z.looseObject({
   client_identity: clientIdentityStatusSchema,
   ledger: ledgerSummarySchema,
   records_dir: z.string(),
+  /**
+   * The sum of the exchanges' costs (upstream.prices, docs/pricing.md); null while none
+   * has one (no price table, or none for the model); absent in statuses written before.
+   */
+  cost: episodeCostSchema.nullable().optional(),
   /** Only on an episode restored after a restart: uncertain calls, torn tails, the frozen marker. */
   restart: z.record(z.string(), z.unknown()).optional(),
   /** When records shipping is configured. */

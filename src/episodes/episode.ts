@@ -19,6 +19,7 @@ import { errorMessage } from "../lib/error-message.ts";
 import { createFrozenMemos, type FrozenMemos } from "../lib/frozen-memos.ts";
 import type { Manifest } from "../manifest/manifest-schema.ts";
 import { compileToolPolicy } from "../manifest/tool-policy.ts";
+import { addExchangeCost, type EpisodeCost, type ExchangeCost } from "../pricing/exchange-cost.ts";
 import type { EpisodeRecords } from "../records/episode-records.ts";
 import { createClientIdentity, type McpRequirement } from "./client-identity.ts";
 import type { ClientKind } from "./episode-options.ts";
@@ -75,6 +76,8 @@ export type RestoredEpisodeState = {
   failure: { reason: FailureReason; message: string } | undefined;
   result: unknown;
   counters: Partial<Record<keyof EpisodeCounters, number>>;
+  /** The cost summed before the restart, if any. */
+  cost?: EpisodeCost;
   /** Exchanges already numbered before the restart. */
   exchangeSeq: number;
   /** Why no model exchange is run any more. */
@@ -116,6 +119,8 @@ export interface Episode {
   readonly result: unknown;
 
   nextExchangeId(): string;
+  /** Adds a recorded exchange cost to the episode's (its status `cost`). */
+  addCost(cost: ExchangeCost): void;
   /** The manifest tool behind a model-visible name (undefined: one of the client's own tools). */
   toolFor(modelName: string): string | undefined;
   /**
@@ -222,6 +227,7 @@ export function createEpisode(init: EpisodeInit): Episode {
   let state: EpisodeState = restored?.state ?? "running";
   let failure: { reason: FailureReason; message: string } | undefined = restored?.failure;
   let result: unknown = restored?.result;
+  let cost: EpisodeCost | undefined = restored?.cost;
 
   const ledger = (init.createLedger ?? createEpisodeLedger)({
     journal: {
@@ -324,6 +330,10 @@ export function createEpisode(init: EpisodeInit): Episode {
     },
     get result() {
       return result;
+    },
+    addCost(exchangeCost) {
+      cost = addExchangeCost(cost, exchangeCost);
+      episode.persistSoon();
     },
     nextExchangeId() {
       exchangeSeq += 1;
@@ -508,6 +518,7 @@ export function createEpisode(init: EpisodeInit): Episode {
         client_identity: clientIdentity.describe(mcp),
         ledger: ledger.summary(),
         records_dir: init.records.dir,
+        cost: cost ?? null,
         /** The first records write that failed (full disk …): exchanges and callbacks fail while it lasts. */
         records_failure: init.records.failure ?? null,
         ...(restored ? { restart: restored.report } : {}),

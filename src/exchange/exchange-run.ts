@@ -11,6 +11,7 @@ import type { WebpSettings } from "../images/settings.ts";
 import type { SizeLimits } from "../images/size-guard.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { ModelCatalog } from "../models/model-catalog.ts";
+import type { Pricing } from "../pricing/pricing.ts";
 import type { DataDirBudget } from "../records/data-dir-budget.ts";
 import type { UpstreamClient } from "../upstream/upstream-client.ts";
 import type { KeepAliveOutcome, KeepAliveTiming } from "./keep-streaming-alive.ts";
@@ -24,6 +25,8 @@ export type ExchangeDeps = {
   sizeLimits: SizeLimits;
   /** Each episode's model capabilities: the max_tokens clamp and whether images may go upstream. */
   models: ModelCatalog;
+  /** The operator's price table (upstream.prices): each exchange's cost; none = no cost anywhere. */
+  pricing?: Pricing;
   parallelToolCalls: boolean;
   logger: Logger;
   /** Aborted when the sidecar shuts down: cancels upstream requests and retry waits. */

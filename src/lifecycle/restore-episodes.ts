@@ -43,7 +43,12 @@ import type { Manifest } from "../manifest/manifest-schema.ts";
 import type { BlobStore } from "../records/blob-store.ts";
 import { readJsonLines } from "../records/jsonl-file.ts";
 import { listRestartFiles, openRestartRecords, stateAfterRestore } from "../records/restart-records.ts";
-import { type StoredEpisode, storedContextPolicy, storedEpisodeSchema } from "./stored-episode.ts";
+import {
+  type StoredEpisode,
+  storedContextPolicy,
+  storedCost,
+  storedEpisodeSchema,
+} from "./stored-episode.ts";
 
 export type RestoreDeps = {
   /** The data directory; episodes live in `<dataDir>/episodes/<id>`. */
@@ -199,6 +204,7 @@ export function restoreEpisode(dir: string, deps: RestoreDeps): Episode {
       failure,
       result: stored.result ?? undefined,
       counters: stored.counters,
+      ...storedCost(stored),
       exchangeSeq,
       closedReason,
       report,

@@ -10,6 +10,7 @@ import { contextPolicySchema } from "../context/policy-schema.ts";
 import { clientKindSchema } from "../episodes/episode-options.ts";
 import { episodeIdPattern } from "../lib/ids.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
+import { type EpisodeCost, episodeCostSchema } from "../pricing/exchange-cost.ts";
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");
 
@@ -45,4 +46,10 @@ export type StoredEpisode = z.infer<typeof storedEpisodeSchema>;
 export function storedContextPolicy(stored: StoredEpisode) {
   const parsed = contextPolicySchema.safeParse(stored.context_policy);
   return parsed.success ? parsed.data : contextPolicySchema.parse({ policy: "identity" });
+}
+
+/** The stored episode's cost so far, when it has one that parses (restored episodes keep showing it). */
+export function storedCost(stored: StoredEpisode): { cost?: EpisodeCost } {
+  const parsed = episodeCostSchema.safeParse(stored.cost);
+  return parsed.success ? { cost: parsed.data } : {};
 }

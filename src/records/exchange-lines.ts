@@ -17,6 +17,7 @@ import { z } from "zod";
 import { contextDecisionSchema } from "../context/decision-schema.ts";
 import { protocolSchema } from "../hub/protocol.ts";
 import { type HubRequest, hubResponseSchema } from "../hub/schema.ts";
+import { exchangeCostSchema } from "../pricing/exchange-cost.ts";
 import { upstreamAttemptSchema } from "../upstream/upstream-attempt.ts";
 
 export const exchangeStageSchema = z.enum([
@@ -127,6 +128,11 @@ export const upstreamResponseFieldsSchema = z.object({
   raw: z.string().nullable(),
   validated: hubResponseSchema.optional(),
   error: z.string().optional(),
+  /**
+   * What the exchange cost, from the usage of every billed attempt (docs/pricing.md); only
+   * with a price table that lists the model. Added 2026-12-05: older lines have none.
+   */
+  cost: exchangeCostSchema.optional(),
 });
 export const upstreamResponseLineSchema = lineSchema(
   "upstream_response",
@@ -134,6 +140,7 @@ export const upstreamResponseLineSchema = lineSchema(
     attempts: z.array(upstreamAttemptSchema.partial().loose()),
     raw: z.unknown(),
     validated: hubResponseSchema.partial().loose(),
+    cost: exchangeCostSchema.loose(),
   }),
   {},
 );

@@ -36,6 +36,7 @@ import { createModelCatalog } from "../models/model-catalog.ts";
 import { createMetrics } from "../observe/metrics.ts";
 import { combineObservers, type Observer } from "../observe/observer.ts";
 import { loadTracing } from "../observe/tracing/tracing.ts";
+import { createPricing } from "../pricing/pricing.ts";
 import { createBlobStore } from "../records/blob-store.ts";
 import { createDataDirBudget } from "../records/data-dir-budget.ts";
 import { openRecords } from "../records/read-records.ts";
@@ -149,6 +150,15 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
   });
 
   const models = createModelCatalog(config.upstream.models);
+  const prices = config.upstream.prices;
+  const pricing = prices
+    ? createPricing(prices, (model) =>
+        logger.warn("no price for this model in upstream.prices: its exchanges have no cost", {
+          model,
+          currency: prices.currency,
+        }),
+      )
+    : undefined;
   const demo = config.upstream.url === undefined;
   const scripted = demo
     ? createScriptedUpstream({
@@ -281,6 +291,7 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
       },
       sizeLimits: config.images.limits,
       models,
+      ...(pricing ? { pricing } : {}),
       parallelToolCalls: config.upstream.parallel_tool_calls,
       logger,
       shutdownSignal: shutdownController.signal,

@@ -6,7 +6,7 @@
  */
 
 import type { z } from "zod";
-import type { HubFinishReason, HubResponse, HubToolCall } from "../hub/schema.ts";
+import type { HubFinishReason, HubResponse, HubToolCall, HubUsage } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { chatChunkSchema, type chatUsageSchema } from "./chat-schema.ts";
 
@@ -155,11 +155,16 @@ export function validateChatAnswer(
     text: answer.text === "" ? null : answer.text,
     toolCalls,
     finishReason: toolCalls.length > 0 ? "tool_calls" : mapped,
-    usage: {
-      inputTokens: answer.usage?.prompt_tokens ?? 0,
-      outputTokens: answer.usage?.completion_tokens ?? 0,
-      ...cacheUsage(answer.usage),
-    },
+    usage: hubUsageOf(answer.usage),
+  };
+}
+
+/** The upstream's usage in the hub's terms (no usage reported reads as zero tokens). */
+export function hubUsageOf(usage: ChatAnswer["usage"]): HubUsage {
+  return {
+    inputTokens: usage?.prompt_tokens ?? 0,
+    outputTokens: usage?.completion_tokens ?? 0,
+    ...cacheUsage(usage),
   };
 }
 

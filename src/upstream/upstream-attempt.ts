@@ -5,6 +5,7 @@
  * back by this schema.
  */
 import { z } from "zod";
+import { hubUsageSchema } from "../hub/schema.ts";
 
 /** How an attempt ended. */
 export const attemptEndSchema = z.enum([
@@ -52,5 +53,10 @@ export const upstreamAttemptSchema = z.object({
   error: z.string().optional(),
   /** The wait before the next attempt. */
   retry_in_ms: z.number().optional(),
+  /**
+   * The usage the upstream reported on this attempt (its final chunk), which is what it
+   * bills: an answered attempt's, and one whose answer was refused; absent when it sent none.
+   */
+  usage: hubUsageSchema.optional(),
 });
 export type UpstreamAttempt = z.infer<typeof upstreamAttemptSchema>;

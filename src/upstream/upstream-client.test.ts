@@ -132,6 +132,20 @@ describe("upstream client against the scripted upstream", () => {
     });
   }
 
+  test("each attempt keeps the usage the upstream reported on it, a refused answer's too (it was billed)", async () => {
+    const refused = await failureOf([{ kind: "invalid_json_args" }]);
+    expect(refused.attempts).toHaveLength(1);
+    expect(refused.attempts[0]?.ended).toBe("invalid_answer");
+    expect(refused.attempts[0]?.usage?.inputTokens).toBeGreaterThan(0);
+    upstream.scripted.enqueueFaults([{ kind: "status", status: 429 }]);
+    const result = await client().complete(smokeRequest, new AbortController().signal, { episodeId: "e1" });
+    expect(result.attempts.map((a) => [a.ended, a.usage !== undefined])).toEqual([
+      ["http_error", false],
+      ["answered", true],
+    ]);
+    expect(result.attempts[1]?.usage).toEqual(result.response.usage);
+  });
+
   test("connection reset is retried as a network error", async () => {
     upstream.scripted.enqueueFaults([{ kind: "reset" }]);
     const result = await client().complete(smokeRequest, new AbortController().signal, { episodeId: "e1" });

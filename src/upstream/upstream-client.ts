@@ -13,7 +13,7 @@
  * recorded with its timing and how it ended.
  */
 import type { RetryPolicy } from "../config/schema.ts";
-import type { HubResponse } from "../hub/schema.ts";
+import type { HubResponse, HubUsage } from "../hub/schema.ts";
 import { errorMessage } from "../lib/error-message.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
@@ -22,6 +22,7 @@ import {
   ChatStreamError,
   emptyChatAnswer,
   foldChatChunk,
+  hubUsageOf,
   validateChatAnswer,
 } from "./accumulate-chat-stream.ts";
 import type { ChatRequest } from "./chat-schema.ts";
@@ -176,7 +177,7 @@ function idleWatchdog(idleMs: number, controller: AbortController) {
   };
 }
 
-type AttemptResult =
+type AttemptResult = (
   | { ended: "answered"; response: HubResponse; raw: string }
   | { ended: "invalid_answer"; error: SidecarError; raw: string }
   | { ended: "deadline" }
@@ -186,7 +187,11 @@ type AttemptResult =
       status?: number;
       raw?: string;
       retryAfter?: string | null;
-    };
+    }
+) & {
+  /** The usage the upstream reported in the attempt's stream, if it did (what it bills). */
+  usage?: HubUsage;
+};
 
 export function createUpstreamClient(options: UpstreamClientOptions): UpstreamClient {
   const doFetch = options.fetch ?? fetch;
@@ -215,6 +220,8 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
     const linked = linkSignals([exchange.signal, controller.signal]);
     const watchdog = idleWatchdog(idleMs, controller);
     let raw = "";
+    const answer = emptyChatAnswer();
+    const reported = (): { usage?: HubUsage } => (answer.usage ? { usage: hubUsageOf(answer.usage) } : {});
     try {
       // timeout: false lifts Bun's own 5-minute socket idle limit: the watchdog above is the one that counts.
       const res = await doFetch(url, {
@@ -238,22 +245,26 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
           retryAfter: res.headers.get("retry-after"),
         };
       }
-      const answer = emptyChatAnswer();
       for (const event of parseSseText(raw)) foldChatChunk(answer, event.data);
       if (!answer.sawDone) {
         const detail = `${answer.finishReason === undefined ? "no finish_reason" : "no [DONE]"}; ${answer.toolCalls.length} partial tool call(s) discarded`;
         const failure = classifyUpstreamFailure({ kind: "stream_cut", detail });
-        return { ended: "stream_cut", failure, status: res.status, raw };
+        return { ended: "stream_cut", failure, status: res.status, raw, ...reported() };
       }
-      return { ended: "answered", raw, response: validateChatAnswer(answer, declared, options.newId) };
+      return {
+        ended: "answered",
+        raw,
+        response: validateChatAnswer(answer, declared, options.newId),
+        ...reported(),
+      };
     } catch (error) {
       if (exchange.timedOut()) return { ended: "deadline" };
       if (exchange.signal.aborted) throw exchange.signal.reason ?? error;
       if (error instanceof ChatStreamError) {
         const failure = classifyUpstreamFailure({ kind: "stream_error", body: error.data });
-        return { ended: "stream_error", failure, status: 200, raw };
+        return { ended: "stream_error", failure, status: 200, raw, ...reported() };
       }
-      if (error instanceof SidecarError) return { ended: "invalid_answer", error, raw };
+      if (error instanceof SidecarError) return { ended: "invalid_answer", error, raw, ...reported() };
       if (watchdog.fired()) {
         return { ended: "idle_timeout", failure: classifyUpstreamFailure({ kind: "idle_timeout", idleMs }) };
       }
@@ -334,6 +345,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
           }
           record.ms = clock() - started;
           record.ended = result.ended;
+          if (result.usage) record.usage = result.usage;
           if (result.ended === "answered") {
             outcome = "answered";
             return { response: result.response, rawResponse: result.raw, attempts };
