@@ -34,7 +34,7 @@ export async function buildUpstreamBody(
   const images = context.prepared ?? options.images.prepare(context.request);
   // What the policy has dropped for good is not kept in the image cache for this episode.
   const { request, stats } = await images.finish(context.request, { forget: context.stale });
-  const chat = buildChatRequest(request, options.target);
+  const chat = buildChatRequest(request, options.target, options.memos);
   // The same text as JSON.stringify(chat); a repeated tool list's JSON is reused.
   const { text: body, known } = stringifyKnowingMembers(chat, options.memos);
   const budget = context.decision.body_budget;

@@ -2,7 +2,7 @@ import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import {
   deepFreeze,
-  deriveOncePerFrozen,
+  deriveOnce,
   jsonBytesReusingMembers,
   stringifyKnowingMembers,
   stringifyReusingMembers,
@@ -52,10 +52,12 @@ describe("JSON of frozen values, reused", () => {
 
   test("a derivation is remembered per frozen argument, frozen itself, and redone for a mutable one", () => {
     let calls = 0;
-    const double = deriveOncePerFrozen((xs: readonly number[]) => {
+    const doubled = (xs: readonly number[]) => {
       calls += 1;
       return xs.map((x) => x * 2);
-    });
+    };
+    const memos = createFrozenMemos();
+    const double = (xs: readonly number[]) => deriveOnce(memos, doubled, xs);
     const frozen = deepFreeze([1, 2]);
     const first = double(frozen);
     expect(double(frozen)).toBe(first);
@@ -65,5 +67,9 @@ describe("JSON of frozen values, reused", () => {
     expect(double(mutable)).toEqual([2, 4]);
     expect(double(mutable)).not.toBe(double(mutable));
     expect(Object.isFrozen(double(mutable))).toBe(false);
+    // Another episode's memos, or none, derive afresh.
+    expect(deriveOnce(createFrozenMemos(), doubled, frozen)).not.toBe(first);
+    expect(deriveOnce(undefined, doubled, frozen)).toEqual([2, 4]);
+    expect(calls).toBe(2 + 3 + 2);
   });
 });

@@ -124,20 +124,22 @@ export function jsonBytesReusingMembers(object: Record<string, unknown>, memos?:
 }
 
 /**
- * `derive` remembered per frozen argument (its result deep-frozen, so it can key
- * the next stage's memo); any other argument is derived afresh.
+ * `derive(argument)`, remembered per frozen argument in the episode's memos (one table
+ * per `derive`, so it must be a function declared once, not a fresh closure); the result
+ * is deep-frozen, so it can key the next stage's memo. Any other argument, or a call
+ * without memos, is derived afresh.
  */
-export function deriveOncePerFrozen<A extends object, R extends object>(
+export function deriveOnce<A extends object, R extends object>(
+  memos: FrozenMemos | undefined,
   derive: (argument: A) => R,
-): (argument: A) => R {
-  const derived = new WeakMap<A, R>();
-  return (argument) => {
-    if (!Object.isFrozen(argument)) return derive(argument);
-    let result = derived.get(argument);
-    if (result === undefined) {
-      result = deepFreeze(derive(argument));
-      derived.set(argument, result);
-    }
-    return result;
-  };
+  argument: A,
+): R {
+  if (memos === undefined || !Object.isFrozen(argument)) return derive(argument);
+  const derived = memos.table<A, R>(derive);
+  let result = derived.get(argument);
+  if (result === undefined) {
+    result = deepFreeze(derive(argument));
+    derived.set(argument, result);
+  }
+  return result;
 }

@@ -6,7 +6,8 @@
  */
 import type { HubMessage, HubPart, HubRequest, HubTool } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
-import { deriveOncePerFrozen } from "../lib/frozen-json.ts";
+import { deriveOnce } from "../lib/frozen-json.ts";
+import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import type { ChatContentPart, ChatMessage, ChatRequest } from "./chat-schema.ts";
 import { markCachePrefix } from "./mark-cache-prefix.ts";
 
@@ -59,15 +60,19 @@ export function assertImagesAllowed(messages: HubMessage[], target: ChatTarget):
 }
 
 /** A system prompt the client resent (a frozen hub message) is converted once; its JSON is then serialised once too. */
-const toChatSystem = deriveOncePerFrozen(
-  (message: Extract<HubMessage, { role: "system" }>): ChatMessage => ({
-    role: "system",
-    content: textOf(message.content),
-  }),
-);
+function toChatSystem(message: Extract<HubMessage, { role: "system" }>): ChatMessage {
+  return { role: "system", content: textOf(message.content) };
+}
 
-/** `hinted`, when given, receives the chat index of each message the client marked for its cache. */
-export function toChatMessages(messages: HubMessage[], hinted?: number[]): ChatMessage[] {
+/**
+ * `hinted`, when given, receives the chat index of each message the client marked for its
+ * cache. `memos`: the episode's, where a repeated system prompt's conversion is kept.
+ */
+export function toChatMessages(
+  messages: HubMessage[],
+  hinted?: number[],
+  memos?: FrozenMemos,
+): ChatMessage[] {
   const out: ChatMessage[] = [];
   let pendingImages: ChatContentPart[] = [];
   const flushImages = () => {
@@ -79,7 +84,7 @@ export function toChatMessages(messages: HubMessage[], hinted?: number[]): ChatM
     if (hinted && message.role !== "assistant" && message.cacheHint) hinted.push(out.length);
     switch (message.role) {
       case "system":
-        out.push(toChatSystem(message));
+        out.push(deriveOnce(memos, toChatSystem, message));
         break;
       case "user":
         out.push({
@@ -130,25 +135,26 @@ export function toChatMessages(messages: HubMessage[], hinted?: number[]): ChatM
 }
 
 /** A repeated tool list (frozen hub tools) is converted once; its JSON is then serialised once too. */
-const toChatTools = deriveOncePerFrozen((tools: readonly HubTool[]) =>
-  tools.map((tool) => ({
+function toChatTools(tools: readonly HubTool[]): ChatRequest["tools"] & object {
+  return tools.map((tool) => ({
     type: "function" as const,
     function: { name: tool.name, description: tool.description, parameters: tool.parameters },
-  })),
-);
+  }));
+}
 
-export function buildChatRequest(request: HubRequest, target: ChatTarget): ChatRequest {
+/** `memos`: the episode's, where what a repeated tool list or system prompt becomes is kept (frozen-memos.ts). */
+export function buildChatRequest(request: HubRequest, target: ChatTarget, memos?: FrozenMemos): ChatRequest {
   assertImagesAllowed(request.messages, target);
   const hinted: number[] = [];
   const chat: ChatRequest = {
     model: target.model,
-    messages: toChatMessages(request.messages, hinted),
+    messages: toChatMessages(request.messages, hinted, memos),
     enable_thinking: false,
     stream: true,
     stream_options: { include_usage: true },
   };
   if (request.tools.length > 0) {
-    chat.tools = toChatTools(request.tools);
+    chat.tools = deriveOnce(memos, toChatTools, request.tools);
     chat.parallel_tool_calls = request.parallelToolCalls ?? target.parallelToolCalls;
   }
   const choice = request.toolChoice;

@@ -67,7 +67,7 @@ export function createChatBodySizer(
   memos?: FrozenMemos,
 ): ChatBodySizer {
   assertImagesAllowed(request.messages, target);
-  const envelope = buildChatRequest({ ...request, messages: [] }, target);
+  const envelope = buildChatRequest({ ...request, messages: [] }, target, memos);
   // A tool list the client repeated is serialised and measured once per episode (its memos).
   const envelopeBytes = jsonBytesReusingMembers(envelope, memos);
   const pieces = new WeakMap<HubMessage, Pieces>();
@@ -88,7 +88,7 @@ export function createChatBodySizer(
             }),
           }
         : message;
-    const [own, carrier] = toChatMessages([stripped]);
+    const [own, carrier] = toChatMessages([stripped], undefined, memos);
     const measured: Pieces = {
       messageBytes: jsonBytes(own),
       imagePartsBytes:

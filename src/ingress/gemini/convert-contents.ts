@@ -17,7 +17,8 @@
  */
 import type { HubMessage, HubPart, HubToolCall, HubToolMessage } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import { deriveOncePerFrozen } from "../../lib/frozen-json.ts";
+import { deriveOnce } from "../../lib/frozen-json.ts";
+import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import type { IgnoredFields } from "../ignored-fields.ts";
 import { liftErrorImages } from "./lift-error-images.ts";
 import { kindOf } from "./part-kind.ts";
@@ -195,14 +196,19 @@ export function convertContents(
 type SystemInstruction = NonNullable<GenerateContentRequest["systemInstruction"]>;
 
 /** A system instruction the client resent (frozen) becomes one frozen hub message: measured and serialised once too. */
-const toHubSystem = deriveOncePerFrozen(
-  (system: SystemInstruction): HubMessage => ({
+function toHubSystem(system: SystemInstruction): HubMessage {
+  return {
     role: "system",
     content: system.parts.map((part) => ({ type: "text" as const, text: part.text ?? "" })),
-  }),
-);
+  };
+}
 
-export function convertSystem(request: GenerateContentRequest, notes: IgnoredFields): HubMessage[] {
+/** `memos`: the episode's, where a resent system instruction's hub message is kept. */
+export function convertSystem(
+  request: GenerateContentRequest,
+  notes: IgnoredFields,
+  memos?: FrozenMemos,
+): HubMessage[] {
   const system = request.systemInstruction;
   if (!system) return [];
   // Checked (and its notes taken) on every request, as the notes belong to each one.
@@ -211,5 +217,5 @@ export function convertSystem(request: GenerateContentRequest, notes: IgnoredFie
     if (kindOf(part, param, notes) !== "text")
       throw invalidField(param, "only text parts are allowed in systemInstruction");
   });
-  return [toHubSystem(system)];
+  return [deriveOnce(memos, toHubSystem, system)];
 }

@@ -11,6 +11,7 @@ import type { JsonBody } from "../../body/parse-json-body.ts";
 import type { Rendered, Translation } from "../../exchange/exchange-contract.ts";
 import type { HubRequest, HubResponse } from "../../hub/schema.ts";
 import { SidecarError } from "../../lib/errors.ts";
+import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import { createIgnoredFields } from "../ignored-fields.ts";
 import type { GeminiOperation } from "./classify-operation.ts";
 import { convertContents, convertSystem, type DeliveredArguments } from "./convert-contents.ts";
@@ -35,7 +36,12 @@ export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
   const { operation } = ctx;
   if (operation.kind === "unsupported")
     throw new SidecarError("invalid_request", operation.reason, { episodeFatal: true });
-  const hub = requestToHub(parseRequest(body), operation.model, ctx.deliveredArguments ?? (() => undefined));
+  const hub = requestToHub(
+    parseRequest(body),
+    operation.model,
+    ctx.deliveredArguments ?? (() => undefined),
+    body.parsed ? body.memos : undefined,
+  );
   return { hub, render: (response): Rendered => render(response, operation) };
 }
 
@@ -51,9 +57,13 @@ function requestToHub(
   request: GenerateContentRequest,
   model: string,
   delivered: DeliveredArguments,
+  memos: FrozenMemos | undefined,
 ): HubRequest {
   const notes = createIgnoredFields();
-  const messages = [...convertSystem(request, notes), ...convertContents(request.contents, notes, delivered)];
+  const messages = [
+    ...convertSystem(request, notes, memos),
+    ...convertContents(request.contents, notes, delivered),
+  ];
   const tools = convertTools(request, notes);
   const hub: HubRequest = { model, messages, tools, ignored: [] };
   const toolChoice = convertToolChoice(request, tools);

@@ -31,7 +31,7 @@ import type {
   HubToolChoice,
 } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import { deriveOncePerFrozen } from "../../lib/frozen-json.ts";
+import { deriveOnce } from "../../lib/frozen-json.ts";
 import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { fromHub } from "./from-hub.ts";
@@ -89,13 +89,13 @@ function toToolChoice(choice: ToolChoice): HubToolChoice {
 }
 
 /** A repeated tool list (frozen) is translated once; the same hub tools then key the upstream body's reuse of their JSON. */
-const toHubTools = deriveOncePerFrozen((tools: readonly MessagesTool[]) =>
-  tools.map((tool) => ({
+function toHubTools(tools: readonly MessagesTool[]): HubTool[] {
+  return tools.map((tool) => ({
     name: tool.name,
     description: tool.description ?? "",
     parameters: tool.input_schema,
-  })),
-);
+  }));
+}
 
 /**
  * The tools offered upstream: all of them but the deferred ones no reference loaded.
@@ -134,14 +134,14 @@ function referenceText(block: ToolReferenceBlock, tool: MessagesTool | undefined
   return `<functions>\n<function>${JSON.stringify(definition)}</function>\n</functions>`;
 }
 
-/** A repeated system prompt (frozen) becomes one frozen hub message: measured and serialised once too. */
-const toHubSystem = deriveOncePerFrozen(
-  (blocks: readonly TextBlock[]): HubMessage => ({
+/** A repeated system prompt (frozen) becomes one frozen hub message (deriveOnce): measured and serialised once too. */
+function toHubSystem(blocks: readonly TextBlock[]): HubMessage {
+  return {
     role: "system",
     content: blocks.map(toTextPart),
     ...(blocks.some(hasCacheControl) ? { cacheHint: true as const } : {}),
-  }),
-);
+  };
+}
 
 /** The client asked its provider to cache up to this block: a hint for the explicit cache's markers. */
 const hasCacheControl = (block: { cache_control?: unknown }) => block.cache_control !== undefined;
@@ -187,7 +187,7 @@ function requestToHub(
   systemBlocks.forEach((block, i) => {
     noteCacheControl(ignored, `system[${i}]`, block);
   });
-  if (systemBlocks.length > 0) messages.push(toHubSystem(systemBlocks));
+  if (systemBlocks.length > 0) messages.push(deriveOnce(memos, toHubSystem, systemBlocks));
 
   request.messages.forEach((message, i) => {
     const at = (j: number) => `messages[${i}].content[${j}]`;
@@ -289,7 +289,7 @@ function requestToHub(
       );
     }
   });
-  const allTools = toHubTools(declared);
+  const allTools = deriveOnce(memos, toHubTools, declared);
   const names = new Set<string>();
   allTools.forEach((tool, i) => {
     if (names.has(tool.name))

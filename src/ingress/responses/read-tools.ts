@@ -15,7 +15,8 @@
  */
 import type { HubTool } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import { deriveOncePerFrozen } from "../../lib/frozen-json.ts";
+import { deriveOnce } from "../../lib/frozen-json.ts";
+import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
 import { type FunctionTool, functionToolSchema, namespaceToolSchema, type Tool } from "./schema.ts";
@@ -68,17 +69,21 @@ function toHubTool(tool: FunctionTool, name: string): HubTool {
 }
 
 /** A repeated tool list (frozen) is read once, its notes kept to be noted again on every turn. */
-const readToolsOnce = deriveOncePerFrozen((tools: readonly Tool[]) => {
+function readToolsWithNotes(tools: readonly Tool[]): { read: ReadTools; notes: string[] } {
   const notes = createIgnoredFields();
   return { read: readTools(tools, notes), notes: notes.list() };
-});
+}
 
 /**
- * readTools, done once per tool list a client repeats verbatim (frozen, see
- * frozen-json.ts): the same hub tools then key the upstream body's reuse of their JSON.
+ * readTools, done once per tool list a client repeats verbatim (frozen, kept in the
+ * episode's memos): the same hub tools then key the upstream body's reuse of their JSON.
  */
-export function readDeclaredTools(tools: readonly Tool[], ignored: IgnoredFields): ReadTools {
-  const { read, notes } = readToolsOnce(tools);
+export function readDeclaredTools(
+  tools: readonly Tool[],
+  ignored: IgnoredFields,
+  memos?: FrozenMemos,
+): ReadTools {
+  const { read, notes } = deriveOnce(memos, readToolsWithNotes, tools);
   for (const note of notes) ignored.add(note);
   return read;
 }

@@ -238,7 +238,7 @@ export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
   const fieldOf = itemFields(received, previousItems);
   refuseUnsupported(request);
   const ignored = createIgnoredFields();
-  const tools = readDeclaredTools(request.tools ?? [], ignored);
+  const tools = readDeclaredTools(request.tools ?? [], ignored, body.parsed ? body.memos : undefined);
   const messages = toMessages(request, fieldOf, ignored);
   recordIgnored(request, ignored);
   const hub: HubRequest = { model: request.model, messages, tools: tools.hub, ignored: ignored.list() };
