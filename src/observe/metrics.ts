@@ -9,6 +9,7 @@
  */
 import { Counter, Gauge, Histogram, Registry } from "prom-client";
 import type { LedgerEvent } from "../ledger/events.ts";
+import { costAmount, formatCost } from "../pricing/exchange-cost.ts";
 import type { ExchangeStage } from "../records/exchange-lines.ts";
 import { isThrottleCause } from "../upstream/classify-upstream-failure.ts";
 import type { ObservedEvent, Observer } from "./observer.ts";
@@ -132,6 +133,20 @@ export function createMetrics(sources: MetricsSources): Metrics {
     help: "Prompt tokens of upstream answers by what the provider's prompt cache did with them: read (served from the cache), write (written to a new explicit cache entry), none (neither).",
     labelNames: ["cache"],
     registers,
+  });
+  // Summed exactly (integers, src/pricing/exchange-cost.ts) and turned into the exposition's
+  // float once per scrape, so the series never drifts from the records' sum.
+  const costTotals = new Map<string, { model: string; currency: string; amount: bigint }>();
+  new Counter({
+    name: "ura_upstream_cost_total",
+    help: "What the upstream answers cost by the operator's price table (upstream.prices, docs/pricing.md), by model and currency: every billed attempt, a refused answer's included.",
+    labelNames: ["model", "currency"],
+    registers,
+    collect() {
+      this.reset();
+      for (const { model, currency, amount } of costTotals.values())
+        this.inc({ model, currency }, Number(formatCost(amount)));
+    },
   });
   const toolCalls = new Counter({
     name: "ura_tool_calls_total",
@@ -273,6 +288,13 @@ export function createMetrics(sources: MetricsSources): Metrics {
             },
             attempt.ms / 1000,
           );
+        }
+        if (line.cost) {
+          const { model, currency } = line.cost;
+          const key = JSON.stringify([model, currency]);
+          const sum = costTotals.get(key) ?? { model, currency, amount: 0n };
+          sum.amount += costAmount(line.cost.total);
+          costTotals.set(key, sum);
         }
         const usage = line.validated?.usage;
         if (usage) {

@@ -9,6 +9,7 @@
 import type { Child, FC } from "hono/jsx";
 import type { PendingApprovalView } from "../control/approvals.ts";
 import { clientIdentityStatusSchema } from "../episodes/episode-status.ts";
+import { episodeCostSchema } from "../pricing/exchange-cost.ts";
 import type { FoundImage } from "./find-images.ts";
 import type { Line, Timeline, TimelineExchange } from "./read-timeline.ts";
 
@@ -266,6 +267,30 @@ const Usage: FC<{ usage: Line }> = ({ usage }) => {
   );
 };
 
+/** What an exchange cost by the operator's price table, per rate (docs/pricing.md). */
+const ExchangeCostLine: FC<{ cost: NonNullable<TimelineExchange["cost"]> }> = ({ cost }) => (
+  <p class="cost">
+    cost: {String(cost.total)} {String(cost.currency)} (input {String(cost.input)} · cache hit{" "}
+    {String(cost.cache_hit)}, {String(cost.cache)} · cache creation {String(cost.cache_creation)} · output{" "}
+    {String(cost.output)}
+    {cost.billed_attempts !== 1 ? `; ${cost.billed_attempts} billed attempts` : ""})
+  </p>
+);
+
+/** The episode's cost so far (its status `cost`), when its exchanges were priced. */
+const EpisodeCostLine: FC<{ cost: unknown }> = ({ cost }) => {
+  const parsed = episodeCostSchema.safeParse(cost);
+  if (!parsed.success) return null;
+  const { total, currency, exchanges, tokens } = parsed.data;
+  return (
+    <p class="cost" id="episode-cost">
+      cost: {total} {currency} over {exchanges} priced {exchanges === 1 ? "exchange" : "exchanges"} (tokens:{" "}
+      {tokens.input} input, {tokens.cache_hit} cache hit, {tokens.cache_creation} cache creation,{" "}
+      {tokens.output} output)
+    </p>
+  );
+};
+
 const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode, exchange: x }) => {
   const status = String(x.status?.status ?? "in flight");
   const omitted = (x.decision?.images_omitted as { toolCallId: string; index: number }[] | undefined) ?? [];
@@ -311,6 +336,7 @@ const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode
         </div>
       ) : null}
       {x.usage ? <Usage usage={x.usage} /> : null}
+      {x.cost ? <ExchangeCostLine cost={x.cost} /> : null}
       {x.upstream.queueMs > 0 || x.upstream.retries > 0 ? (
         <p class="upstream-waits">
           upstream: waited {x.upstream.queueMs} ms in the shared queue · {x.upstream.throttled} throttled ·{" "}
@@ -413,6 +439,7 @@ export const TimelinePage: FC<{
           result: <code>{JSON.stringify(episode.result)}</code>
         </p>
       ) : null}
+      <EpisodeCostLine cost={episode.cost} />
       <table class="counters">
         <tbody>
           {Object.entries((episode.counters as Record<string, number>) ?? {}).map(([k, v]) => (

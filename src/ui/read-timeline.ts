@@ -27,6 +27,8 @@ export type TimelineExchange = {
   attempts: Attempts;
   /** The upstream's usage of the validated answer (prompt, cached and cache-written tokens). */
   usage: Partial<HubUsage> | undefined;
+  /** What the exchange cost by the price table (docs/pricing.md); undefined without one. */
+  cost: ExchangeLineRead<"upstream_response">["cost"];
   /** The exchange's time in the shared upstream queue, and its throttled and retried attempts. */
   upstream: UpstreamWaits;
   status: ExchangeLineRead<"status"> | undefined;
@@ -112,7 +114,8 @@ export function readTimeline(records: Records, dir: string): Timeline {
     });
     const clientRequest = exchange.line("client_request");
     const upstreamRequest = exchange.line("upstream_request");
-    const attempts = exchange.line("upstream_response")?.attempts ?? [];
+    const upstreamResponse = exchange.line("upstream_response");
+    const attempts = upstreamResponse?.attempts ?? [];
     const calls = (batches.get(id) ?? []).flatMap((registered) =>
       ((registered.calls ?? []) as Line[]).map((call) => ({
         id: String(call.id),
@@ -136,7 +139,8 @@ export function readTimeline(records: Records, dir: string): Timeline {
       decision: exchange.line("after_context")?.decision,
       imageStats: upstreamRequest?.images,
       attempts,
-      usage: exchange.line("upstream_response")?.validated?.usage,
+      usage: upstreamResponse?.validated?.usage,
+      cost: upstreamResponse?.cost,
       upstream: summarizeAttempts(attempts),
       status: exchange.line("status"),
       calls,

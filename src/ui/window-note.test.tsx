@@ -28,6 +28,7 @@ const exchange = (engaged: boolean): TimelineExchange => ({
   imageStats: undefined,
   attempts: [],
   usage: undefined,
+  cost: undefined,
   upstream: { queueMs: 0, throttled: 0, retries: 0 },
   status: undefined,
   calls: [],

@@ -1,0 +1,62 @@
+import { expect, test } from "bun:test";
+import { exchangeCost } from "../pricing/exchange-cost.ts";
+import { modelPriceSchema } from "../pricing/price-table.ts";
+import { TimelinePage } from "./pages.tsx";
+import type { Timeline, TimelineExchange } from "./read-timeline.ts";
+
+const exchange = (cost: TimelineExchange["cost"]): TimelineExchange => ({
+  id: "ex_0001",
+  protocol: "responses",
+  path: "/e/1/v1/responses",
+  stages: [],
+  clientImages: [],
+  upstreamImages: [],
+  decision: undefined,
+  imageStats: undefined,
+  attempts: [],
+  usage: undefined,
+  cost,
+  upstream: { queueMs: 0, throttled: 0, retries: 0 },
+  status: undefined,
+  calls: [],
+});
+
+const render = (x: TimelineExchange, episodeCost: unknown) => {
+  const timeline: Timeline = { exchanges: [x], refusals: [], otherLedger: [], auxiliary: [], stamp: 0 };
+  return String(
+    TimelinePage({
+      episode: { id: "1", state: "finished", cost: episodeCost },
+      timeline,
+      page: 1,
+      pages: 1,
+      exchanges: [x],
+    }),
+  );
+};
+
+test("the page shows each priced exchange's cost per rate and the episode's total", () => {
+  const cost = exchangeCost({
+    model: "qwen3-vl-plus",
+    currency: "CNY",
+    price: modelPriceSchema.parse({ input: 1, output: 10 }),
+    usages: [{ inputTokens: 10_000, cachedInputTokens: 8_000, outputTokens: 500 }],
+    cache: "implicit",
+  });
+  const html = render(exchange(cost), {
+    currency: "CNY",
+    total: "0.0172",
+    exchanges: 2,
+    tokens: { input: 4_000, cache_hit: 16_000, cache_creation: 0, output: 1_000 },
+  });
+  expect(html).toContain(
+    "cost: 0.0086 CNY (input 0.002 · cache hit 0.0016, implicit · cache creation 0 · output 0.005)",
+  );
+  expect(html).toContain(
+    "cost: 0.0172 CNY over 2 priced exchanges (tokens: 4000 input, 16000 cache hit, 0 cache creation, 1000 output)",
+  );
+});
+
+test("without a price no cost is shown", () => {
+  const html = render(exchange(undefined), null);
+  expect(html).not.toContain("cost:");
+});
