@@ -11,9 +11,10 @@ import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { openRecords } from "../../src/records/read-records.ts";
-import { type LaunchInfo, responsesRequest } from "../support/lifecycle-kit.ts";
+import { responsesRequest } from "../support/lifecycle-kit.ts";
 import {
   controlPassword,
+  type LaunchInfo,
   runBinary,
   type SidecarProcess,
   startSidecarProcess,
