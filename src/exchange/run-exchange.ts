@@ -116,7 +116,7 @@ export async function answerExchange(run: ExchangeRun, spec: ExchangeSpec): Prom
  * The upstream request's target: the episode's model and what it can take (docs/models.md);
  * and the guard of its window every context policy keeps the prompt under.
  */
-function upstreamModel(run: ExchangeRun): { target: ChatTarget; window: WindowGuard } {
+export function upstreamModel(run: ExchangeRun): { target: ChatTarget; window: WindowGuard } {
   const { episode, deps } = run;
   const model = deps.models.resolve(episode.model);
   if (!model.ok) throw new SidecarError("invalid_request", model.problem, { param: "model" });

@@ -1,7 +1,7 @@
 /**
- * The "add a protocol" and "add a context policy" walkthroughs of
- * docs/architecture.md, followed once by hand and kept as a test so they stay
- * true. "Tiny" is a throwaway JSON protocol, built step by step as the walkthrough
+ * The "add a protocol" walkthrough of docs/architecture.md, followed once by hand
+ * and kept as a test so it stays true (the other two walkthroughs:
+ * throwaway-stage.test.ts, throwaway-context-policy.test.ts). "Tiny" is a throwaway JSON protocol, built step by step as the walkthrough
  * says (schema, to-hub, from-hub, errors, route), mounted as a route group the way
  * the shipped spokes are, and driven with app.request() through the real pipeline
  * against the in-process scripted upstream: the whole exchange must be recorded and
@@ -13,8 +13,6 @@ import { z } from "zod";
 import type { BodyEnv } from "../../src/body/body-variables.ts";
 import type { JsonBody } from "../../src/body/parse-json-body.ts";
 import { parseJsonBody } from "../../src/body/parse-json-body.ts";
-import { applyContextPolicy, type ContextResult } from "../../src/context/apply-context.ts";
-import { estimateTokens } from "../../src/context/estimate.ts";
 import type { Translation } from "../../src/exchange/exchange-contract.ts";
 import type { Protocol } from "../../src/hub/protocol.ts";
 import type { HubMessage, HubRequest, HubResponse } from "../../src/hub/schema.ts";
@@ -23,7 +21,7 @@ import { authenticateRequest } from "../../src/ingress/authenticate-ingress.ts";
 import type { IngressRouteDeps } from "../../src/ingress/ingress-route-deps.ts";
 import { parseRequestAt, requestObject } from "../../src/ingress/parse-at.ts";
 import { createProtocolRoutes } from "../../src/ingress/protocol-routes.ts";
-import type { ErrorKind, SidecarError } from "../../src/lib/errors.ts";
+import { type ErrorKind, SidecarError } from "../../src/lib/errors.ts";
 import { records } from "../support/episode-evidence.ts";
 import { createInProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
 
@@ -38,8 +36,9 @@ const tinyRequestSchema = z.strictObject({
   tools: z.array(z.strictObject({ name: z.string().min(1), about: z.string().default("") })).optional(),
 });
 type TinyRequest = z.infer<typeof tinyRequestSchema>;
+// The episode's memos (body.memos) let a member the client resends unchanged skip validation.
 const parseRequest = (body: JsonBody): TinyRequest =>
-  parseRequestAt(tinyRequestSchema, requestObject(body, "Tiny"), "");
+  parseRequestAt(tinyRequestSchema, requestObject(body, "Tiny"), "", body.parsed ? body.memos : undefined);
 
 // Step 4, from-hub.ts (pure); Tiny does not stream.
 type TinyAnswer = { model: string; text: string | null; calls: { id: string; tool: string; args: string }[] };
@@ -111,6 +110,16 @@ const renderError = (error: SidecarError): Response =>
 // Step 6, route.ts: the protocol's parts to createProtocolRoutes, then its one route.
 function createRoutes(deps: IngressRouteDeps): Hono<BodyEnv> {
   const routes = createProtocolRoutes(deps, { protocol: tiny, renderError });
+  routes.models(
+    "/tiny/models",
+    (models) => ({ models: models.map((model) => model.id) }),
+    (model) => ({ id: model.id }),
+  );
+  routes.refuse(
+    "/tiny/count",
+    "count",
+    () => new SidecarError("invalid_request", "Tiny counts nothing here"),
+  );
   routes.app.post("/tiny/chat", async (c) => {
     const episode = authenticateRequest(deps.episodes, c);
     const body = await routes.body(c, episode);
@@ -196,52 +205,30 @@ describe("a throwaway protocol built by the walkthrough", () => {
       sidecar.stop();
     }
   });
-});
 
-// The "add a context policy" walkthrough, step 3: the policy function, pure. Steps 1, 2
-// and 4 (the settings in contextPolicySchema's union, the name in the decision's enum,
-// the case in applyContextPolicy) are edits of production unions, so the policy cannot
-// be given to an episode from here; its function is held to what the dispatcher returns.
-type KeepLastPolicy = { policy: "keep_last"; keep: number };
-function applyKeepLast(request: HubRequest, policy: KeepLastPolicy): ContextResult {
-  const before = estimateTokens(request);
-  const kept = request.messages.slice(-policy.keep);
-  const reduced = kept.length < request.messages.length;
-  const out = reduced ? { ...request, messages: kept } : request;
-  return {
-    request: out,
-    decision: {
-      policy: "identity", // the throwaway's own name needs step 2 (decision-schema.ts)
-      estimate_before: before,
-      estimate_after: estimateTokens(out),
-      reduced,
-      images_omitted: [],
-      blocks_removed: [],
-    },
-    stale: [],
-  };
-}
-
-describe("a throwaway context policy built by the walkthrough", () => {
-  const request: HubRequest = {
-    model: "m",
-    messages: ["one", "two", "three"].map((text) => ({ role: "user", content: [{ type: "text", text }] })),
-    tools: [],
-    ignored: [],
-  };
-
-  test("returns what applyContextPolicy returns: the very request when nothing changes", () => {
-    const same = applyKeepLast(request, { policy: "keep_last", keep: 3 });
-    expect(same.request).toBe(request);
-    expect(Object.keys(same).sort()).toEqual(
-      Object.keys(applyContextPolicy(request, { policy: "identity" })).sort(),
-    );
-  });
-
-  test("a reduction is a smaller request and a decision that says so", () => {
-    const cut = applyKeepLast(request, { policy: "keep_last", keep: 1 });
-    expect(cut.request.messages).toHaveLength(1);
-    expect(cut.decision.reduced).toBe(true);
-    expect(cut.decision.estimate_after).toBeLessThan(cut.decision.estimate_before);
+  test("the protocol's model objects and a local refusal: answered by the route group, no exchange, no turn", async () => {
+    const sidecar = await tinySidecar();
+    try {
+      const key = { authorization: `Bearer ${sidecar.episode.ingressKey}` };
+      const base = `/e/${sidecar.episode.id}/tiny`;
+      const list = await sidecar.app.request(`${base}/models`, { headers: key });
+      expect(list.status).toBe(200);
+      const { models } = (await list.json()) as { models: string[] };
+      expect(models).toHaveLength(1);
+      const other = await sidecar.app.request(`${base}/models/not-this-one`, { headers: key });
+      expect(other.status).toBe(404);
+      expect(((await other.json()) as { fault: { field: string } }).fault.field).toBe("model");
+      const count = await postJson(sidecar.app, `${base}/count`, { model: "m" }, key);
+      expect(count.status).toBe(400);
+      expect(await count.json()).toMatchObject({
+        fault: { kind: "invalid_request", message: "Tiny counts nothing here" },
+      });
+      const auxiliary = records(sidecar.episode.records.dir, "auxiliary");
+      expect(auxiliary.map((line) => [line.protocol, line.operation])).toEqual([["tiny", "count"]]);
+      expect(records(sidecar.episode.records.dir, "exchanges")).toEqual([]);
+      expect(sidecar.scripted.received).toHaveLength(0);
+    } finally {
+      sidecar.stop();
+    }
   });
 });
