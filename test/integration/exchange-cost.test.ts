@@ -33,6 +33,8 @@ const micro = {
 const instruction = `Watch the bench and report what moves. ${"The arm rests at home; the tray holds three parts. ".repeat(120)}`;
 
 let sidecar: SidecarProcess;
+/** Each episode's status cost, to compare after a restart. */
+const costs = new Map<string, unknown>();
 beforeAll(async () => {
   sidecar = await startSidecarProcess({
     config: { upstream: { prices: { currency: "CNY", models: prices } } },
@@ -109,6 +111,7 @@ for (const [model, explicit] of [
       });
     }
     const status = await sidecar.episode(episode.id);
+    costs.set(episode.id, status.cost);
     expect(status.cost).toMatchObject({ currency: "CNY", total: cnyText(sum), exchanges: 2 });
     const scrape = await fetch(`${sidecar.url}/metrics`, {
       headers: { authorization: `Bearer ${controlPassword}` },
@@ -121,6 +124,16 @@ for (const [model, explicit] of [
     expect(Number(series?.[1])).toBe(Number(cnyText(sum)));
   });
 }
+
+test("an episode restored after a restart keeps its cost", async () => {
+  expect(costs.size).toBe(2);
+  await sidecar.stopCleanly();
+  sidecar = await startSidecarProcess({
+    dataDir: sidecar.dataDir,
+    config: { upstream: { prices: { currency: "CNY", models: prices } } },
+  });
+  for (const [id, cost] of costs) expect((await sidecar.episode(id)).cost).toEqual(cost as never);
+});
 
 test("a bad price table is refused at start-up, naming the key", async () => {
   const file = join(mkdtempSync(join(tmpdir(), "ura-prices-")), "config.json");

@@ -109,6 +109,56 @@ describe("with a price table", () => {
     });
   });
 
+  test("a refused answer was billed: the failed exchange has its cost and the episode counts it", async () => {
+    const episode = s.createEpisode({ max_turns: 0 });
+    s.scripted.enqueueFaults([{ kind: "invalid_json_args" }]);
+    const res = await s.app.request(`/e/${episode.id}/v1/responses`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${episode.ingressKey}` },
+      body: JSON.stringify(turns(0)),
+    });
+    expect(res.status).toBeGreaterThanOrEqual(400);
+    await res.text();
+    const line = openRecords(s.dataDir).readEpisode(episode.id).exchanges[0]?.line("upstream_response");
+    expect(line?.error).toContain("not valid JSON");
+    const usage = line?.attempts?.[0]?.usage;
+    if (!usage?.inputTokens || usage.outputTokens === undefined)
+      throw new Error("the refused attempt has no usage");
+    const total = picoText(
+      expectedTotal({ ...usage, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens }),
+    );
+    expect(line?.cost).toMatchObject({ billed_attempts: 1, total });
+    expect(episode.describe().cost).toMatchObject({ total, exchanges: 1 });
+  });
+
+  test("a throttled attempt reported no usage and costs nothing; its answered retry does", async () => {
+    const retrying = await createInProcessSidecar({
+      config: { upstream: { prices, retry: { max_attempts: 2, initial_backoff_ms: 1, max_backoff_ms: 5 } } },
+    });
+    try {
+      const episode = retrying.createEpisode({ max_turns: 0 });
+      retrying.scripted.enqueueFaults([{ kind: "status", status: 429 }]);
+      await post(retrying, episode, 0);
+      const line = openRecords(retrying.dataDir)
+        .readEpisode(episode.id)
+        .exchanges[0]?.line("upstream_response");
+      expect(line?.attempts?.map((attempt) => [attempt.status, attempt.usage === undefined])).toEqual([
+        [429, true],
+        [200, false],
+      ]);
+      const usage = line?.validated?.usage;
+      if (!usage?.inputTokens || usage.outputTokens === undefined) throw new Error("no usage");
+      expect(line?.cost).toMatchObject({
+        billed_attempts: 1,
+        total: picoText(
+          expectedTotal({ ...usage, inputTokens: usage.inputTokens, outputTokens: usage.outputTokens }),
+        ),
+      });
+    } finally {
+      retrying.stop();
+    }
+  });
+
   test("a model the table does not list has no cost, and the log says so once", async () => {
     const episode = s.createEpisode({ max_turns: 0, model: "qwen3-vl-flash" });
     await post(s, episode, 0);
