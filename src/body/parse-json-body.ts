@@ -331,7 +331,12 @@ export function parseJsonBody(body: string | SplitText, repeated?: RepeatedMembe
     }
     // Keyed by the member as known (its text and value): the same key, the same text.
     for (const [, span] of reused)
-      known.push({ start: span.start, end: span.end, key: span.known as KnownMember });
+      known.push({
+        start: span.start,
+        end: span.end,
+        key: span.known as KnownMember,
+        text: span.known?.text,
+      });
     if (repeated.history !== undefined) {
       const items =
         history === undefined ? undefined : historyItems(text, history, object, repeated, received.nonce);
@@ -369,7 +374,7 @@ function historyItems(
   const reused: KnownSpan[] = [];
   let at = span.start + 1;
   for (const item of before.slice(0, count)) {
-    reused.push({ start: at, end: at + item.text.length, key: item });
+    reused.push({ start: at, end: at + item.text.length, key: item, text: item.text });
     at += item.text.length + 1;
   }
   if (!Array.isArray(parsed) || span.end <= span.start || text.charCodeAt(span.end - 1) !== 93 /* ] */)

@@ -42,7 +42,16 @@ function stringifyOnce(value: unknown, memos: FrozenMemos | undefined): string {
  * the same text, so what a later stage derives from that text (the records' scan
  * of it) can be kept by `key` and reused while the text is the same.
  */
-export type KnownSpan = { start: number; end: number; key: object };
+export type KnownSpan = {
+  start: number;
+  end: number;
+  key: object;
+  /**
+   * The span's text as whoever knows it already holds it (a flat string), so the records
+   * keep that one string rather than a copy of their own; compared before it is used.
+   */
+  text?: string;
+};
 
 /** A JSON text and its known spans (in order, not overlapping). */
 export type JsonText = { text: string; known: readonly KnownSpan[] };
@@ -63,7 +72,7 @@ export function stringifyKnowingMembers(object: Record<string, unknown>, memos?:
   const known: KnownSpan[] = [];
   let length = 1;
   const add = (json: string, frozen?: object) => {
-    if (frozen) known.push({ start: length, end: length + json.length, key: frozen });
+    if (frozen) known.push({ start: length, end: length + json.length, key: frozen, text: json });
     parts.push(json);
     length += json.length;
   };

@@ -38,8 +38,14 @@ export function bodyPieces(
       scan.text.length !== span.end - span.start ||
       !text.startsWith(scan.text, span.start)
     ) {
-      // A flat copy: a slice would keep this whole body alive with the key.
-      const own = Buffer.from(text.slice(span.start, span.end)).toString();
+      // The text its knower holds, when it is the span's (one string for both); else a flat
+      // copy: a slice would keep this whole body alive with the key.
+      const own =
+        span.text !== undefined &&
+        span.text.length === span.end - span.start &&
+        text.startsWith(span.text, span.start)
+          ? span.text
+          : Buffer.from(text.slice(span.start, span.end)).toString();
       scan = { text: own, referenceForm: hasReferenceForm(own) };
       texts.spans.set(span.key, scan);
     }
