@@ -18,20 +18,26 @@ import * as messages from "./messages/errors.ts";
 import { recordedPath } from "./recorded-path.ts";
 import * as responses from "./responses/errors.ts";
 
-const ingressPath = /^\/e\/([^/]+)\/(?:(v1\/responses)$|(gemini)\/|(anthropic)\/)/;
-
-const renderers: Record<Protocol, (error: SidecarError) => Response> = {
-  responses: responses.renderError,
-  gemini: gemini.renderError,
-  messages: messages.renderError,
+/**
+ * Each protocol's model paths below /e/{episode}/ and its error envelope: one row a
+ * protocol, so a new protocol is a compile error here until it has both.
+ */
+const ingressProtocols: Record<Protocol, { path: RegExp; render: (error: SidecarError) => Response }> = {
+  responses: { path: /^v1\/responses$/, render: responses.renderError },
+  gemini: { path: /^gemini\//, render: gemini.renderError },
+  messages: { path: /^anthropic\//, render: messages.renderError },
 };
+const protocolNames = Object.keys(ingressProtocols) as Protocol[];
+
+const episodePath = /^\/e\/([^/]+)\/(.*)$/s;
 
 /** Which ingress protocol a path belongs to, with its (still encoded) episode id segment. */
 export function ingressProtocolOf(path: string): { protocol: Protocol; episodeId: string } | undefined {
-  const match = ingressPath.exec(path);
+  const match = episodePath.exec(path);
   if (!match?.[1]) return undefined;
-  const protocol: Protocol = match[2] ? "responses" : match[3] ? "gemini" : "messages";
-  return { protocol, episodeId: match[1] };
+  const below = match[2] ?? "";
+  const protocol = protocolNames.find((name) => ingressProtocols[name].path.test(below));
+  return protocol === undefined ? undefined : { protocol, episodeId: match[1] };
 }
 
 /** `entry` says what was refused and why (operation, reason, the limit at stake). */
@@ -44,7 +50,7 @@ export function refuseIngressRequest(
   const url = new URL(request.url);
   const ingress = ingressProtocolOf(url.pathname);
   if (!ingress) return undefined;
-  const render = renderers[ingress.protocol];
+  const render = ingressProtocols[ingress.protocol].render;
   const episode = authenticatedEpisode(deps, request, url, ingress.episodeId);
   if (!episode) return render(error);
   return answerAuxiliary(

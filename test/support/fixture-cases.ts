@@ -8,6 +8,7 @@ import { expect } from "bun:test";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { jsonBodyOf } from "../../src/body/parse-json-body.ts";
+import type { Protocol } from "../../src/hub/protocol.ts";
 import { type HubRequest, type HubToolCall, hubRequestSchema } from "../../src/hub/schema.ts";
 import * as gemini from "../../src/ingress/gemini/to-hub.ts";
 import * as messages from "../../src/ingress/messages/to-hub.ts";
@@ -24,7 +25,7 @@ export function toGoldenUpstream(hub: HubRequest) {
   return buildChatRequest(hub, goldenTarget);
 }
 
-export function fixtureCases(protocol: "responses" | "gemini" | "messages") {
+export function fixtureCases(protocol: Protocol) {
   const dir = resolve(import.meta.dir, "../../fixtures", protocol);
   const read = (name: string, file: string) => JSON.parse(readFileSync(join(dir, name, file), "utf8"));
   return {
@@ -51,7 +52,7 @@ export function fixtureCases(protocol: "responses" | "gemini" | "messages") {
  * anthropic-beta header).
  */
 export function translateFixture(
-  protocol: "responses" | "gemini" | "messages",
+  protocol: Protocol,
   body: unknown,
   headers: Record<string, string> = {},
 ): HubRequest {

@@ -6,10 +6,12 @@
  * statuses are written out here, independently of `src/ingress/*\/errors.ts`,
  * so a change there shows up as a failing test.
  */
+import { type Protocol, protocolSchema } from "../../src/hub/protocol.ts";
 import type { ErrorKind } from "../../src/lib/errors.ts";
 
-export type ProtocolName = "responses" | "gemini" | "messages";
-export const protocols: readonly ProtocolName[] = ["responses", "gemini", "messages"];
+/** The protocols as src/hub/protocol.ts spells them: a new one is a compile error in every table below. */
+export type ProtocolName = Protocol;
+export const protocols: readonly ProtocolName[] = protocolSchema.options;
 
 /** An error envelope as the client reads it. */
 export type ReadEnvelope = { message: string; type: string };
@@ -52,72 +54,71 @@ function exactKeys(protocol: string, body: unknown, value: Record<string, unknow
 
 /**
  * The status and error type each protocol must answer for each error kind, one row a
- * kind, in the order of `protocols`: responses (OpenAI), gemini (Google canonical
- * status), messages (Anthropic).
+ * kind: responses (OpenAI), gemini (Google canonical status), messages (Anthropic).
  * 5xx only where a retry could help; Anthropic's overloaded is 529.
  */
 type Answer = [status: number, type: string];
-const expectedAnswers: Record<ErrorKind, [responses: Answer, gemini: Answer, messages: Answer]> = {
-  invalid_request: [
-    [400, "invalid_request_error"],
-    [400, "INVALID_ARGUMENT"],
-    [400, "invalid_request_error"],
-  ],
-  request_too_large: [
-    [400, "invalid_request_error"],
-    [400, "INVALID_ARGUMENT"],
-    [400, "invalid_request_error"],
-  ],
-  upstream_rejected: [
-    [400, "invalid_request_error"],
-    [400, "INVALID_ARGUMENT"],
-    [400, "invalid_request_error"],
-  ],
-  episode_closed: [
-    [400, "invalid_request_error"],
-    [400, "FAILED_PRECONDITION"],
-    [400, "invalid_request_error"],
-  ],
+const expectedAnswers: Record<ErrorKind, Record<ProtocolName, Answer>> = {
+  invalid_request: {
+    responses: [400, "invalid_request_error"],
+    gemini: [400, "INVALID_ARGUMENT"],
+    messages: [400, "invalid_request_error"],
+  },
+  request_too_large: {
+    responses: [400, "invalid_request_error"],
+    gemini: [400, "INVALID_ARGUMENT"],
+    messages: [400, "invalid_request_error"],
+  },
+  upstream_rejected: {
+    responses: [400, "invalid_request_error"],
+    gemini: [400, "INVALID_ARGUMENT"],
+    messages: [400, "invalid_request_error"],
+  },
+  episode_closed: {
+    responses: [400, "invalid_request_error"],
+    gemini: [400, "FAILED_PRECONDITION"],
+    messages: [400, "invalid_request_error"],
+  },
   /** Never reaches an ingress (an operator's decision on a settled call); mapped for completeness. */
-  conflict: [
-    [409, "invalid_request_error"],
-    [409, "FAILED_PRECONDITION"],
-    [400, "invalid_request_error"],
-  ],
-  authentication: [
-    [401, "authentication_error"],
-    [401, "UNAUTHENTICATED"],
-    [401, "authentication_error"],
-  ],
-  not_found: [
-    [404, "invalid_request_error"],
-    [404, "NOT_FOUND"],
-    [404, "not_found_error"],
-  ],
-  upstream_transient: [
-    [503, "server_error"],
-    [503, "UNAVAILABLE"],
-    [529, "overloaded_error"],
-  ],
-  unavailable: [
-    [503, "server_error"],
-    [503, "UNAVAILABLE"],
-    [529, "overloaded_error"],
-  ],
-  upstream_invalid: [
-    [502, "server_error"],
-    [502, "INTERNAL"],
-    [500, "api_error"],
-  ],
-  internal: [
-    [500, "server_error"],
-    [500, "INTERNAL"],
-    [500, "api_error"],
-  ],
+  conflict: {
+    responses: [409, "invalid_request_error"],
+    gemini: [409, "FAILED_PRECONDITION"],
+    messages: [400, "invalid_request_error"],
+  },
+  authentication: {
+    responses: [401, "authentication_error"],
+    gemini: [401, "UNAUTHENTICATED"],
+    messages: [401, "authentication_error"],
+  },
+  not_found: {
+    responses: [404, "invalid_request_error"],
+    gemini: [404, "NOT_FOUND"],
+    messages: [404, "not_found_error"],
+  },
+  upstream_transient: {
+    responses: [503, "server_error"],
+    gemini: [503, "UNAVAILABLE"],
+    messages: [529, "overloaded_error"],
+  },
+  unavailable: {
+    responses: [503, "server_error"],
+    gemini: [503, "UNAVAILABLE"],
+    messages: [529, "overloaded_error"],
+  },
+  upstream_invalid: {
+    responses: [502, "server_error"],
+    gemini: [502, "INTERNAL"],
+    messages: [500, "api_error"],
+  },
+  internal: {
+    responses: [500, "server_error"],
+    gemini: [500, "INTERNAL"],
+    messages: [500, "api_error"],
+  },
 };
 
 function expectedAnswer(kind: ErrorKind, protocol: ProtocolName): { status: number; type: string } {
-  const [status, type] = expectedAnswers[kind][protocols.indexOf(protocol)] as Answer;
+  const [status, type] = expectedAnswers[kind][protocol];
   return { status, type };
 }
 
