@@ -7,7 +7,7 @@
 import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Episode } from "../../src/episodes/episode.ts";
 import { openRecords } from "../../src/records/read-records.ts";
-import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
+import { createInProcessSidecar, type InProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
 
 const prices = { currency: "CNY", models: { "qwen3-vl-plus": { input: "1.6", output: 4 } } };
 /** Long enough (~1,000 tokens) for the implicit cache's 256-token prefix. */
@@ -32,12 +32,14 @@ function turns(n: number) {
   };
 }
 
-async function post(s: InProcessSidecar, episode: Episode, n: number): Promise<void> {
-  const res = await s.app.request(`/e/${episode.id}/v1/responses`, {
-    method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${episode.ingressKey}` },
-    body: JSON.stringify(turns(n)),
+/** Turn `n` through the Responses ingress. */
+const send = (s: InProcessSidecar, episode: Episode, n: number) =>
+  postJson(s.app, `/e/${episode.id}/v1/responses`, turns(n), {
+    authorization: `Bearer ${episode.ingressKey}`,
   });
+
+async function post(s: InProcessSidecar, episode: Episode, n: number): Promise<void> {
+  const res = await send(s, episode, n);
   expect({ status: res.status, body: res.status === 200 ? "" : await res.text() }).toEqual({
     status: 200,
     body: "",
@@ -112,11 +114,7 @@ describe("with a price table", () => {
   test("a refused answer was billed: the failed exchange has its cost and the episode counts it", async () => {
     const episode = s.createEpisode({ max_turns: 0 });
     s.scripted.enqueueFaults([{ kind: "invalid_json_args" }]);
-    const res = await s.app.request(`/e/${episode.id}/v1/responses`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${episode.ingressKey}` },
-      body: JSON.stringify(turns(0)),
-    });
+    const res = await send(s, episode, 0);
     expect(res.status).toBeGreaterThanOrEqual(400);
     await res.text();
     const line = openRecords(s.dataDir).readEpisode(episode.id).exchanges[0]?.line("upstream_response");
