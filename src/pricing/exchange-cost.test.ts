@@ -97,6 +97,43 @@ describe("exchangeCost", () => {
     expect(cost.total).toBe("0.00328");
   });
 
+  test("a model priced by prompt length: each attempt at the tier its whole prompt (cached tokens too) is above", () => {
+    const tiered = price({
+      input: "0.8",
+      output: 2,
+      tiers: [
+        { above_input_tokens: 131_072, input: "2.4", output: 20 },
+        { above_input_tokens: 262_144, input: "4.8", output: 48, implicit_cache_hit: 1 },
+      ],
+    });
+    const cost = (inputTokens: number, cachedInputTokens = 0) =>
+      exchangeCost({
+        model: "qwen-plus",
+        currency: "CNY",
+        price: tiered,
+        usages: [{ inputTokens, cachedInputTokens, outputTokens: 1_000 }],
+        cache: "implicit",
+      });
+    // 131,072 × 0.8 + 1,000 × 2, per million: the bound itself is still the base rate.
+    expect(cost(131_072)).toMatchObject({ total: "0.1068576" });
+    expect(cost(131_072).tier_above_input_tokens).toBeUndefined();
+    // 131,073 − 100,000 at 2.4, 100,000 at 20% of 2.4, 1,000 at 20.
+    expect(cost(131_073, 100_000)).toMatchObject({
+      tier_above_input_tokens: 131_072,
+      input: "0.0745752",
+      cache_hit: "0.048",
+      output: "0.02",
+    });
+    // Above the second bound its own cache rate replaces the multiplier.
+    expect(cost(300_000, 200_000)).toMatchObject({
+      tier_above_input_tokens: 262_144,
+      input: "0.48",
+      cache_hit: "0.2",
+      output: "0.048",
+      total: "0.728",
+    });
+  });
+
   test("no billed attempt costs nothing", () => {
     const cost = exchangeCost({
       model: "m",

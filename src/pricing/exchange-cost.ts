@@ -12,7 +12,13 @@
 import { z } from "zod";
 import type { HubUsage } from "../hub/schema.ts";
 import { formatDecimalAmount, parseDecimalAmount } from "../lib/decimal-amount.ts";
-import { defaultCachePercent, type ModelPrice, priceDecimals } from "./price-table.ts";
+import {
+  defaultCachePercent,
+  type ModelPrice,
+  type PriceRates,
+  priceDecimals,
+  ratesFor,
+} from "./price-table.ts";
 
 /** Fractional digits of a rate (currency per million tokens) and of a cost (currency). */
 const rateScale = 9;
@@ -32,6 +38,8 @@ export const exchangeCostSchema = z.object({
   cache: cacheModeSchema,
   /** Attempts whose usage the upstream reported, summed here (a failed attempt reports none). */
   billed_attempts: z.number().int().nonnegative(),
+  /** The prompt-length tier priced (its `above_input_tokens`); absent: the model's own rates. */
+  tier_above_input_tokens: z.number().int().positive().optional(),
   /** Tokens per rate, summed over the billed attempts. */
   tokens: z.object({
     input: z.number().int().nonnegative(),
@@ -55,15 +63,16 @@ function rateOf(price: string): bigint {
   return parsed.value;
 }
 
-/** The model's rate for a cache kind: its own price, or the documented percentage of the input price. */
-function cacheRate(price: ModelPrice, kind: keyof typeof defaultCachePercent): bigint {
-  const own = price[kind];
-  return own === undefined ? (rateOf(price.input) * defaultCachePercent[kind]) / 100n : rateOf(own);
+/** A tier's rate for a cache kind: its own price, or the documented percentage of its input price. */
+function cacheRate(rates: PriceRates, kind: keyof typeof defaultCachePercent): bigint {
+  const own = rates[kind];
+  return own === undefined ? (rateOf(rates.input) * defaultCachePercent[kind]) / 100n : rateOf(own);
 }
 
 /**
  * The cost of an exchange: `usages` are those the upstream reported, one per billed
- * attempt (retries the provider answered included); `cache` is the request's mode.
+ * attempt (retries the provider answered included), each priced at the tier of its
+ * prompt's length; `cache` is the request's mode.
  */
 export function exchangeCost(options: {
   model: string;
@@ -74,32 +83,37 @@ export function exchangeCost(options: {
 }): ExchangeCost {
   const { price, usages, cache } = options;
   const tokens = { input: 0, cache_hit: 0, cache_creation: 0, output: 0 };
+  const amounts = { input: 0n, cache_hit: 0n, cache_creation: 0n, output: 0n };
+  let tier: number | undefined;
   for (const usage of usages) {
     const hit = Math.min(usage.cachedInputTokens ?? 0, usage.inputTokens);
     const creation = Math.min(usage.cacheCreationInputTokens ?? 0, usage.inputTokens - hit);
-    tokens.input += usage.inputTokens - hit - creation;
+    const input = usage.inputTokens - hit - creation;
+    const { rates, above } = ratesFor(price, usage.inputTokens);
+    if (above !== undefined) tier = Math.max(tier ?? 0, above);
+    tokens.input += input;
     tokens.cache_hit += hit;
     tokens.cache_creation += creation;
     tokens.output += usage.outputTokens;
+    amounts.input += BigInt(input) * rateOf(rates.input);
+    amounts.cache_hit +=
+      BigInt(hit) * cacheRate(rates, cache === "explicit" ? "explicit_cache_hit" : "implicit_cache_hit");
+    amounts.cache_creation += BigInt(creation) * cacheRate(rates, "explicit_cache_creation");
+    amounts.output += BigInt(usage.outputTokens) * rateOf(rates.output);
   }
-  const input = BigInt(tokens.input) * rateOf(price.input);
-  const hit =
-    BigInt(tokens.cache_hit) *
-    cacheRate(price, cache === "explicit" ? "explicit_cache_hit" : "implicit_cache_hit");
-  const creation = BigInt(tokens.cache_creation) * cacheRate(price, "explicit_cache_creation");
-  const output = BigInt(tokens.output) * rateOf(price.output);
   const format = (value: bigint) => formatDecimalAmount(value, costScale);
   return {
     model: options.model,
     currency: options.currency,
     cache,
     billed_attempts: usages.length,
+    ...(tier !== undefined ? { tier_above_input_tokens: tier } : {}),
     tokens,
-    input: format(input),
-    cache_hit: format(hit),
-    cache_creation: format(creation),
-    output: format(output),
-    total: format(input + hit + creation + output),
+    input: format(amounts.input),
+    cache_hit: format(amounts.cache_hit),
+    cache_creation: format(amounts.cache_creation),
+    output: format(amounts.output),
+    total: format(amounts.input + amounts.cache_hit + amounts.cache_creation + amounts.output),
   };
 }
 

@@ -42,6 +42,24 @@ describe("the price table", () => {
   });
 });
 
+test("price tiers go up by prompt length, each checked like the model's own rates", () => {
+  const tier = (above: number) => ({ above_input_tokens: above, input: 2, output: 4 });
+  expect(
+    problemsOf({
+      currency: "CNY",
+      models: { m: { input: 1, output: 2, tiers: [tier(131_072), tier(131_072)] } },
+    }),
+  ).toEqual([
+    "models.m.tiers.1.above_input_tokens: tiers go up by prompt length: must be over the previous tier's 131072",
+  ]);
+  expect(
+    problemsOf({
+      currency: "CNY",
+      models: { m: { input: 1, output: 2, tiers: [{ ...tier(1_000), output: "x" }] } },
+    })[0],
+  ).toStartWith("models.m.tiers.0.output: a price per million tokens");
+});
+
 describe("pricing", () => {
   test("a model the table does not list has no cost, said once", () => {
     const unpriced: string[] = [];

@@ -27,22 +27,55 @@ const priceSchema = z.union([z.number(), z.string()]).transform((value, ctx) => 
   return text;
 });
 
-/** One model's prices, each per million tokens in the table's currency. */
+/** The rates of one price tier, each per million tokens in the table's currency. */
+const ratesShape = {
+  /** Prompt tokens the cache neither served nor wrote. */
+  input: priceSchema,
+  /** Answer tokens. */
+  output: priceSchema,
+  /** Prompt tokens served by the implicit cache; absent = 20% of `input`. */
+  implicit_cache_hit: priceSchema.optional(),
+  /** Prompt tokens served by an explicit cache entry; absent = 10% of `input`. */
+  explicit_cache_hit: priceSchema.optional(),
+  /** Prompt tokens written to a new explicit cache entry; absent = 125% of `input`. */
+  explicit_cache_creation: priceSchema.optional(),
+};
+export const priceRatesSchema = z.object(ratesShape).strict();
+export type PriceRates = z.infer<typeof priceRatesSchema>;
+
+/**
+ * A tier of a model priced by prompt length (Model Studio prices some models so): its rates
+ * apply to a request whose prompt has more than `above_input_tokens` tokens (cached ones
+ * included), up to the next tier's bound.
+ */
+const priceTierSchema = z.object({ above_input_tokens: z.number().int().positive(), ...ratesShape }).strict();
+export type PriceTier = z.infer<typeof priceTierSchema>;
+
+/** One model's prices: its rates, and optionally dearer tiers for longer prompts. */
 export const modelPriceSchema = z
-  .object({
-    /** Prompt tokens the cache neither served nor wrote. */
-    input: priceSchema,
-    /** Answer tokens. */
-    output: priceSchema,
-    /** Prompt tokens served by the implicit cache; absent = 20% of `input`. */
-    implicit_cache_hit: priceSchema.optional(),
-    /** Prompt tokens served by an explicit cache entry; absent = 10% of `input`. */
-    explicit_cache_hit: priceSchema.optional(),
-    /** Prompt tokens written to a new explicit cache entry; absent = 125% of `input`. */
-    explicit_cache_creation: priceSchema.optional(),
-  })
-  .strict();
+  .object({ ...ratesShape, tiers: z.array(priceTierSchema).optional() })
+  .strict()
+  .superRefine((price, ctx) => {
+    const tiers = price.tiers ?? [];
+    for (const [i, tier] of tiers.entries()) {
+      const previous = tiers[i - 1];
+      if (previous && tier.above_input_tokens <= previous.above_input_tokens)
+        ctx.addIssue({
+          code: "custom",
+          path: ["tiers", i, "above_input_tokens"],
+          message: `tiers go up by prompt length: must be over the previous tier's ${previous.above_input_tokens}`,
+        });
+    }
+  });
 export type ModelPrice = z.infer<typeof modelPriceSchema>;
+
+/** The rates for a request whose prompt has `promptTokens` tokens: the highest tier it is above, else the model's own. */
+export function ratesFor(price: ModelPrice, promptTokens: number): { rates: PriceRates; above?: number } {
+  const tier = price.tiers?.findLast((t) => promptTokens > t.above_input_tokens);
+  if (!tier) return { rates: price };
+  const { above_input_tokens: above, ...rates } = tier;
+  return { rates, above };
+}
 
 export const priceTableSchema = z
   .object({

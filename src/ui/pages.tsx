@@ -273,7 +273,11 @@ const ExchangeCostLine: FC<{ cost: NonNullable<TimelineExchange["cost"]> }> = ({
     cost: {String(cost.total)} {String(cost.currency)} (input {String(cost.input)} · cache hit{" "}
     {String(cost.cache_hit)}, {String(cost.cache)} · cache creation {String(cost.cache_creation)} · output{" "}
     {String(cost.output)}
-    {cost.billed_attempts !== 1 ? `; ${cost.billed_attempts} billed attempts` : ""})
+    {cost.billed_attempts !== 1 ? `; ${cost.billed_attempts} billed attempts` : ""}
+    {cost.tier_above_input_tokens !== undefined
+      ? `; the tier of prompts over ${cost.tier_above_input_tokens} tokens`
+      : ""}
+    )
   </p>
 );
 
