@@ -24,6 +24,13 @@ import {
   slidingWindowPolicySchema,
 } from "./policy-schema.ts";
 
+/**
+ * Hundreds of generated cases of CPU-bound work: seconds alone, several times that on a
+ * loaded machine, so the test says its own limit rather than take bun's 5 s default
+ * (bunfig.toml cannot set it; only `--timeout` on the command line can).
+ */
+const cpuBoundTimeoutMs = 60_000;
+
 const target = { model: "qwen3-vl-plus", imageInput: true, parallelToolCalls: true };
 const tools = [{ name: "capture_image", description: "Take a picture", parameters: { type: "object" } }];
 const requestOf = (messages: HubMessage[]): HubRequest => ({ model: "m", messages, tools, ignored: [] });
@@ -63,59 +70,63 @@ const growingBodyBudget = fc
   });
 
 describe("body_budget turn after turn", () => {
-  test("under the budget always; the previous reduction kept = the prompt only appends; a new one goes to the low-water mark or as far as allowed; the newest images and user messages stay", async () => {
-    await fc.assert(
-      fc.asyncProperty(growingBodyBudget, async ({ turns, policy }) => {
-        const memory = createContextMemory();
-        let before: HubMessage[] | undefined;
-        for (const request of turns) {
-          const { decision } = applyContextPolicy(request, policy);
-          const result = await applyBodyBudget(request, policy, decision, {
-            providerLimitBytes: 10_000_000,
-            body: sizerOf(request),
-            resolve: () => Promise.reject(new Error("every image is sized")),
-            previous: memory.previous,
-          }).catch((error: unknown) => {
-            if (error instanceof SidecarError && error.kind === "request_too_large") return undefined;
-            throw error;
-          });
-          if (result === undefined) {
-            before = undefined;
-            continue;
-          }
-          memory.previous = result.cut;
-          const out = result.request.messages;
-          const bytes = bodyBytes(result.request);
-          const budget = policy.max_body_bytes as number;
-          expect(bytes).toBeLessThanOrEqual(budget);
-          expect(result.decision.body_budget?.bytes_after).toBe(bytes);
-          if (result.decision.body_budget?.kept_previous && before !== undefined)
-            expect(isPrefix(before, out)).toBe(true);
-          if (!result.decision.body_budget?.kept_previous && result.decision.reduced) {
+  test(
+    "under the budget always; the previous reduction kept = the prompt only appends; a new one goes to the low-water mark or as far as allowed; the newest images and user messages stay",
+    async () => {
+      await fc.assert(
+        fc.asyncProperty(growingBodyBudget, async ({ turns, policy }) => {
+          const memory = createContextMemory();
+          let before: HubMessage[] | undefined;
+          for (const request of turns) {
+            const { decision } = applyContextPolicy(request, policy);
+            const result = await applyBodyBudget(request, policy, decision, {
+              providerLimitBytes: 10_000_000,
+              body: sizerOf(request),
+              resolve: () => Promise.reject(new Error("every image is sized")),
+              previous: memory.previous,
+            }).catch((error: unknown) => {
+              if (error instanceof SidecarError && error.kind === "request_too_large") return undefined;
+              throw error;
+            });
+            if (result === undefined) {
+              before = undefined;
+              continue;
+            }
+            memory.previous = result.cut;
+            const out = result.request.messages;
+            const bytes = bodyBytes(result.request);
+            const budget = policy.max_body_bytes as number;
+            expect(bytes).toBeLessThanOrEqual(budget);
+            expect(result.decision.body_budget?.bytes_after).toBe(bytes);
+            if (result.decision.body_budget?.kept_previous && before !== undefined)
+              expect(isPrefix(before, out)).toBe(true);
+            if (!result.decision.body_budget?.kept_previous && result.decision.reduced) {
+              const images = toolImages(request.messages).length;
+              const batches = Math.floor(
+                Math.max(0, images - policy.min_recent_tool_images) / policy.image_eviction_batch_size,
+              );
+              const everyBatch =
+                result.decision.images_omitted.length === batches * policy.image_eviction_batch_size;
+              expect(bytes <= Math.floor(budget * policy.low_water_fraction) || everyBatch).toBe(true);
+              // Blocks go only when every omissible frame is a notice.
+              if (result.decision.blocks_removed.length > 0) expect(everyBatch).toBe(true);
+            }
+            // The newest images are never replaced by notices (their block may go whole, as before).
             const images = toolImages(request.messages).length;
-            const batches = Math.floor(
-              Math.max(0, images - policy.min_recent_tool_images) / policy.image_eviction_batch_size,
+            expect(result.decision.images_omitted.length).toBeLessThanOrEqual(
+              Math.max(0, images - policy.min_recent_tool_images),
             );
-            const everyBatch =
-              result.decision.images_omitted.length === batches * policy.image_eviction_batch_size;
-            expect(bytes <= Math.floor(budget * policy.low_water_fraction) || everyBatch).toBe(true);
-            // Blocks go only when every omissible frame is a notice.
-            if (result.decision.blocks_removed.length > 0) expect(everyBatch).toBe(true);
+            expect(out.filter((m) => m.role === "user")).toEqual(
+              request.messages.filter((m) => m.role === "user"),
+            );
+            before = out;
           }
-          // The newest images are never replaced by notices (their block may go whole, as before).
-          const images = toolImages(request.messages).length;
-          expect(result.decision.images_omitted.length).toBeLessThanOrEqual(
-            Math.max(0, images - policy.min_recent_tool_images),
-          );
-          expect(out.filter((m) => m.role === "user")).toEqual(
-            request.messages.filter((m) => m.role === "user"),
-          );
-          before = out;
-        }
-      }),
-      { numRuns: 120 },
-    );
-  });
+        }),
+        { numRuns: 120 },
+      );
+    },
+    cpuBoundTimeoutMs,
+  );
 });
 
 /** A growing history and a sliding_window scaled to its final estimate. */
@@ -141,44 +152,49 @@ const growingSlidingWindow = fc
   });
 
 describe("sliding_window turn after turn", () => {
-  test("a kept reduction stays under max_input_tokens and the prompt only appends; a new one reaches the target", () => {
-    fc.assert(
-      fc.property(growingSlidingWindow, ({ turns, policy }) => {
-        const memory = createContextMemory();
-        let before: { messages: HubMessage[]; omitted: number; removed: number } | undefined;
-        for (const request of turns) {
-          let result: ReturnType<typeof applyContextPolicy>;
-          try {
-            result = applyContextPolicy(request, policy, memory.previous);
-          } catch (error) {
-            if (error instanceof SidecarError && error.kind === "request_too_large") {
-              before = undefined;
-              continue;
+  test(
+    "a kept reduction stays under max_input_tokens and the prompt only appends; a new one reaches the target",
+    () => {
+      fc.assert(
+        fc.property(growingSlidingWindow, ({ turns, policy }) => {
+          const memory = createContextMemory();
+          let before: { messages: HubMessage[]; omitted: number; removed: number } | undefined;
+          for (const request of turns) {
+            let result: ReturnType<typeof applyContextPolicy>;
+            try {
+              result = applyContextPolicy(request, policy, memory.previous);
+            } catch (error) {
+              if (error instanceof SidecarError && error.kind === "request_too_large") {
+                before = undefined;
+                continue;
+              }
+              throw error;
             }
-            throw error;
+            memory.previous = result.cut;
+            const { decision } = result;
+            expect(decision.estimate_after).toBe(estimateTokens(result.request));
+            const sameCut =
+              before !== undefined &&
+              decision.reduced &&
+              decision.images_omitted.length === before.omitted &&
+              decision.blocks_removed.length === before.removed;
+            if (decision.reduced && !sameCut)
+              expect(decision.estimate_after).toBeLessThanOrEqual(policy.target_input_tokens);
+            if (decision.reduced)
+              expect(decision.estimate_after).toBeLessThanOrEqual(policy.max_input_tokens);
+            if (sameCut && before) expect(isPrefix(before.messages, result.request.messages)).toBe(true);
+            before = {
+              messages: result.request.messages,
+              omitted: decision.images_omitted.length,
+              removed: decision.blocks_removed.length,
+            };
           }
-          memory.previous = result.cut;
-          const { decision } = result;
-          expect(decision.estimate_after).toBe(estimateTokens(result.request));
-          const sameCut =
-            before !== undefined &&
-            decision.reduced &&
-            decision.images_omitted.length === before.omitted &&
-            decision.blocks_removed.length === before.removed;
-          if (decision.reduced && !sameCut)
-            expect(decision.estimate_after).toBeLessThanOrEqual(policy.target_input_tokens);
-          if (decision.reduced) expect(decision.estimate_after).toBeLessThanOrEqual(policy.max_input_tokens);
-          if (sameCut && before) expect(isPrefix(before.messages, result.request.messages)).toBe(true);
-          before = {
-            messages: result.request.messages,
-            omitted: decision.images_omitted.length,
-            removed: decision.blocks_removed.length,
-          };
-        }
-      }),
-      { numRuns: 150 },
-    );
-  });
+        }),
+        { numRuns: 150 },
+      );
+    },
+    cpuBoundTimeoutMs,
+  );
 });
 
 /**
@@ -237,21 +253,25 @@ async function cameraEpisode(policy: BodyBudgetPolicy, turns = 200) {
 }
 
 describe("cache efficiency of a 200-turn camera episode", () => {
-  test("with the default low-water mark ≥ 0.8, every body under the budget; reducing only to the budget each turn (the old rule) far less", async () => {
-    const policyWith = (extra: object) =>
-      bodyBudgetPolicySchema.parse({ policy: "body_budget", ...extra }) as BodyBudgetPolicy;
-    const stable = await cameraEpisode(policyWith({}));
-    const fewestEachTurn = await cameraEpisode(policyWith({ low_water_fraction: 1 }));
-    const oldDefaults = await cameraEpisode(
-      policyWith({ low_water_fraction: 1, image_eviction_batch_size: 8 }),
-    );
-    expect(stable.underBudget).toBe(200);
-    expect(fewestEachTurn.underBudget).toBe(200);
-    expect(stable.mean).toBeGreaterThanOrEqual(0.8);
-    expect(fewestEachTurn.mean).toBeLessThan(0.5);
-    expect(oldDefaults.mean).toBeLessThan(stable.mean);
-    console.log(
-      `cache efficiency, 200 turns: low-water default ${stable.mean.toFixed(3)}; fewest each turn ${fewestEachTurn.mean.toFixed(3)}; old defaults (batches of 8) ${oldDefaults.mean.toFixed(3)}`,
-    );
-  });
+  test(
+    "with the default low-water mark ≥ 0.8, every body under the budget; reducing only to the budget each turn (the old rule) far less",
+    async () => {
+      const policyWith = (extra: object) =>
+        bodyBudgetPolicySchema.parse({ policy: "body_budget", ...extra }) as BodyBudgetPolicy;
+      const stable = await cameraEpisode(policyWith({}));
+      const fewestEachTurn = await cameraEpisode(policyWith({ low_water_fraction: 1 }));
+      const oldDefaults = await cameraEpisode(
+        policyWith({ low_water_fraction: 1, image_eviction_batch_size: 8 }),
+      );
+      expect(stable.underBudget).toBe(200);
+      expect(fewestEachTurn.underBudget).toBe(200);
+      expect(stable.mean).toBeGreaterThanOrEqual(0.8);
+      expect(fewestEachTurn.mean).toBeLessThan(0.5);
+      expect(oldDefaults.mean).toBeLessThan(stable.mean);
+      console.log(
+        `cache efficiency, 200 turns: low-water default ${stable.mean.toFixed(3)}; fewest each turn ${fewestEachTurn.mean.toFixed(3)}; old defaults (batches of 8) ${oldDefaults.mean.toFixed(3)}`,
+      );
+    },
+    cpuBoundTimeoutMs,
+  );
 });

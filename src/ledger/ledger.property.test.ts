@@ -44,6 +44,13 @@ import {
   refusedByNameAndArgs,
 } from "./match-callback.ts";
 
+/**
+ * Hundreds of generated cases of CPU-bound work: seconds alone, several times that on a
+ * loaded machine, so the test says its own limit rather than take bun's 5 s default
+ * (bunfig.toml cannot set it; only `--timeout` on the command line can).
+ */
+const cpuBoundTimeoutMs = 60_000;
+
 const tools = ["record", "observe"] as const;
 const argPool = [
   { nonce: "a" },
@@ -429,44 +436,54 @@ function simulate(ops: Op[]) {
 }
 
 describe("ledger properties", () => {
-  test("no call is admitted twice, undelivered, out of batch order, or after a restart; replay equals live", () => {
-    fc.assert(
-      fc.property(fc.array(opArbitrary, { minLength: 5, maxLength: 80, size: "max" }), (ops) => {
-        const { state, journal, admitted } = simulate(ops);
-        const summary = summarizeLedger(state);
-        expect(new Set(summary.claimed)).toEqual(admitted);
-        expect(summary.claimed.length).toBe(admitted.size);
-        const replayed = replayJournal(journal);
-        // After a replay nothing from before is admissible, whatever the identity offered.
-        for (const call of replayed.calls.values()) {
-          for (const identity of [undefined, { kind: "call_id" as const, value: call.id }]) {
-            const { outcome } = matchCallback(replayed, {
-              tool: call.tool,
-              args: call.args,
-              ...(identity && { identity }),
-            });
-            expect(outcome).toMatchObject({ kind: "refused", code: "admission_closed" });
+  test(
+    "no call is admitted twice, undelivered, out of batch order, or after a restart; replay equals live",
+    () => {
+      fc.assert(
+        fc.property(fc.array(opArbitrary, { minLength: 5, maxLength: 80, size: "max" }), (ops) => {
+          const { state, journal, admitted } = simulate(ops);
+          const summary = summarizeLedger(state);
+          expect(new Set(summary.claimed)).toEqual(admitted);
+          expect(summary.claimed.length).toBe(admitted.size);
+          const replayed = replayJournal(journal);
+          // After a replay nothing from before is admissible, whatever the identity offered.
+          for (const call of replayed.calls.values()) {
+            for (const identity of [undefined, { kind: "call_id" as const, value: call.id }]) {
+              const { outcome } = matchCallback(replayed, {
+                tool: call.tool,
+                args: call.args,
+                ...(identity && { identity }),
+              });
+              expect(outcome).toMatchObject({ kind: "refused", code: "admission_closed" });
+            }
           }
-        }
-        expect(summarizeLedger(replayed).uncertain).toEqual(summary.unfinished);
-      }),
-      { numRuns: 400 },
-    );
-  });
+          expect(summarizeLedger(replayed).uncertain).toEqual(summary.unfinished);
+        }),
+        { numRuns: 400 },
+      );
+    },
+    cpuBoundTimeoutMs,
+  );
 
-  test("every prefix of a journal replays to a closed, interrupted state", () => {
-    fc.assert(
-      fc.property(fc.array(opArbitrary, { maxLength: 40, size: "max" }), fc.nat(), (ops, cut) => {
-        const { journal } = simulate(ops.filter((op) => op.op !== "restart"));
-        const prefix = journal.slice(0, cut % (journal.length + 1));
-        const replayed = replayJournal(prefix);
-        expect(replayed.admission).toBe("closed");
-        expect(replayed.interrupted).toBe(true);
-        expect(summarizeLedger(replayed).uncertain).toEqual(summarizeLedger(foldJournal(prefix)).unfinished);
-      }),
-      { numRuns: 200 },
-    );
-  });
+  test(
+    "every prefix of a journal replays to a closed, interrupted state",
+    () => {
+      fc.assert(
+        fc.property(fc.array(opArbitrary, { maxLength: 40, size: "max" }), fc.nat(), (ops, cut) => {
+          const { journal } = simulate(ops.filter((op) => op.op !== "restart"));
+          const prefix = journal.slice(0, cut % (journal.length + 1));
+          const replayed = replayJournal(prefix);
+          expect(replayed.admission).toBe("closed");
+          expect(replayed.interrupted).toBe(true);
+          expect(summarizeLedger(replayed).uncertain).toEqual(
+            summarizeLedger(foldJournal(prefix)).unfinished,
+          );
+        }),
+        { numRuns: 200 },
+      );
+    },
+    cpuBoundTimeoutMs,
+  );
 
   test("identical calls: each callback gets a distinct call, in delivery order, then refusal", () => {
     fc.assert(
