@@ -9,6 +9,9 @@
  * every case the next upstream request carries, under each refused call, the
  * failure text, and right after the batch that frame as lossless WebP with the
  * observed pixels, labelled with the call id. Judged from the sidecar's records.
+ * Against the instant scripted model one client at a time, and against a slow,
+ * throttling one (test/support/upstream-profiles-under-test.ts) the four at once: the
+ * same holds, with every retried attempt recorded and one answer per exchange.
  */
 import { beforeAll, expect, test } from "bun:test";
 import { type ClientName, clientNames } from "../../src/clients/client-manifests.ts";
@@ -19,6 +22,11 @@ import { imagesSent, isLosslessWebp, readUpstreamExchanges } from "../../src/val
 import { runClient, withServedSidecar } from "../support/client-run.ts";
 import { records } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
+import {
+  expectOneAnswerPerExchange,
+  forEachUpstreamProfile,
+  type UpstreamProfileUnderTest,
+} from "../support/upstream-profiles-under-test.ts";
 
 const timeoutMs = 240_000;
 const codecs = await loadCodecs();
@@ -33,13 +41,21 @@ function textOf(content: unknown): string {
     .join("\n");
 }
 
-async function failedRecordImagesReachUpstream(client: ClientName): Promise<void> {
+async function failedRecordImagesReachUpstream(
+  client: ClientName,
+  profile: UpstreamProfileUnderTest,
+): Promise<void> {
   await withServedSidecar(
     client,
-    async ({ sidecar }) => {
+    async ({ sidecar, upstream: scripted }) => {
       const episode = await sidecar.createEpisode({ client });
       const run = await runClient(client, sidecar, episode, { timeoutMs });
       try {
+        const evidence = expectOneAnswerPerExchange(
+          scripted.scripted.received,
+          records(episode.records_dir, "exchanges"),
+        );
+        console.log(`${client}${profile.label}: ${JSON.stringify(evidence)}`);
         const ledger = records(episode.records_dir, "ledger");
         const calls = ledger.flatMap((e) => (e.type === "registered" ? (e.calls as Call[]) : []));
         const receipt = (id: string) =>
@@ -87,23 +103,44 @@ async function failedRecordImagesReachUpstream(client: ClientName): Promise<void
         throw error;
       }
     },
-    { misreadNonce: true },
+    { misreadNonce: true, profile: profile.profile },
   );
 }
 
 describeInLoopbackNamespace(
   "images of failed tool results",
-  { file: import.meta.path, timeoutMs: 4 * timeoutMs },
+  { file: import.meta.path, timeoutMs: 5 * timeoutMs },
   () => {
     beforeAll(async () => {
       await installClients([...clientNames]);
     }, timeoutMs);
-    for (const client of clientNames) {
+    forEachUpstreamProfile((profile) => {
+      if (!profile.loaded) {
+        for (const client of clientNames)
+          test(
+            `${client}: a failing record's frame reaches the next upstream request as lossless WebP under its call`,
+            () => failedRecordImagesReachUpstream(client, profile),
+            timeoutMs,
+          );
+        return;
+      }
+      // The slow upstream mostly keeps the clients waiting: the four run at once, each on its own upstream.
       test(
-        `${client}: a failing record's frame reaches the next upstream request as lossless WebP under its call`,
-        () => failedRecordImagesReachUpstream(client),
+        `every client at once: a failing record's frame reaches the next upstream request as lossless WebP${profile.label}`,
+        async () => {
+          const runs = await Promise.allSettled(
+            clientNames.map((client) => failedRecordImagesReachUpstream(client, profile)),
+          );
+          const failed = runs.flatMap((r, i) =>
+            r.status === "rejected" ? [[clientNames[i], r.reason]] : [],
+          );
+          if (failed.length > 0) {
+            for (const [client, reason] of failed) console.error(`${client}${profile.label}:`, reason);
+            throw failed[0]?.[1];
+          }
+        },
         timeoutMs,
       );
-    }
+    });
   },
 );
