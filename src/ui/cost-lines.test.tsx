@@ -1,7 +1,7 @@
 import { expect, test } from "bun:test";
 import { exchangeCost } from "../pricing/exchange-cost.ts";
 import { modelPriceSchema } from "../pricing/price-table.ts";
-import { TimelinePage } from "./pages.tsx";
+import { EpisodeListPage, TimelinePage } from "./pages.tsx";
 import type { Timeline, TimelineExchange } from "./read-timeline.ts";
 
 const exchange = (cost: TimelineExchange["cost"]): TimelineExchange => ({
@@ -59,4 +59,32 @@ test("the page shows each priced exchange's cost per rate and the episode's tota
 test("without a price no cost is shown", () => {
   const html = render(exchange(undefined), null);
   expect(html).not.toContain("cost:");
+});
+
+test("the episode list shows each episode's cost with its currency", () => {
+  const row = {
+    id: "ep_1",
+    state: "finished",
+    client: "codex",
+    model: "qwen3-vl-plus",
+    turns: 2,
+    toolCalls: 1,
+    failures: 0,
+    awaitingApproval: 0,
+    createdAt: "2026-12-05T02:00:00.000Z",
+  };
+  const html = String(
+    EpisodeListPage({
+      rows: [
+        { ...row, cost: "0.0172 CNY" },
+        { ...row, id: "ep_2", cost: "" },
+      ],
+      page: 1,
+      pages: 1,
+      total: 2,
+    }),
+  );
+  expect(html).toContain("<th>cost</th>");
+  expect(html).toContain('<td class="cost">0.0172 CNY</td>');
+  expect(html).toContain('<td class="cost"></td>');
 });

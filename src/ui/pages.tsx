@@ -80,6 +80,8 @@ export type EpisodeRow = {
   failures: number;
   /** Calls waiting for an operator's decision on the episode's page. */
   awaitingApproval: number;
+  /** The episode's cost so far with its currency (docs/pricing.md); empty when none was priced. */
+  cost: string;
   createdAt: string;
 };
 
@@ -111,6 +113,7 @@ export const EpisodeListPage: FC<{ rows: EpisodeRow[]; page: number; pages: numb
           <th>turns</th>
           <th>tool calls</th>
           <th>failures</th>
+          <th>cost</th>
           <th>started</th>
         </tr>
       </thead>
@@ -134,6 +137,7 @@ export const EpisodeListPage: FC<{ rows: EpisodeRow[]; page: number; pages: numb
             <td>{r.turns}</td>
             <td>{r.toolCalls}</td>
             <td>{r.failures}</td>
+            <td class="cost">{r.cost}</td>
             <td>{r.createdAt}</td>
           </tr>
         ))}

@@ -105,6 +105,7 @@ export function createUiRoutes(deps: UiDeps): Hono {
       toolCalls: e.ledger.calls,
       failures: e.counters.failed_exchanges + e.ledger.refusedCallbacks,
       awaitingApproval: e.ledger.awaitingApproval.length,
+      cost: e.cost ? `${e.cost.total} ${e.cost.currency}` : "",
       createdAt: e.created_at,
     }));
     return c.html(<EpisodeListPage rows={rows} page={page} pages={pages} total={all.length} />);
