@@ -36,12 +36,13 @@
  * so a candidate over the window converts nothing.
  */
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
+import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
 import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { listToolImages } from "./apply-sliding-window.ts";
 import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
-import { measureJsonBytes, measurePromptBytes, tokensFromBytes } from "./estimate.ts";
+import { measurePromptBytes, tokensFromBytes } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { BodyBudgetPolicy } from "./policy-schema.ts";
@@ -391,7 +392,8 @@ function promptTokens(
   request: HubRequest,
   memos: FrozenMemos | undefined,
 ): (list: readonly HubMessage[]) => number {
-  const base = measureJsonBytes({ ...request, messages: [] });
+  // A repeated tool list (frozen) is measured once per episode.
+  const base = jsonBytesReusingMembers({ ...request, messages: [] }, memos);
   const weights = new WeakMap<HubMessage, number>();
   const weightOf = (message: HubMessage) => {
     let weight = weights.get(message);

@@ -39,11 +39,13 @@
  * the work is linear in the size of the history.
  */
 import type { HubImagePart, HubMessage, HubPart, HubRequest, HubToolMessage } from "../hub/schema.ts";
+import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
 import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
 import {
+  hasImages,
   measureJsonBytes,
   measureMessageBytes,
   measurePromptBytes,
@@ -77,10 +79,16 @@ export function applySlidingWindow(
   memos?: FrozenMemos,
 ): { request: HubRequest; decision: ContextDecision; stale: HubImagePart[]; cut: ContextCut } {
   const messages = request.messages;
-  const baseBytes = measureJsonBytes({ ...request, messages: [] });
+  // A repeated tool list (frozen) is measured once per episode.
+  const baseBytes = jsonBytesReusingMembers({ ...request, messages: [] }, memos);
   const messageBytes = messages.map((message) => measureMessageBytes(message, memos));
-  // The prompt's weight per message (images by pixel size), only when the window is guarded.
-  const promptBytes = window ? messages.map((message) => measurePromptBytes(message, memos)) : [];
+  // The prompt's weight per message (images by pixel size), only when the window is guarded;
+  // a message without images weighs its JSON, measured just above.
+  const promptBytes = window
+    ? messages.map((message, i) =>
+        hasImages(message) ? measurePromptBytes(message, memos) : (messageBytes[i] as number),
+      )
+    : [];
   const images = listToolImages(messages);
   const blocks = findToolBlocks(messages);
   const sumBefore = messageBytes.reduce((sum, bytes) => sum + bytes, 0);

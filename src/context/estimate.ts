@@ -78,6 +78,11 @@ export function measurePromptBytes(message: HubMessage, memos?: FrozenMemos): nu
 
 const isImage = (part: HubPart) => part.type === "image";
 
+/** Whether the message holds an image (else its prompt weight is its JSON's length). */
+export function hasImages(message: HubMessage): boolean {
+  return (message.role === "user" || message.role === "tool") && message.content.some(isImage);
+}
+
 /** An image part's prompt weight in estimate bytes: its JSON without the data, plus its tokens. */
 export function partPromptBytes(part: HubPart): number {
   if (part.type !== "image") return measureJsonBytes(part);
