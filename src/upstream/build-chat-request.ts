@@ -64,6 +64,31 @@ function toChatSystem(message: Extract<HubMessage, { role: "system" }>): ChatMes
   return { role: "system", content: textOf(message.content) };
 }
 
+function toChatUser(message: Extract<HubMessage, { role: "user" }>): ChatMessage {
+  return {
+    role: "user",
+    content: message.content.every((p) => p.type === "text")
+      ? textOf(message.content)
+      : toChatParts(message.content),
+  };
+}
+
+function toChatAssistant(message: Extract<HubMessage, { role: "assistant" }>): ChatMessage {
+  return {
+    role: "assistant",
+    content: message.text,
+    ...(message.toolCalls.length > 0
+      ? {
+          tool_calls: message.toolCalls.map((call) => ({
+            id: call.id,
+            type: "function" as const,
+            function: { name: call.name, arguments: call.arguments },
+          })),
+        }
+      : {}),
+  };
+}
+
 /**
  * `hinted`, when given, receives the chat index of each message the client marked for its
  * cache. `memos`: the episode's, where a repeated system prompt's conversion is kept.
@@ -86,28 +111,12 @@ export function toChatMessages(
       case "system":
         out.push(deriveOnce(memos, toChatSystem, message));
         break;
+      // A resent message (frozen, the same hub message every turn) is converted once per episode.
       case "user":
-        out.push({
-          role: "user",
-          content: message.content.every((p) => p.type === "text")
-            ? textOf(message.content)
-            : toChatParts(message.content),
-        });
+        out.push(deriveOnce(memos, toChatUser, message));
         break;
       case "assistant":
-        out.push({
-          role: "assistant",
-          content: message.text,
-          ...(message.toolCalls.length > 0
-            ? {
-                tool_calls: message.toolCalls.map((call) => ({
-                  id: call.id,
-                  type: "function" as const,
-                  function: { name: call.name, arguments: call.arguments },
-                })),
-              }
-            : {}),
-        });
+        out.push(deriveOnce(memos, toChatAssistant, message));
         break;
       case "tool": {
         const images = message.content.filter((p) => p.type === "image");

@@ -8,6 +8,7 @@ import { expect } from "bun:test";
 import { estimateTokens } from "../../src/context/estimate.ts";
 import type { HubRequest, HubResponse, HubToolCall, HubToolMessage } from "../../src/hub/schema.ts";
 import { stringifyReusingMembers } from "../../src/lib/frozen-json.ts";
+import type { FrozenMemos } from "../../src/lib/frozen-memos.ts";
 import { buildChatRequest } from "../../src/upstream/build-chat-request.ts";
 import type { ChatRequest } from "../../src/upstream/chat-schema.ts";
 
@@ -45,17 +46,18 @@ export function hubToolResult(
   return { role: "tool", toolCallId, name, content: [{ type: "text", text }], source, ...fields };
 }
 
-const chatTarget = { model: "ura-qwen", imageInput: true, parallelToolCalls: true };
+export const chatTarget = { model: "ura-qwen", imageInput: true, parallelToolCalls: true };
 
 /**
  * A request translated from a body that reused an earlier turn's members equals the
- * fresh translation, is measured as it and serialises (reusing members) to its upstream
- * text; the reused translation's upstream request, for further checks.
+ * fresh translation, is measured as it and serialises (reusing members, with the
+ * episode's memos) to its upstream text; the reused translation's upstream request, for further checks.
  */
-export function expectAsFresh(reused: HubRequest, fresh: HubRequest): ChatRequest {
+export function expectAsFresh(reused: HubRequest, fresh: HubRequest, memos?: FrozenMemos): ChatRequest {
   expect(reused).toEqual(fresh);
-  expect(estimateTokens(reused)).toBe(estimateTokens(fresh));
-  const chat = buildChatRequest(reused, chatTarget);
-  expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(buildChatRequest(fresh, chatTarget)));
+  expect(JSON.stringify(reused)).toBe(JSON.stringify(fresh));
+  expect(estimateTokens(reused, memos)).toBe(estimateTokens(fresh));
+  const chat = buildChatRequest(reused, chatTarget, memos);
+  expect(stringifyReusingMembers(chat, memos)).toBe(JSON.stringify(buildChatRequest(fresh, chatTarget)));
   return chat;
 }

@@ -424,7 +424,7 @@ describe("a system instruction and tool list resent unchanged (Gemini CLI's, eve
     // The system instruction is one frozen hub message, the same object every turn, measured
     // and serialised as the fresh one.
     expect(hub.messages[0]).toBe(first.messages[0] as (typeof hub.messages)[0]);
-    expectAsFresh(hub, translate(later));
+    expectAsFresh(hub, translate(later), repeated.memos);
   });
 
   test("a bad field beside the repeated members is named as in a fresh request", () => {

@@ -397,7 +397,7 @@ describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
     // The resent system prompt is one frozen hub message, the same object every turn.
     expect(later.messages[0]).toBe(first.messages[0] as (typeof later.messages)[0]);
     expect(Object.isFrozen(later.messages[0])).toBe(true);
-    const chat = expectAsFresh(later, translate(laterText));
+    const chat = expectAsFresh(later, translate(laterText), repeated.memos);
     expect(stringifyReusingMembers(chat)).toBe(JSON.stringify(chat));
   });
 
@@ -425,7 +425,7 @@ describe("a tool list resent unchanged (Claude Code's, every turn)", () => {
           ],
         };
       const text = JSON.stringify({ ...request, messages });
-      expectAsFresh(translate(text, repeated), translate(text));
+      expectAsFresh(translate(text, repeated), translate(text), repeated.memos);
       messages.push(...grow(turn));
     }
     expect(repeated.items?.length).toBe(messages.length - 2);

@@ -38,6 +38,7 @@ import { fromHub } from "./from-hub.ts";
 import { parseRequest } from "./parse-request.ts";
 import type {
   ImageBlock,
+  MessagesMessage,
   MessagesRequest,
   MessagesTool,
   TextBlock,
@@ -146,6 +147,31 @@ function toHubSystem(blocks: readonly TextBlock[]): HubMessage {
 /** The client asked its provider to cache up to this block: a hint for the explicit cache's markers. */
 const hasCacheControl = (block: { cache_control?: unknown }) => block.cache_control !== undefined;
 
+/**
+ * A user or assistant message of text blocks only, none with `cache_control` or citations:
+ * its hub message depends on nothing but itself (nothing is noted, no tool call is paired,
+ * no position is named), so a resent one (frozen) is translated once per episode, and the
+ * same frozen hub message then keys its measured size and its Chat message's JSON.
+ */
+function isPlainText(message: MessagesMessage): boolean {
+  if ((message.role !== "user" && message.role !== "assistant") || message.content.length === 0) return false;
+  return message.content.every(
+    (block) =>
+      block.type === "text" &&
+      !hasCacheControl(block) &&
+      !(block.citations !== undefined && block.citations !== null && block.citations.length > 0),
+  );
+}
+
+type PlainTextMessage = Extract<MessagesMessage, { role: "user" | "assistant" }>;
+
+/** The hub message of a plain text message (isPlainText): what the full translation below gives it. */
+function plainTextToHub(message: PlainTextMessage): HubMessage {
+  const texts = message.content as TextBlock[];
+  if (message.role === "user") return { role: "user", content: texts.map(toTextPart) };
+  return { role: "assistant", text: texts.map((block) => block.text).join("\n"), toolCalls: [] };
+}
+
 /** `cache_control` hints are many (one per block): one note lists where they were. */
 function noteCacheControl(ignored: IgnoredFields, path: string, block: { cache_control?: unknown }): void {
   if (block.cache_control !== undefined) ignored.addAt("cache_control", path);
@@ -190,6 +216,11 @@ function requestToHub(
   if (systemBlocks.length > 0) messages.push(deriveOnce(memos, toHubSystem, systemBlocks));
 
   request.messages.forEach((message, i) => {
+    // Only a resent one, with the episode's memos: any other goes the full way below.
+    if (memos !== undefined && Object.isFrozen(message) && isPlainText(message)) {
+      messages.push(deriveOnce(memos, plainTextToHub, message as PlainTextMessage));
+      return;
+    }
     const at = (j: number) => `messages[${i}].content[${j}]`;
     switch (message.role) {
       case "system":
