@@ -174,14 +174,50 @@ function convertUserContent(
   return userParts.length > 0 ? [...toolMessages, { role: "user", content: userParts }] : toolMessages;
 }
 
+/**
+ * A content of text parts only (no thought signature, nothing else in a part): its hub
+ * message depends on nothing but itself (nothing is noted, no call is paired, no position
+ * is named), so a resent one (frozen) is translated once per episode, and the same frozen
+ * hub message then keys its measured size and its Chat message's JSON.
+ */
+function isPlainText(content: Content): boolean {
+  return (
+    content.parts.length > 0 &&
+    content.parts.every(
+      (part) =>
+        part.text !== undefined &&
+        part.thoughtSignature === undefined &&
+        part.inlineData === undefined &&
+        part.functionCall === undefined &&
+        part.functionResponse === undefined,
+    )
+  );
+}
+
+/** The hub message of a plain text content (isPlainText): what the full conversion below gives it. */
+function plainTextToHub(content: Content): HubMessage {
+  const texts = content.parts.map((part) => part.text ?? "");
+  if (content.role === "model") return { role: "assistant", text: texts.join(""), toolCalls: [] };
+  return { role: "user", content: texts.map((text) => ({ type: "text", text })) };
+}
+
+/** `memos`: the episode's, where a resent plain text content's hub message is kept. */
 export function convertContents(
   contents: Content[],
   notes: IgnoredFields,
   delivered: DeliveredArguments,
+  memos?: FrozenMemos,
 ): HubMessage[] {
   const messages: HubMessage[] = [];
   let pending: PendingCall[] = [];
   contents.forEach((content, i) => {
+    // Only a resent one, with the episode's memos: any other goes the full way below.
+    if (memos !== undefined && Object.isFrozen(content) && isPlainText(content)) {
+      messages.push(deriveOnce(memos, plainTextToHub, content));
+      // A model content without calls leaves none pending, as the full way does.
+      if (content.role === "model") pending = [];
+      return;
+    }
     if (content.role === "model") {
       const { message, calls } = convertModelContent(content, i, notes, delivered);
       messages.push(message);

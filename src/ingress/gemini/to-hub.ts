@@ -62,7 +62,7 @@ function requestToHub(
   const notes = createIgnoredFields();
   const messages = [
     ...convertSystem(request, notes, memos),
-    ...convertContents(request.contents, notes, delivered),
+    ...convertContents(request.contents, notes, delivered, memos),
   ];
   const tools = convertTools(request, notes);
   const hub: HubRequest = { model, messages, tools, ignored: [] };

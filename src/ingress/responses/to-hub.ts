@@ -17,6 +17,8 @@ import type { JsonBody } from "../../body/parse-json-body.ts";
 import type { Translation } from "../../exchange/exchange-contract.ts";
 import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
+import { deriveOnce } from "../../lib/frozen-json.ts";
+import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
 import { fromHub, type RenderContext, responseSettings } from "./from-hub.ts";
@@ -25,6 +27,7 @@ import { flattenName, readDeclaredTools } from "./read-tools.ts";
 import {
   type ContentPart,
   functionToolChoiceSchema,
+  type InputItem,
   type ResponsesRequest,
   type ToolChoice,
 } from "./schema.ts";
@@ -83,10 +86,39 @@ function itemFields(request: ResponsesRequest, previousItems: number): (i: numbe
       : `input[${i - previousItems}]`;
 }
 
+type MessageItem = Extract<InputItem, { type: "message" }>;
+
+/**
+ * A message item of text only (a string, or input_text / output_text parts): its hub
+ * message depends on nothing but itself (nothing is noted, no call is paired, no position
+ * is named), so a resent one (frozen) is translated once per episode, and the same frozen
+ * hub message then keys its measured size and its Chat message's JSON.
+ */
+function isPlainText(item: InputItem): item is MessageItem {
+  if (item.type !== "message") return false;
+  return (
+    typeof item.content === "string" ||
+    item.content.every((part) => part.type === "input_text" || part.type === "output_text")
+  );
+}
+
+/** The hub message of a plain text message item (isPlainText): what the full translation below gives it. */
+function plainTextToHub(item: MessageItem): HubMessage {
+  const texts =
+    typeof item.content === "string"
+      ? [item.content]
+      : item.content.map((part) => (part.type === "input_image" ? "" : part.text));
+  if (item.role === "user") return { role: "user", content: texts.map((text) => ({ type: "text", text })) };
+  if (item.role === "assistant") return { role: "assistant", text: texts.join(""), toolCalls: [] };
+  return { role: "system", content: [{ type: "text", text: texts.join("") }] };
+}
+
+/** `memos`: the episode's, where a resent plain text message's hub message is kept. */
 function toMessages(
   request: ResponsesRequest,
   fieldOf: (i: number) => string,
   ignored: IgnoredFields,
+  memos: FrozenMemos | undefined,
 ): HubMessage[] {
   const messages: HubMessage[] = [];
   if (request.instructions)
@@ -98,6 +130,11 @@ function toMessages(
   const callNames = new Map<string, string>();
   let reasoningItems = 0;
   request.input.forEach((item, i) => {
+    // Only a resent one, with the episode's memos: any other goes the full way below.
+    if (memos !== undefined && Object.isFrozen(item) && isPlainText(item)) {
+      messages.push(deriveOnce(memos, plainTextToHub, item));
+      return;
+    }
     const param = fieldOf(i);
     switch (item.type) {
       case "message": {
@@ -123,7 +160,10 @@ function toMessages(
           throw invalidField(`${param}.call_id`, `duplicate call_id ${JSON.stringify(call.id)}`);
         callNames.set(call.id, call.name);
         const last = messages.at(-1);
-        if (last?.role === "assistant") last.toolCalls.push(call);
+        // An assistant message translated once (frozen) takes its calls on a copy.
+        if (last?.role === "assistant" && Object.isFrozen(last))
+          messages[messages.length - 1] = { ...last, toolCalls: [...last.toolCalls, call] };
+        else if (last?.role === "assistant") last.toolCalls.push(call);
         else messages.push({ role: "assistant", text: null, toolCalls: [call] });
         break;
       }
@@ -239,7 +279,7 @@ export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
   refuseUnsupported(request);
   const ignored = createIgnoredFields();
   const tools = readDeclaredTools(request.tools ?? [], ignored, body.parsed ? body.memos : undefined);
-  const messages = toMessages(request, fieldOf, ignored);
+  const messages = toMessages(request, fieldOf, ignored, body.parsed ? body.memos : undefined);
   recordIgnored(request, ignored);
   const hub: HubRequest = { model: request.model, messages, tools: tools.hub, ignored: ignored.list() };
   const toolChoice = toToolChoice(request.tool_choice, new Set(tools.names.keys()));

@@ -1,0 +1,45 @@
+/**
+ * A growing Responses history (`input`) translated with the episode's memos (its resent
+ * items reused, frozen; a plain text message translated once, to-hub.ts) gives, turn after
+ * turn and whatever the client did to it, exactly what a fresh request gives; a function
+ * call after a message translated once joins a copy of it, never the kept one.
+ */
+import { describe, test } from "bun:test";
+import fc from "fast-check";
+import { expectGrowingHistoryAsFresh } from "../../../test/support/growing-history-kit.ts";
+import { createResponseStore } from "./stored-responses.ts";
+import { toHub } from "./to-hub.ts";
+
+type Item = Record<string, unknown>;
+
+const text = fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('quote " \\ ☕', "a\nb", ""));
+const role = fc.constantFrom("user", "assistant", "developer");
+const part = (r: string) =>
+  text.map((t) => ({ type: r === "assistant" ? "output_text" : "input_text", text: t }));
+
+/** One turn's new items: a message (text as a string or parts), a call and its output, a reasoning item. */
+const newItems: fc.Arbitrary<Item[]> = fc.oneof(
+  fc.tuple(role, text).map(([r, t]): Item[] => [{ type: "message", role: r, content: t }]),
+  role.chain((r) =>
+    fc.array(part(r), { maxLength: 3 }).map((content): Item[] => [{ type: "message", role: r, content }]),
+  ),
+  fc.tuple(fc.nat({ max: 3 }), text).map(([n, output]): Item[] => [
+    { type: "function_call", call_id: `call_${n}`, name: "shell", arguments: `{"n":${n}}` },
+    { type: "function_call_output", call_id: `call_${n}`, output },
+  ]),
+  fc.constant(null).map((): Item[] => [{ type: "reasoning", id: "rs_1", summary: [] }]),
+);
+
+const ctx = { createdAt: 0, now: () => 0, newResponseId: () => "resp_test", store: createResponseStore };
+
+describe("a growing Responses history, translated with the episode's memos", () => {
+  test("translates, measures and serialises as a fresh request on every turn", () => {
+    expectGrowingHistoryAsFresh({
+      repeated: { members: ["tools"], history: "input" },
+      first: [{ type: "message", role: "user", content: "start" }],
+      newItems,
+      body: (input) => ({ model: "m", input, store: false }),
+      translate: (body) => toHub(body, ctx).hub,
+    });
+  });
+});
