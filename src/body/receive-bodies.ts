@@ -9,8 +9,9 @@
  * timeout again when the answer is ready). A model request's body of a megabyte or
  * more then waits its turn under body_bytes_in_flight (body-admission.ts).
  */
-import type { MiddlewareHandler } from "hono";
+import type { Context, MiddlewareHandler, Next } from "hono";
 import { SidecarError } from "../lib/errors.ts";
+import type { TextHold } from "../lib/known-texts.ts";
 import type { Logger } from "../lib/logger.ts";
 import { servingServer } from "../lib/serving-server.ts";
 import type { BodyAdmission } from "./body-admission.ts";
@@ -47,6 +48,23 @@ const admittedFromBytes = 1024 * 1024;
 
 export function receiveBodies(deps: BodyReceiverDeps, form: BodyForm): MiddlewareHandler<BodyEnv> {
   return async (c, next) => {
+    // The facts of the body's long strings are registered while the route works (known-texts.ts);
+    // an exchange that outlives the route holds them on until it is done.
+    let hold: TextHold | undefined;
+    try {
+      return await receiveThenRun(c, next, (held) => {
+        hold = held;
+      });
+    } finally {
+      hold?.release();
+    }
+  };
+
+  async function receiveThenRun(
+    c: Context<BodyEnv>,
+    next: Next,
+    held: (hold: TextHold | undefined) => void,
+  ): Promise<Response | undefined> {
     const server = servingServer(c);
     const limits = server && deps.limits;
     const original = c.req.raw;
@@ -99,6 +117,7 @@ export function receiveBodies(deps: BodyReceiverDeps, form: BodyForm): Middlewar
       c.set("bodyBytes", received.bytes);
       if (declared === undefined) deps.bodyArriving?.(received.bytes);
       if (received.split) {
+        held(received.split.hold);
         c.set("splitBody", received.split);
       } else {
         // Held once, as the text routes read: hono's readers answer from this cache, and only a
@@ -113,15 +132,18 @@ export function receiveBodies(deps: BodyReceiverDeps, form: BodyForm): Middlewar
     // Tool callbacks (MCP) and small model requests never queue behind camera histories. After
     // the body is received (its deadline would otherwise run while it waits): a waiting
     // request holds its text, not the copies processing makes.
-    if (!deps.admission || form !== "split" || c.req.method !== "POST" || bytes < admittedFromBytes)
-      return next();
+    if (!deps.admission || form !== "split" || c.req.method !== "POST" || bytes < admittedFromBytes) {
+      await next();
+      return undefined;
+    }
     const release = await deps.admission.admit(bytes);
     try {
       await next();
     } finally {
       release();
     }
-  };
+    return undefined;
+  }
 }
 
 function closingConnection(refusal: Response): Response {

@@ -52,7 +52,7 @@ export async function receiveBody(
     },
   };
   const reading: Promise<ReceivedBody> = options.split
-    ? readModelBody(request, bounds).then((split) => ({
+    ? readModelBody(request, { ...bounds, knownTexts: true }).then((split) => ({
         kind: "complete",
         bytes: declared ?? counted,
         split,

@@ -21,8 +21,13 @@ export const splitFromBytes = sharingFromChars;
  * held to `bounds.limitBytes` while it arrives. A body declared smaller than what is
  * split comes back whole anyway, so the runtime reads it at once: scanning it in
  * JavaScript first cost ~0.5 ms of CPU on Claude Code's 77 KB request.
+ * `knownTexts`: the long strings are registered with their facts (known-texts.ts) under
+ * the split's hold, which the caller releases once the request is done.
  */
-export async function readModelBody(request: Request, bounds: BodyReadBounds = {}): Promise<SplitText> {
+export async function readModelBody(
+  request: Request,
+  bounds: BodyReadBounds & { knownTexts?: boolean } = {},
+): Promise<SplitText> {
   if (!request.body) return unsplit("");
   if ((declaredBodyLength(request) ?? Number.POSITIVE_INFINITY) < splitFromBytes)
     return unsplit(await request.text());

@@ -12,7 +12,13 @@
  * tokens, so a placeholder always stands where a whole string value (or key) stood;
  * for invalid JSON the text still joins back byte for byte, and its parse fails the
  * same way.
+ *
+ * Given a hold (known-texts.ts), each long string is identified by the SHA-256 of its
+ * bytes as it arrives and registered with what earlier requests derived from the same
+ * text: a frame resent on every turn is then not checked again here (whether it is
+ * long base64) nor by the stages after (its base64, its digest, its PNG header).
  */
+import { factsOfDigest, holdTexts, type TextFacts } from "../lib/known-texts.ts";
 import { type BodyReadBounds, readBodyChunks } from "./read-body-chunks.ts";
 import {
   longBase64Value,
@@ -34,10 +40,25 @@ export type JsonSplitter = {
   readonly bytes: number;
   /** The whole body, split; bodies under `keepWholeUnder` bytes come back whole (`unsplit`). */
   finish(): SplitText;
+  /** The body will not be finished (its reading failed): the strings registered so far are let go of. */
+  abandon(): void;
 };
 
-export function createJsonSplitter(options: { keepWholeUnder?: number } = {}): JsonSplitter {
+/** The fact the splitter remembers of a long string's text: whether it is taken out. */
+const longBase64Fact = "long_base64_value";
+
+/** The facts of a taken-out data URL's base64 after its comma, as a text of its own (the hub's image data). */
+function payloadFacts(facts: TextFacts, value: string): { payload: string; facts: TextFacts } | undefined {
+  if (!value.startsWith("data:")) return undefined;
+  const comma = value.indexOf(",");
+  return { payload: value.slice(comma + 1), facts: factsOfDigest(`${facts.digest}#${comma + 1}`) };
+}
+
+export function createJsonSplitter(
+  options: { keepWholeUnder?: number; knownTexts?: boolean } = {},
+): JsonSplitter {
   const nonce = newNonce();
+  const hold = options.knownTexts ? holdTexts() : undefined;
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
   const strings: string[] = [];
@@ -85,11 +106,23 @@ export function createJsonSplitter(options: { keepWholeUnder?: number } = {}): J
     pieces = [];
     inString = false;
     if (length >= splitFromChars) {
-      const value = decoder.decode(joined(content, length));
-      if (longBase64Value.test(value)) {
-        strings.push(value);
-        append(encoder.encode(placeholderToken(nonce, strings.length - 1)));
-        return;
+      const bytes = joined(content, length);
+      const facts = hold && factsOfDigest(new Bun.CryptoHasher("sha256").update(bytes).digest("hex"));
+      const known = facts?.values.get(longBase64Fact) as boolean | undefined;
+      if (known !== false) {
+        const value = decoder.decode(bytes);
+        const taken = known ?? longBase64Value.test(value);
+        facts?.values.set(longBase64Fact, taken);
+        if (taken) {
+          strings.push(value);
+          append(encoder.encode(placeholderToken(nonce, strings.length - 1)));
+          if (hold && facts) {
+            hold.add(value, facts);
+            const payload = payloadFacts(facts, value);
+            if (payload) hold.add(payload.payload, payload.facts);
+          }
+          return;
+        }
       }
     }
     appendString(content);
@@ -137,6 +170,9 @@ export function createJsonSplitter(options: { keepWholeUnder?: number } = {}): J
         at = close + 1;
       }
     },
+    abandon() {
+      hold?.release();
+    },
     finish() {
       // An unterminated string (invalid JSON) stays in the text as it came.
       if (inString) {
@@ -146,8 +182,11 @@ export function createJsonSplitter(options: { keepWholeUnder?: number } = {}): J
         inString = false;
       }
       const reduced = decoder.decode(rest.subarray(0, restLength));
-      const split: SplitText = strings.length === 0 ? unsplit(reduced) : { reduced, strings, nonce };
-      return bytes < (options.keepWholeUnder ?? 0) ? unsplit(wholeText(split)) : split;
+      const split: SplitText =
+        strings.length === 0 ? unsplit(reduced) : { reduced, strings, nonce, ...(hold ? { hold } : {}) };
+      if (bytes >= (options.keepWholeUnder ?? 0)) return split;
+      hold?.release();
+      return unsplit(wholeText(split));
     },
   };
 }
@@ -159,9 +198,14 @@ export function createJsonSplitter(options: { keepWholeUnder?: number } = {}): J
  */
 export async function readSplitJson(
   stream: ReadableStream<Uint8Array>,
-  options: { keepWholeUnder?: number } & BodyReadBounds = {},
+  options: { keepWholeUnder?: number; knownTexts?: boolean } & BodyReadBounds = {},
 ): Promise<SplitText> {
   const splitter = createJsonSplitter(options);
-  await readBodyChunks(stream, options, (chunk) => splitter.push(chunk));
+  try {
+    await readBodyChunks(stream, options, (chunk) => splitter.push(chunk));
+  } catch (error) {
+    splitter.abandon();
+    throw error;
+  }
   return splitter.finish();
 }

@@ -11,6 +11,7 @@
  * quote or backslash, so the token as received is `"` + value + `"`. The nonce is
  * random per body: no client can write a placeholder of its own.
  */
+import type { TextHold } from "../lib/known-texts.ts";
 
 export type SplitText = {
   /** The text with each taken-out string token replaced by its placeholder token. */
@@ -19,6 +20,11 @@ export type SplitText = {
   strings: readonly string[];
   /** What every placeholder's value starts with (before its index). */
   nonce: string;
+  /**
+   * The taken-out strings registered with their facts while the request is processed
+   * (known-texts.ts); released by whoever received the body once the request is done.
+   */
+  hold?: TextHold;
 };
 
 /** A string token's value at least this long, of base64 or a base64 data URL, is taken out of the text. */

@@ -9,6 +9,7 @@
  * tokenizer (the sidecar has none).
  */
 import type { HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
+import { isPlainBase64 } from "../lib/base64.ts";
 import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
 import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { measureJsonBytes } from "../lib/json-bytes.ts";
@@ -33,8 +34,6 @@ export function measureRequestBytes(request: HubRequest, memos?: FrozenMemos): n
   return bytes + Math.max(0, request.messages.length - 1);
 }
 
-const base64Only = /^[A-Za-z0-9+/=]*$/;
-
 /**
  * UTF-8 length of `JSON.stringify(message)` without serialising its images: base64
  * is ASCII and needs no escaping in JSON, so an image's data counts its length. The
@@ -47,7 +46,7 @@ export function measureMessageBytes(message: HubMessage, memos?: FrozenMemos): n
   let dataBytes = 0;
   let stripped = false;
   const content = message.content.map((part) => {
-    if (part.type !== "image" || !base64Only.test(part.data)) return part;
+    if (part.type !== "image" || !isPlainBase64(part.data)) return part;
     dataBytes += part.data.length;
     stripped = true;
     return { ...part, data: "" };

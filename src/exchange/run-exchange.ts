@@ -45,8 +45,12 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     id,
     log: deps.logger.child({ episode: episode.id, exchange: id, protocol: spec.protocol }),
   };
-  if (!spec.streaming || deps.keepAlive === undefined) return runStages(run, spec);
-  const answer = runStages(run, spec);
+  // The facts of the request's long strings stay registered until its stages are done (known-texts.ts).
+  const hold = spec.clientRequest.received.hold;
+  hold?.retain();
+  const stages = () => runStages(run, spec).finally(() => hold?.release());
+  if (!spec.streaming || deps.keepAlive === undefined) return stages();
+  const answer = stages();
   // The exchange outlives the response opened early: shutdown waits for it too.
   void episode.track(answer);
   return keepStreamingAlive({

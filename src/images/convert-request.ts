@@ -196,10 +196,11 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     return conversion;
   }
 
-  const asWebp = (part: HubImagePart, webp: Uint8Array): HubPart => ({
+  // The cached WebP's base64, made once per frame (image-cache.ts), else encoded here.
+  const asWebp = (part: HubImagePart, webp: Uint8Array, key: string): HubPart => ({
     type: "image",
     mediaType: "image/webp",
-    data: encodeBase64(webp),
+    data: (cache.peek(key) === webp ? cache.base64(key) : undefined) ?? encodeBase64(webp),
     ...sourceOf(part),
   });
 
@@ -270,13 +271,13 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
                   stats.cacheHits++;
                   stats.bytesBefore += item.pngBytes;
                   stats.bytesAfter += item.webp.length;
-                  return asWebp(item.part, item.webp);
+                  return asWebp(item.part, item.webp, item.key);
                 }
                 const webp = converted.get(item.part) ?? (await conversionOf(item));
                 sentKeys.add(item.key);
                 stats.bytesBefore += base64DecodedLength(item.part.data);
                 stats.bytesAfter += webp.length;
-                return asWebp(item.part, webp);
+                return asWebp(item.part, webp, item.key);
               }),
             );
             return { ...message, content };

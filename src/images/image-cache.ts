@@ -16,13 +16,20 @@
  * go of single frames it will never send again (`forget`: the frames its context
  * policy, body_budget or sliding_window, has dropped for good), so a long episode
  * holds the frames it sends, not its whole history.
+ *
+ * A frame an episode sends goes upstream as base64 on every turn it is kept: its
+ * base64 text is made once (`base64`) and kept with the entry, counted in its bytes.
  */
+import { encodeBase64 } from "../lib/base64.ts";
+
 export interface ImageCache {
   /** The WebP of a source, now also used by `owner` (an episode id) when given. */
   get(sourceDigest: string, owner?: string): Uint8Array | undefined;
   /** The WebP of a source, if cached, leaving its place in the LRU and its owners as they are. */
   peek(sourceDigest: string): Uint8Array | undefined;
   set(sourceDigest: string, webp: Uint8Array, owner?: string): void;
+  /** The WebP of a source as base64 text, if cached: encoded on the first call, then kept with the entry. */
+  base64(sourceDigest: string): string | undefined;
   /** `owner` sends no more images: entries that only it used are dropped. */
   release(owner: string): void;
   /** `owner` will not send this source again: its entry is dropped once no other owner uses it. */
@@ -31,10 +38,11 @@ export interface ImageCache {
   readonly bytes: number;
 }
 
-/** Bytes an entry costs: the WebP plus its key (64 hex characters). */
-const sizeOf = (key: string, webp: Uint8Array) => key.length + webp.byteLength;
+/** Bytes an entry costs: the WebP, its base64 text once made, and its key (64 hex characters). */
+const sizeOf = (key: string, entry: { webp: Uint8Array; text?: string }) =>
+  key.length + entry.webp.byteLength + (entry.text?.length ?? 0);
 
-type Entry = { webp: Uint8Array; owners: Set<string> };
+type Entry = { webp: Uint8Array; owners: Set<string>; text?: string };
 
 /** A byte-bounded LRU (a Map iterates oldest first); maxBytes 0 caches nothing. */
 export function createImageCache(maxBytes: number): ImageCache {
@@ -42,7 +50,13 @@ export function createImageCache(maxBytes: number): ImageCache {
   let bytes = 0;
   const remove = (key: string, entry: Entry) => {
     map.delete(key);
-    bytes -= sizeOf(key, entry.webp);
+    bytes -= sizeOf(key, entry);
+  };
+  const evictOver = () => {
+    for (const [oldKey, oldEntry] of map) {
+      if (bytes <= maxBytes) break;
+      remove(oldKey, oldEntry);
+    }
   };
   return {
     get(key, owner) {
@@ -59,16 +73,25 @@ export function createImageCache(maxBytes: number): ImageCache {
     set(key, webp, owner) {
       const previous = map.get(key);
       if (previous !== undefined) remove(key, previous);
-      const size = sizeOf(key, webp);
+      const size = sizeOf(key, { webp });
       if (size > maxBytes) return;
       const owners = previous?.owners ?? new Set<string>();
       if (owner !== undefined) owners.add(owner);
       map.set(key, { webp, owners });
       bytes += size;
-      for (const [oldKey, oldEntry] of map) {
-        if (bytes <= maxBytes) break;
-        remove(oldKey, oldEntry);
-      }
+      evictOver();
+    },
+    base64(key) {
+      const entry = map.get(key);
+      if (entry === undefined) return undefined;
+      if (entry.text !== undefined) return entry.text;
+      const text = encodeBase64(entry.webp);
+      // Kept only while the entry with its text fits; otherwise made again next time.
+      if (sizeOf(key, entry) + text.length > maxBytes) return text;
+      entry.text = text;
+      bytes += text.length;
+      evictOver();
+      return text;
     },
     release(owner) {
       for (const [key, entry] of map) {

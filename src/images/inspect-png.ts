@@ -5,6 +5,7 @@
  * readable reason for corrupt data before the WASM decoder sees it (its own error is
  * only "`unwrap_throw` failed").
  */
+import { knownFact } from "../lib/known-texts.ts";
 export type PngInspection =
   | {
       ok: true;
@@ -52,6 +53,11 @@ export function inspectPng(bytes: Uint8Array): PngInspection {
  * or not it is sent. The caller has checked the text is base64 (see base64.ts).
  */
 export function inspectPngBase64(base64: string): PngInspection {
+  // A frame resent every turn is inspected once (known-texts.ts); the answer is frozen, being shared.
+  return knownFact(base64, "png_inspection", () => Object.freeze(inspectFromBase64(base64)));
+}
+
+function inspectFromBase64(base64: string): PngInspection {
   // Whitespace moves characters off the 4-characters-per-3-bytes grid: decode it all (rare).
   if (/[\t\n\f\r ]/.test(base64)) return inspectPng(Buffer.from(base64, "base64"));
   const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;

@@ -4,13 +4,23 @@
  * it skips characters outside the alphabet silently, so decoding checks the
  * alphabet first: invalid base64 is an error, never a silently different image.
  */
+import { knownFact } from "./known-texts.ts";
+
 const base64Text = /^[A-Za-z0-9+/\t\n\f\r ]*(?:=[\t\n\f\r ]*){0,2}$/;
 const whitespace = /[\t\n\f\r ]/g;
 
 /** Whether the text is base64 (whitespace allowed, padding optional): what `decodeBase64` decodes. */
 export function isBase64(text: string): boolean {
-  return base64Text.test(text);
+  // A frame resent every turn is checked once (known-texts.ts).
+  return knownFact(text, "base64", () => base64Text.test(text));
 }
+
+/** Whether the text is only base64's alphabet and `=` (no whitespace): JSON holds it unescaped, one byte a character. */
+export function isPlainBase64(text: string): boolean {
+  return knownFact(text, "plain_base64", () => plainBase64.test(text));
+}
+
+const plainBase64 = /^[A-Za-z0-9+/=]*$/;
 
 /** The bytes, or undefined when the text is not base64 (whitespace allowed, padding optional). */
 export function decodeBase64(text: string): Uint8Array | undefined {
@@ -23,6 +33,10 @@ export function decodeBase64(text: string): Uint8Array | undefined {
  * bits per alphabet character, an incomplete last byte dropped.
  */
 export function base64DecodedLength(base64: string): number {
+  return knownFact(base64, "decoded_length", () => decodedLength(base64));
+}
+
+function decodedLength(base64: string): number {
   const padding = base64.endsWith("==") ? 2 : base64.endsWith("=") ? 1 : 0;
   let characters = base64.length - padding;
   whitespace.lastIndex = 0;

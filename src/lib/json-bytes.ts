@@ -3,6 +3,8 @@
  * context policies compare against byte limits.
  */
 
+import { isPlainBase64 } from "./base64.ts";
+
 /** UTF-8 length of `JSON.stringify(value)`. */
 export function measureJsonBytes(value: unknown): number {
   return Buffer.byteLength(JSON.stringify(value), "utf8");
@@ -14,5 +16,5 @@ export function measureJsonBytes(value: unknown): number {
  * base64 needs no escaping and is counted without copying it.
  */
 export function jsonStringDataBytes(text: string): number {
-  return /^[A-Za-z0-9+/=]*$/.test(text) ? text.length : measureJsonBytes(text) - 2;
+  return isPlainBase64(text) ? text.length : measureJsonBytes(text) - 2;
 }

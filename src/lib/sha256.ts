@@ -1,3 +1,5 @@
+import { knownFact } from "./known-texts.ts";
+
 /** The SHA-256 of bytes as 64 lowercase hex characters (Bun's native hasher). */
 export function sha256Hex(bytes: Uint8Array): string {
   return new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
@@ -11,5 +13,8 @@ export function sha256Hex(bytes: Uint8Array): string {
  * The caller has checked the text is base64 (the hasher, like Buffer, skips what is not).
  */
 export function sha256OfBase64(base64: string): string {
-  return new Bun.CryptoHasher("sha256").update(base64, "base64").digest("hex");
+  // A frame resent every turn is hashed once (known-texts.ts).
+  return knownFact(base64, "sha256_of_base64", () =>
+    new Bun.CryptoHasher("sha256").update(base64, "base64").digest("hex"),
+  );
 }

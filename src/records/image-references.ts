@@ -24,6 +24,7 @@
  */
 import { z } from "zod";
 import { encodeBase64 } from "../lib/base64.ts";
+import { knownFact } from "../lib/known-texts.ts";
 import { sha256OfBase64 } from "../lib/sha256.ts";
 import type { BlobStore } from "./blob-store.ts";
 
@@ -122,9 +123,24 @@ const imageValue = new RegExp(`^${imageLiteral.source.slice(1, -1)}$`);
  * never joined into one text.
  */
 export function externalizeImageValue(value: string, blobs: Pick<BlobStore, "put">): string {
+  // A frame resent every turn is matched and hashed once (known-texts.ts); its blob is put
+  // every time (a blob already stored is not written again).
+  const image = knownFact(value, "image_blob", () => imageBlobOf(value));
+  if (image === undefined) return `"${value}"`;
+  const base64 = () => value.slice(image.base64From);
+  const digest = blobs.put(() => Buffer.from(base64(), "base64"), image.digest, image.bytes);
+  return referenceText(digest, image.mediaType, image.bytes, image.dataUrl);
+}
+
+/** What the reference to an image literal's value needs (never a piece of the value: it is remembered). */
+type ImageBlob = { mediaType: string; bytes: number; digest: string; dataUrl: boolean; base64From: number };
+
+function imageBlobOf(value: string): ImageBlob | undefined {
   const match = imageValue.exec(value);
-  const reference = match && referenceTo(match[1], match[2] ?? match[3] ?? "", blobs);
-  return reference ?? `"${value}"`;
+  if (!match) return undefined;
+  const base64 = match[2] ?? match[3] ?? "";
+  const image = blobOf(match[1], base64);
+  return image && { ...image, dataUrl: match[1] !== undefined, base64From: value.length - base64.length };
 }
 
 /** The reference to an image literal's bytes (stored first), or undefined when it stays inline. */
@@ -133,15 +149,29 @@ function referenceTo(
   base64: string,
   blobs: Pick<BlobStore, "put">,
 ): string | undefined {
-  const length = canonicalLength(base64);
-  if (length === undefined) return undefined;
+  const image = blobOf(dataUrlType, base64);
+  if (image === undefined) return undefined;
+  const digest = blobs.put(() => Buffer.from(base64, "base64"), image.digest, image.bytes);
+  return referenceText(digest, image.mediaType, image.bytes, dataUrlType !== undefined);
+}
+
+/** An image literal's media type, decoded length and digest; undefined when it stays inline. */
+function blobOf(
+  dataUrlType: string | undefined,
+  base64: string,
+): { mediaType: string; bytes: number; digest: string } | undefined {
+  const bytes = canonicalLength(base64);
+  if (bytes === undefined) return undefined;
   // The signature is in the first 12 bytes (16 characters); the rest is decoded only
   // to write a blob that is not stored yet: a resent frame is hashed, never decoded.
   const mediaType = dataUrlType ?? sniffImageType(Buffer.from(base64.slice(0, 16), "base64"));
   if (!mediaType) return undefined;
-  const digest = blobs.put(() => Buffer.from(base64, "base64"), sha256OfBase64(base64), length);
-  const encoding = dataUrlType === undefined ? ',"encoding":"base64"' : "";
-  return `{"$blob":"sha256:${digest}","media_type":"${mediaType}","bytes":${length}${encoding}}`;
+  return { mediaType, bytes, digest: sha256OfBase64(base64) };
+}
+
+function referenceText(digest: string, mediaType: string, bytes: number, dataUrl: boolean): string {
+  const encoding = dataUrl ? "" : ',"encoding":"base64"';
+  return `{"$blob":"sha256:${digest}","media_type":"${mediaType}","bytes":${bytes}${encoding}}`;
 }
 
 function checkedBlob(read: (digest: string) => Uint8Array, digest: string, bytes: number): Uint8Array {

@@ -19,6 +19,7 @@ import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from
 import { invalidField } from "../../lib/errors.ts";
 import { deriveOnce } from "../../lib/frozen-json.ts";
 import type { FrozenMemos } from "../../lib/frozen-memos.ts";
+import { knownFact } from "../../lib/known-texts.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
 import { fromHub, type RenderContext, responseSettings } from "./from-hub.ts";
@@ -36,6 +37,20 @@ import { renderStream } from "./stream.ts";
 
 const dataUrlPattern = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s;
 
+/**
+ * A base64 data URL's media type and its data, or undefined when the text is not one. A
+ * frame resent every turn is matched once (known-texts.ts): what is remembered is the
+ * media type and where the data starts, never a piece of the text.
+ */
+function dataUrlParts(url: string): { mediaType: string; data: string } | undefined {
+  const parts = knownFact(url, "data_url", () => {
+    const match = dataUrlPattern.exec(url);
+    if (!match?.[1] || match[2] === undefined) return undefined;
+    return { mediaType: match[1], dataFrom: url.length - match[2].length };
+  });
+  return parts && { mediaType: parts.mediaType, data: url.slice(parts.dataFrom) };
+}
+
 function toHubParts(content: string | ContentPart[], param: string, ignored: IgnoredFields): HubPart[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
   return content.map((part, j): HubPart => {
@@ -50,8 +65,8 @@ function toHubParts(content: string | ContentPart[], param: string, ignored: Ign
             `${at}.file_id`,
             "file ids are not supported: send the image inline as a data URL",
           );
-        const match = dataUrlPattern.exec(part.image_url ?? "");
-        if (!match?.[1] || match[2] === undefined) {
+        const image = dataUrlParts(part.image_url ?? "");
+        if (!image) {
           throw invalidField(
             `${at}.image_url`,
             "only inline base64 data URLs are supported (the sidecar fetches nothing)",
@@ -59,7 +74,7 @@ function toHubParts(content: string | ContentPart[], param: string, ignored: Ign
         }
         if (part.detail && part.detail !== "auto")
           ignored.add(`input_image.detail "${part.detail}" (Qwen has no detail setting)`);
-        return { type: "image", mediaType: match[1], data: match[2], source: `${at}.image_url` };
+        return { type: "image", mediaType: image.mediaType, data: image.data, source: `${at}.image_url` };
       }
       default: {
         const never: never = part;

@@ -1,0 +1,212 @@
+/**
+ * A camera history's frames are known by the SHA-256 of their text across turns
+ * (src/lib/known-texts.ts): what was derived from a frame (its checks, digests, PNG
+ * header, blob reference) is reused when the same text comes again, never when a
+ * different one does. Histories that change between turns in the ways that would
+ * expose a stale reuse (a frame changed by one pixel in the middle, two frames
+ * swapped, a frame dropped, the same frame twice, one base64 character changed in a
+ * frame) go through body_budget with a provider limit that leaves the oldest frames
+ * out, for the Responses and the Gemini ingress: each turn's upstream body and
+ * record lines are the full path's byte for byte (the same turns with every fact
+ * forgotten before each request), the records rebuild the bodies sent, and no
+ * request's strings stay registered once it is answered.
+ */
+import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { cameraLikeFrame } from "../../src/images/synthetic-frames.ts";
+import { writePng } from "../../src/images/write-png.ts";
+import { forgetKnownTexts, knownTextCounts } from "../../src/lib/known-texts.ts";
+import { referencedDigests } from "../../src/records/image-references.ts";
+import { openRecords } from "../../src/records/read-records.ts";
+import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
+
+setDefaultTimeout(120_000);
+
+let s: InProcessSidecar;
+const upstreamBodies: string[] = [];
+beforeAll(async () => {
+  s = await createInProcessSidecar({
+    config: {
+      context: { policy: "body_budget" },
+      images: { limits: { max_request_bytes: 700 * 1024 } },
+    },
+    upstreamFetch: async (request) => {
+      upstreamBodies.push(await request.clone().text());
+      return s.scripted.fetch(request);
+    },
+  });
+});
+afterAll(() => s.stop());
+
+/** A noisy 320×240 camera-like frame as base64 PNG (~190 KB: a body of 8 is over a MiB, so it is split). */
+function frame(seed: number, changedPixel?: number): string {
+  const { data } = cameraLikeFrame(320, 240, seed, 8);
+  const rgb = new Uint8Array((data.length / 4) * 3);
+  for (let i = 0, j = 0; i < data.length; i += 4, j += 3) rgb.set(data.subarray(i, i + 3), j);
+  if (changedPixel !== undefined) rgb[changedPixel * 3] = ((rgb[changedPixel * 3] ?? 0) + 1) % 256;
+  return writePng({ width: 320, height: 240, colourType: 2, bitDepth: 8, rows: rgb }).toBase64();
+}
+
+type Ingress = {
+  name: string;
+  route: (id: string) => string;
+  headers: (key: string) => Record<string, string>;
+  body: (frames: string[]) => string;
+};
+
+const ingresses: Ingress[] = [
+  {
+    name: "Responses",
+    route: (id) => `/e/${id}/v1/responses`,
+    headers: (key) => ({ authorization: `Bearer ${key}` }),
+    body: (frames) =>
+      JSON.stringify({
+        model: "ura-qwen",
+        stream: true,
+        store: false,
+        tools: [{ type: "function", name: "ura_observe", parameters: { type: "object", properties: {} } }],
+        input: [
+          { type: "message", role: "user", content: [{ type: "input_text", text: "watch" }] },
+          ...frames.flatMap((data, i) => [
+            { type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" },
+            {
+              type: "function_call_output",
+              call_id: `call_${i}`,
+              output: [
+                { type: "input_text", text: `frame ${i}` },
+                { type: "input_image", image_url: `data:image/png;base64,${data}` },
+              ],
+            },
+          ]),
+        ],
+      }),
+  },
+  {
+    name: "Gemini",
+    route: (id) => `/e/${id}/gemini/v1beta/models/${s.config.upstream.model}:streamGenerateContent?alt=sse`,
+    headers: (key) => ({ "x-goog-api-key": key }),
+    body: (frames) =>
+      JSON.stringify({
+        contents: [
+          { role: "user", parts: [{ text: "watch" }] },
+          ...frames.flatMap((data, i) => [
+            { role: "model", parts: [{ functionCall: { name: "observe", args: {}, id: `call_${i}` } }] },
+            {
+              role: "user",
+              parts: [
+                {
+                  functionResponse: { name: "observe", response: { output: `frame ${i}` }, id: `call_${i}` },
+                },
+                { inlineData: { mimeType: "image/png", data } },
+              ],
+            },
+          ]),
+        ],
+        tools: [
+          { functionDeclarations: [{ name: "observe", parameters: { type: "object", properties: {} } }] },
+        ],
+      }),
+  },
+];
+
+/** The histories of the turns: frames appended, then changed in each way a stale reuse would show. */
+function turns(): string[][] {
+  const f = Array.from({ length: 12 }, (_, i) => frame(700 + i));
+  const oneCharacter = (text: string) => {
+    const at = Math.floor(text.length / 2);
+    return text.slice(0, at) + (text[at] === "A" ? "B" : "A") + text.slice(at + 1);
+  };
+  const history = f.slice(0, 8);
+  const out = [history.slice()];
+  history.push(f[8] as string);
+  out.push(history.slice());
+  // One pixel changed in a frame in the middle: another PNG of the same size.
+  history[4] = frame(704, 320 * 120 + 160);
+  out.push(history.slice());
+  // Two frames swapped.
+  [history[2], history[3]] = [history[3] as string, history[2] as string];
+  out.push(history.slice());
+  // A frame dropped, and a new one.
+  history.splice(5, 1);
+  history.push(f[9] as string);
+  out.push(history.slice());
+  // The same frame twice (the newest resent as the next).
+  history.push(history.at(-1) as string);
+  out.push(history.slice());
+  // One base64 character changed in the newest frame (its text no longer the one seen).
+  history.push(f[10] as string);
+  out.push(history.slice());
+  history[history.length - 1] = oneCharacter(f[10] as string);
+  out.push(history.slice());
+  return out;
+}
+
+/** The record lines of an exchange that hold the bodies, without what differs between episodes. */
+function bodyLines(dataDir: string, episodeId: string): string[] {
+  const records = openRecords(dataDir);
+  return records.readEpisode(episodeId).exchanges.flatMap((exchange) =>
+    (["client_request", "upstream_request"] as const).map((stage) => {
+      const line = exchange.stage(stage);
+      return JSON.stringify({
+        stage,
+        body: line?.value?.body ?? null,
+        digests: referencedDigests(line?.text ?? ""),
+      });
+    }),
+  );
+}
+
+describe("a camera history's frames, known across turns by the digest of their text", () => {
+  for (const ingress of ingresses) {
+    test(`${ingress.name}: changed, swapped, dropped and repeated frames give the full path's upstream bodies and records`, async () => {
+      const histories = turns();
+      const post = async (episode: { id: string; ingressKey: string }, body: string) => {
+        const before = upstreamBodies.length;
+        const res = await s.app.request(ingress.route(episode.id), {
+          method: "POST",
+          headers: { "content-type": "application/json", ...ingress.headers(episode.ingressKey) },
+          body,
+        });
+        const answer = await res.text();
+        return {
+          status: res.status,
+          answer: res.status === 200 ? "" : answer,
+          wire: upstreamBodies.slice(before).join("\n"),
+        };
+      };
+
+      // The full path: every fact forgotten before each request.
+      const full = s.createEpisode();
+      const fullTurns = [];
+      for (const history of histories) {
+        forgetKnownTexts();
+        fullTurns.push(await post(full, ingress.body(history)));
+      }
+      // The last turn's newest frame no longer decodes: refused (400) the same way on both paths.
+      expect(fullTurns.map((turn) => turn.status)).toEqual([...histories.slice(1).map(() => 200), 400]);
+
+      // The same turns with the facts of earlier turns known.
+      forgetKnownTexts();
+      const known = s.createEpisode();
+      const knownTurns = [];
+      let reused = 0;
+      for (const history of histories) {
+        const before = knownTextCounts().reused;
+        knownTurns.push(await post(known, ingress.body(history)));
+        reused += knownTextCounts().reused - before;
+        expect(knownTextCounts().live).toBe(0);
+      }
+      // Facts were reused (the test would not show a stale reuse otherwise), and nothing was different.
+      expect(reused).toBeGreaterThan(histories.length * 8);
+      expect(knownTurns).toEqual(fullTurns);
+      expect(bodyLines(s.dataDir, known.id)).toEqual(bodyLines(s.dataDir, full.id));
+      const records = openRecords(s.dataDir);
+      const exchanges = records.readEpisode(known.id).exchanges;
+      expect(exchanges.map((exchange) => records.clientRequestText(exchange))).toEqual(
+        histories.map(ingress.body),
+      );
+      expect(exchanges.map((exchange) => records.upstreamRequestText(exchange))).toEqual(
+        knownTurns.map((turn) => turn.wire || undefined),
+      );
+    });
+  }
+});
