@@ -45,10 +45,17 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
     id,
     log: deps.logger.child({ episode: episode.id, exchange: id, protocol: spec.protocol }),
   };
-  // The facts of the request's long strings stay registered until its stages are done (known-texts.ts).
+  // The request's long strings stay registered with their facts (known-texts.ts) until the
+  // answer is ready, no longer than the request itself is held: delivery does not hold them.
   const hold = spec.clientRequest.received.hold;
   hold?.retain();
-  const stages = () => runStages(run, spec).finally(() => hold?.release());
+  let held = hold !== undefined;
+  const letGo = () => {
+    if (!held) return;
+    held = false;
+    hold?.release();
+  };
+  const stages = () => runStages(run, spec, letGo).finally(letGo);
   if (!spec.streaming || deps.keepAlive === undefined) return stages();
   const answer = stages();
   // The exchange outlives the response opened early: shutdown waits for it too.
@@ -66,7 +73,7 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   });
 }
 
-async function runStages(run: ExchangeRun, spec: ExchangeSpec): Promise<Response> {
+async function runStages(run: ExchangeRun, spec: ExchangeSpec, answered: () => void): Promise<Response> {
   const { deps, episode } = run;
   let refused: SidecarError | undefined;
   try {
@@ -84,6 +91,7 @@ async function runStages(run: ExchangeRun, spec: ExchangeSpec): Promise<Response
   try {
     turn = reserveTurn(episode);
     const answer = await answerExchange(run, spec);
+    answered();
     return deliverAnswer({
       ...answer,
       episode,

@@ -53,7 +53,8 @@ export function factsOfDigest(digest: string): TextFacts {
 /**
  * A fact about `text`: computed by `compute` (a pure function of the text alone) once
  * per distinct text while the text is registered by a request in process, else simply
- * computed. A `compute` that throws is not remembered.
+ * computed. A `compute` that throws is not remembered. The fact must hold no piece of
+ * the text: a slice of a string keeps the whole string alive (see `ownCopy`).
  */
 export function knownFact<T>(text: string, kind: string, compute: () => T): T {
   if (text.length < knownTextFromChars) return compute();
@@ -66,6 +67,11 @@ export function knownFact<T>(text: string, kind: string, compute: () => T): T {
   const value = compute();
   facts.values.set(kind, value);
   return value;
+}
+
+/** A short string as a string of its own, not a view into the (megabytes long) text it was cut from. */
+export function ownCopy(text: string): string {
+  return Buffer.from(text).toString();
 }
 
 /** The strings one request registered: held while the request is processed, let go of once it is done. */

@@ -24,7 +24,7 @@
  */
 import { z } from "zod";
 import { encodeBase64 } from "../lib/base64.ts";
-import { knownFact } from "../lib/known-texts.ts";
+import { knownFact, ownCopy } from "../lib/known-texts.ts";
 import { sha256OfBase64 } from "../lib/sha256.ts";
 import type { BlobStore } from "./blob-store.ts";
 
@@ -166,7 +166,8 @@ function blobOf(
   // to write a blob that is not stored yet: a resent frame is hashed, never decoded.
   const mediaType = dataUrlType ?? sniffImageType(Buffer.from(base64.slice(0, 16), "base64"));
   if (!mediaType) return undefined;
-  return { mediaType, bytes, digest: sha256OfBase64(base64) };
+  // Remembered with the text's facts: its own string, not a slice keeping the image alive.
+  return { mediaType: ownCopy(mediaType), bytes, digest: sha256OfBase64(base64) };
 }
 
 function referenceText(digest: string, mediaType: string, bytes: number, dataUrl: boolean): string {

@@ -19,7 +19,7 @@ import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from
 import { invalidField } from "../../lib/errors.ts";
 import { deriveOnce } from "../../lib/frozen-json.ts";
 import type { FrozenMemos } from "../../lib/frozen-memos.ts";
-import { knownFact } from "../../lib/known-texts.ts";
+import { knownFact, ownCopy } from "../../lib/known-texts.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
 import { fromHub, type RenderContext, responseSettings } from "./from-hub.ts";
@@ -46,7 +46,7 @@ function dataUrlParts(url: string): { mediaType: string; data: string } | undefi
   const parts = knownFact(url, "data_url", () => {
     const match = dataUrlPattern.exec(url);
     if (!match?.[1] || match[2] === undefined) return undefined;
-    return { mediaType: match[1], dataFrom: url.length - match[2].length };
+    return { mediaType: ownCopy(match[1]), dataFrom: url.length - match[2].length };
   });
   return parts && { mediaType: parts.mediaType, data: url.slice(parts.dataFrom) };
 }
