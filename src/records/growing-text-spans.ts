@@ -6,7 +6,8 @@
  * segment by segment (a memory compare), and the segments it begins with become its known
  * spans, so the records' scan of each (known-spans.ts) is reused. The rest of the text is
  * cut into new segments of about `segmentChars` for the next turn; a known span the text
- * already has there (a repeated tool list's JSON) stays one segment, with its own key. A
+ * already has there at least that long (a repeated tool list's JSON) stays one segment,
+ * with its own key. A
  * text that differs early only reuses less: nothing is assumed equal that was not compared.
  * A text with images, or past `maxChars`, is not kept (its base64 is never held twice).
  */
@@ -44,7 +45,10 @@ export function knownSpansOfGrowingText(state: GrowingText, json: JsonText, keep
     const byKey = new Map(state.segments.slice(reused.length).map((segment) => [segment.key, segment]));
     kept.push(...state.segments.slice(0, reused.length));
     let from = at;
-    for (const span of [...own, { start: text.length, end: text.length, key: {} }]) {
+    // A short known span (one resent message's JSON) goes into the segments around it:
+    // a segment of its own would only add bookkeeping per message on every turn.
+    const long = own.filter((span) => span.end - span.start >= state.segmentChars);
+    for (const span of [...long, { start: text.length, end: text.length, key: {} }]) {
       for (const cut of cutsOutsideStrings(text, from, span.start, state.segmentChars)) {
         kept.push({ text: copy(text.slice(from, cut)), key: {} });
         from = cut;
