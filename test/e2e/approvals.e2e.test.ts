@@ -12,6 +12,9 @@
  *     "rejected by the operator: <reason>";
  *   - no decision → expiry after approval_timeout_ms, nothing ran, and an approval
  *     arriving afterwards is refused.
+ * Every client and decision against the instant scripted model; against a slow,
+ * throttling one (test/support/upstream-profiles-under-test.ts) each client once and each
+ * decision at least once, where the model's turns are retried around the operator's wait.
  * Saves a screenshot of a pending approval (dist/ui-screenshots/approval.png; the one
  * in docs/ui-approval.png comes from it). Needs `make build` and the pinned clients.
  * Runs in a loopback-only network namespace when one can be made.
@@ -35,6 +38,11 @@ import {
   type SidecarProcess,
   startSidecarProcess,
 } from "../support/sidecar-process.ts";
+import {
+  expectOneAnswerPerExchange,
+  forEachUpstreamProfile,
+  type UpstreamProfileUnderTest,
+} from "../support/upstream-profiles-under-test.ts";
 
 const timeoutMs = 300_000;
 const approvalTimeoutMs = 15_000;
@@ -69,6 +77,15 @@ const manifest = {
   ],
 };
 
+type Decision = "approved" | "rejected" | "expired";
+/** Under the slow upstream: each client once, each decision at least once (the whole matrix again would double the file's time). */
+const loadedSample: Record<ClientName, Decision> = {
+  claude: "approved",
+  codex: "rejected",
+  opencode: "expired",
+  gemini: "approved",
+};
+
 let upstream: Upstream;
 let controller: ReturnType<typeof serveRecordingExecutor>;
 let sidecar: SidecarProcess;
@@ -88,15 +105,21 @@ type Scenario = {
 /** The CLI on a new episode while `operator` acts on its /ui page; everything that happened. */
 async function scenario(
   client: ClientName,
+  profile: UpstreamProfileUnderTest,
   operator: (episode: LaunchInfo) => Promise<void>,
 ): Promise<Scenario> {
   assertPrerequisites(client);
+  // The profile's windows count from here: each scenario meets the throttle and the 500 burst.
+  upstream.scripted.setProfile(profile.profile);
   const episode = await sidecar.createEpisode({ client, manifest });
   const before = upstream.scripted.received.length;
   const running = runClient(client, sidecar, episode, { timeoutMs: 180_000 });
   await operator(episode);
   const run = await running;
-  const requests = upstream.scripted.received.slice(before).map((r) => JSON.stringify(r.body));
+  const received = upstream.scripted.received.slice(before);
+  const evidence = expectOneAnswerPerExchange(received, records(episode.records_dir, "exchanges"));
+  console.log(`${client}${profile.label}: ${JSON.stringify(evidence)}`);
+  const requests = received.map((r) => JSON.stringify(r.body));
   const jobs = [...controller.jobs.values()]
     .filter((j) => j.body.episode_id === episode.id && j.body.tool === "move")
     .map((j) => j.body);
@@ -158,7 +181,7 @@ function expectFinished(client: ClientName, s: Scenario, resultText: string) {
 
 describeInLoopbackNamespace(
   "operator approval with real CLIs",
-  { file: import.meta.path, timeoutMs: 12 * timeoutMs },
+  { file: import.meta.path, timeoutMs: 16 * timeoutMs },
   () => {
     beforeAll(async () => {
       upstream = await serveScriptedUpstream(0, { decide: moveEpisodeReply() });
@@ -206,95 +229,105 @@ describeInLoopbackNamespace(
       upstream?.stop();
     });
 
-    for (const client of ["claude", "codex", "opencode", "gemini"] as const) {
-      test(
-        `${client}: approved on the episode page after a wait → the move runs once; the CLI waited`,
-        async () => {
-          const s = await scenario(client, async (episode) => {
-            const pending = await pendingOnPage(episode);
-            // Long enough for several progress notifications while the CLI waits.
-            await Bun.sleep(5_000);
-            await page.waitForFunction(() => {
-              const waited = (
-                globalThis as unknown as {
-                  document: { querySelector(s: string): { textContent: string } | null };
+    forEachUpstreamProfile((profile) => {
+      for (const client of ["claude", "codex", "opencode", "gemini"] as const) {
+        const runs = (decision: Decision) => !profile.loaded || loadedSample[client] === decision;
+        if (runs("approved"))
+          test(
+            `${client}: approved on the episode page after a wait → the move runs once; the CLI waited${profile.label}`,
+            async () => {
+              const s = await scenario(client, profile, async (episode) => {
+                const pending = await pendingOnPage(episode);
+                // Long enough for several progress notifications while the CLI waits.
+                await Bun.sleep(5_000);
+                await page.waitForFunction(() => {
+                  const waited = (
+                    globalThis as unknown as {
+                      document: { querySelector(s: string): { textContent: string } | null };
+                    }
+                  ).document.querySelector(".waited");
+                  return Number.parseInt(waited?.textContent ?? "0", 10) >= 4;
+                });
+                if (client === "claude" && !profile.loaded) {
+                  mkdirSync(screenshots, { recursive: true });
+                  await page.screenshot({ path: join(screenshots, "approval.png"), fullPage: true });
                 }
-              ).document.querySelector(".waited");
-              return Number.parseInt(waited?.textContent ?? "0", 10) >= 4;
-            });
-            if (client === "claude") {
-              mkdirSync(screenshots, { recursive: true });
-              await page.screenshot({ path: join(screenshots, "approval.png"), fullPage: true });
-            }
-            await pending.locator("button.approve").click();
-            await page.waitForURL(`${sidecar.url}/ui/episodes/${episode.id}`);
-            expect(await page.locator("[data-approval]").count()).toBe(0);
-          });
-          expect(s.jobs).toHaveLength(1);
-          expect(s.jobs[0]).toMatchObject({ tool: "move", arguments: scriptedMove });
-          expect(moveEvents(s.ledger).map((e) => e.type)).toEqual([
-            "claimed",
-            "approval_requested",
-            "approved",
-            "submitted",
-            "acknowledged",
-            "receipt",
-          ]);
-          expect(moveEvents(s.ledger).find((e) => e.type === "approved")).toMatchObject({ by: "ui" });
-          expectFinished(client, s, `ran move for episode ${s.episode.id}`);
-        },
-        timeoutMs,
-      );
-
-      test(
-        `${client}: rejected with a reason → nothing ran; the model's next request carries the rejection`,
-        async () => {
-          const reason = "too close to the table edge";
-          const s = await scenario(client, async (episode) => {
-            const pending = await pendingOnPage(episode);
-            await pending.locator("input[name=reason]").fill(reason);
-            await pending.locator("button.reject").click();
-            await page.waitForURL(`${sidecar.url}/ui/episodes/${episode.id}`);
-          });
-          expect(s.jobs).toEqual([]);
-          expect(moveEvents(s.ledger).map((e) => e.type)).toEqual([
-            "claimed",
-            "approval_requested",
-            "rejected",
-          ]);
-          expect(moveEvents(s.ledger).at(-1)).toMatchObject({ by: "ui", reason });
-          expectFinished(client, s, `rejected by the operator: ${reason}`);
-        },
-        timeoutMs,
-      );
-
-      test(
-        `${client}: no decision → rejected after approval_timeout_ms, nothing ran; a late approval is refused`,
-        async () => {
-          const started = Date.now();
-          const s = await scenario(client, async () => {});
-          expect(Date.now() - started).toBeGreaterThanOrEqual(approvalTimeoutMs);
-          expect(s.jobs).toEqual([]);
-          const events = moveEvents(s.ledger);
-          expect(events.map((e) => e.type)).toEqual(["claimed", "approval_requested", "rejected"]);
-          expect(events.at(-1)).toMatchObject({ by: "timeout" });
-          expectFinished(client, s, `rejected by the operator: no decision within ${approvalTimeoutMs} ms`);
-          const late = await sidecar.control(
-            `/episodes/${s.episode.id}/approvals/${String(events[0]?.callId)}`,
-            {
-              method: "POST",
-              body: JSON.stringify({ decision: "approve" }),
+                await pending.locator("button.approve").click();
+                await page.waitForURL(`${sidecar.url}/ui/episodes/${episode.id}`);
+                expect(await page.locator("[data-approval]").count()).toBe(0);
+              });
+              expect(s.jobs).toHaveLength(1);
+              expect(s.jobs[0]).toMatchObject({ tool: "move", arguments: scriptedMove });
+              expect(moveEvents(s.ledger).map((e) => e.type)).toEqual([
+                "claimed",
+                "approval_requested",
+                "approved",
+                "submitted",
+                "acknowledged",
+                "receipt",
+              ]);
+              expect(moveEvents(s.ledger).find((e) => e.type === "approved")).toMatchObject({ by: "ui" });
+              expectFinished(client, s, `ran move for episode ${s.episode.id}`);
             },
+            timeoutMs,
           );
-          expect(late.status).toBe(409);
-          expect(
-            [...controller.jobs.values()].filter(
-              (j) => j.body.episode_id === s.episode.id && j.body.tool === "move",
-            ),
-          ).toEqual([]);
-        },
-        timeoutMs,
-      );
-    }
+
+        if (runs("rejected"))
+          test(
+            `${client}: rejected with a reason → nothing ran; the model's next request carries the rejection${profile.label}`,
+            async () => {
+              const reason = "too close to the table edge";
+              const s = await scenario(client, profile, async (episode) => {
+                const pending = await pendingOnPage(episode);
+                await pending.locator("input[name=reason]").fill(reason);
+                await pending.locator("button.reject").click();
+                await page.waitForURL(`${sidecar.url}/ui/episodes/${episode.id}`);
+              });
+              expect(s.jobs).toEqual([]);
+              expect(moveEvents(s.ledger).map((e) => e.type)).toEqual([
+                "claimed",
+                "approval_requested",
+                "rejected",
+              ]);
+              expect(moveEvents(s.ledger).at(-1)).toMatchObject({ by: "ui", reason });
+              expectFinished(client, s, `rejected by the operator: ${reason}`);
+            },
+            timeoutMs,
+          );
+
+        if (runs("expired"))
+          test(
+            `${client}: no decision → rejected after approval_timeout_ms, nothing ran; a late approval is refused${profile.label}`,
+            async () => {
+              const started = Date.now();
+              const s = await scenario(client, profile, async () => {});
+              expect(Date.now() - started).toBeGreaterThanOrEqual(approvalTimeoutMs);
+              expect(s.jobs).toEqual([]);
+              const events = moveEvents(s.ledger);
+              expect(events.map((e) => e.type)).toEqual(["claimed", "approval_requested", "rejected"]);
+              expect(events.at(-1)).toMatchObject({ by: "timeout" });
+              expectFinished(
+                client,
+                s,
+                `rejected by the operator: no decision within ${approvalTimeoutMs} ms`,
+              );
+              const late = await sidecar.control(
+                `/episodes/${s.episode.id}/approvals/${String(events[0]?.callId)}`,
+                {
+                  method: "POST",
+                  body: JSON.stringify({ decision: "approve" }),
+                },
+              );
+              expect(late.status).toBe(409);
+              expect(
+                [...controller.jobs.values()].filter(
+                  (j) => j.body.episode_id === s.episode.id && j.body.tool === "move",
+                ),
+              ).toEqual([]);
+            },
+            timeoutMs,
+          );
+      }
+    });
   },
 );
