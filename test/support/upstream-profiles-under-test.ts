@@ -2,9 +2,10 @@
  * The upstreams every new end-to-end test runs against (tests only): the `instant`
  * scripted model, and `loaded-short`, a loaded Model Studio scaled to a test's length
  * (docs/upstream-profiles.md, "In the end-to-end tests"): up to 1.2 s to the response
- * head (a retried answer waits seconds), a token pace, a tokens-per-minute throttle window answered with Model
- * Studio's 429 body, a 500 burst and answers reset mid-stream, all within the first
- * seconds of a run and repeating, so even a short episode meets each. A real endpoint
+ * head (a retried answer waits seconds), a token pace, a tokens-per-minute throttle
+ * window answered with Model Studio's 429 body, a 500 burst and answers reset
+ * mid-stream, all within the first seconds of a run and repeating, so even a short
+ * episode meets each. A real endpoint
  * is slower and fails more; a test that only ever saw the instant model proved
  * nothing about retries, keepalives and records of retried attempts.
  *
