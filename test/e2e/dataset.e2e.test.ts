@@ -15,7 +15,10 @@
  *     key anywhere in the dataset;
  *   - the manifest's counts and per-file SHA-256 match the files;
  * then a second export is byte-identical, and a torn line is reported by name
- * and leaves nothing of that episode in the dataset.
+ * and leaves nothing of that episode in the dataset. Against the instant scripted
+ * model, and a slow, throttling one (test/support/upstream-profiles-under-test.ts;
+ * `validate --upstream` against it for the smoke episodes): a dataset line is an
+ * exchange's answered request, never a failed attempt's.
  */
 import { expect, test } from "bun:test";
 import { createHash } from "node:crypto";
@@ -29,6 +32,11 @@ import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripte
 import { assertPrerequisites, runClient } from "../support/client-run.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { binaryPath, controlPassword, startSidecarProcess } from "../support/sidecar-process.ts";
+import {
+  answeredWhole,
+  forEachUpstreamProfile,
+  upstreamProfilesUnderTest,
+} from "../support/upstream-profiles-under-test.ts";
 import { runValidate } from "../support/validate-run.ts";
 import { varTmp } from "../support/var-tmp.ts";
 
@@ -146,172 +154,195 @@ function expectWellFormed(line: Line): void {
   expect(JSON.stringify(line.tools ?? [])).not.toContain("_callID");
 }
 
-describeInLoopbackNamespace("dataset export end to end", { file: import.meta.path, timeoutMs }, () => {
-  test(
-    "four clients' smoke episodes and a 25-turn camera episode → a dataset that reads back valid, byte-identical on re-export",
-    async () => {
-      const codecs: Codecs = await loadCodecs();
-      assertPrerequisites("codex");
+describeInLoopbackNamespace(
+  "dataset export end to end",
+  { file: import.meta.path, timeoutMs: timeoutMs * upstreamProfilesUnderTest.length },
+  () =>
+    forEachUpstreamProfile((profile) =>
+      test(
+        `four clients' smoke episodes and a 25-turn camera episode → a dataset that reads back valid, byte-identical on re-export${profile.label}`,
+        async () => {
+          const codecs: Codecs = await loadCodecs();
+          assertPrerequisites("codex");
 
-      // 1. The smoke episode of every pinned client, as `validate` runs it.
-      const validated = await runValidate(["--all"]);
-      if (validated.code !== 0) console.error(`${validated.stdout}\n${validated.stderr}`);
-      expect(validated.code).toBe(0);
-      const clients = validated.summary?.clients.map((c) => c.client) ?? [];
-      expect(clients.sort()).toEqual(["claude", "codex", "gemini", "opencode"]);
-      const received: Record<string, ReceivedBody[]> = {};
-      const secrets = [controlPassword, upstreamKey];
-      for (const client of clients) {
-        // validate's evidence quotes the records, where images are blob references: put back the data URLs sent.
-        const { records_dir } = JSON.parse(
-          readFileSync(join(validated.out, client, "episode-status.json"), "utf8"),
-        ) as { records_dir: string };
-        received[client] = (
-          JSON.parse(readFileSync(join(validated.out, client, "upstream-requests.json"), "utf8")) as {
-            body: ReceivedBody;
-          }[]
-        ).map((r) => withDataUrls(r.body, join(records_dir, "..", "..", "blobs", "sha256")) as ReceivedBody);
-        const credentials = readFileSync(join(validated.out, client, "kit", "credentials.env"), "utf8");
-        secrets.push(...[...credentials.matchAll(/ura_(?:key|mcp)_[A-Za-z0-9_-]+/g)].map((m) => m[0]));
-      }
+          // 1. The smoke episode of every pinned client, as `validate` runs it: on its embedded
+          // scripted model, or against the slow one served here.
+          const smokeUpstream = profile.loaded
+            ? await serveScriptedUpstream(0, { profile: profile.profile })
+            : undefined;
+          const validated = await runValidate(
+            smokeUpstream ? ["--all", "--upstream"] : ["--all"],
+            smokeUpstream ? { URA_UPSTREAM_URL: smokeUpstream.url, URA_UPSTREAM_API_KEY: upstreamKey } : {},
+          ).finally(() => smokeUpstream?.stop());
+          if (validated.code !== 0) console.error(`${validated.stdout}\n${validated.stderr}`);
+          expect(validated.code).toBe(0);
+          const clients = validated.summary?.clients.map((c) => c.client) ?? [];
+          expect(clients.sort()).toEqual(["claude", "codex", "gemini", "opencode"]);
+          const received: Record<string, ReceivedBody[]> = {};
+          const secrets = [controlPassword, upstreamKey];
+          for (const client of clients) {
+            // validate's evidence quotes the records, where images are blob references: put back the data URLs sent.
+            const { records_dir } = JSON.parse(
+              readFileSync(join(validated.out, client, "episode-status.json"), "utf8"),
+            ) as { records_dir: string };
+            received[client] = (
+              JSON.parse(readFileSync(join(validated.out, client, "upstream-requests.json"), "utf8")) as {
+                body: ReceivedBody;
+              }[]
+            ).map(
+              (r) => withDataUrls(r.body, join(records_dir, "..", "..", "blobs", "sha256")) as ReceivedBody,
+            );
+            const credentials = readFileSync(join(validated.out, client, "kit", "credentials.env"), "utf8");
+            secrets.push(...[...credentials.matchAll(/ura_(?:key|mcp)_[A-Za-z0-9_-]+/g)].map((m) => m[0]));
+          }
 
-      // 2. The long camera episode: Codex CLI, 23 observations, finish, final text = 25 turns.
-      // (Codex, because it starts its MCP servers before the first model request; Claude Code
-      // may send the first one before its MCP tools are listed, and then the model has no robot.)
-      const upstream = await serveScriptedUpstream(0, { decide: longEpisodeReply(23) });
-      const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
-      let longId = "";
-      try {
-        const episode = await sidecar.createEpisode({ client: "codex" });
-        longId = episode.id;
-        secrets.push(episode.ingress_key, episode.mcp_token);
-        const run = await runClient("codex", sidecar, episode, { timeoutMs: timeoutMs / 3 });
-        const status = await sidecar.episode(episode.id);
-        if (run.code !== 0 || status.state !== "finished")
-          console.error(
-            `${run.context}\nepisode: ${JSON.stringify(status)}\nupstream requests: ${upstream.scripted.received.length}`,
+          // 2. The long camera episode: Codex CLI, 23 observations, finish, final text = 25 turns.
+          // (Codex, because it starts its MCP servers before the first model request; Claude Code
+          // may send the first one before its MCP tools are listed, and then the model has no robot.)
+          const upstream = await serveScriptedUpstream(0, {
+            decide: longEpisodeReply(23),
+            profile: profile.profile,
+          });
+          const sidecar = await startSidecarProcess({ upstreamUrl: upstream.url });
+          let longId = "";
+          try {
+            const episode = await sidecar.createEpisode({ client: "codex" });
+            longId = episode.id;
+            secrets.push(episode.ingress_key, episode.mcp_token);
+            const run = await runClient("codex", sidecar, episode, { timeoutMs: timeoutMs / 3 });
+            const status = await sidecar.episode(episode.id);
+            if (run.code !== 0 || status.state !== "finished")
+              console.error(
+                `${run.context}\nepisode: ${JSON.stringify(status)}\nupstream requests: ${upstream.scripted.received.length}`,
+              );
+            expect(run.code).toBe(0);
+            expect(status.state).toBe("finished");
+            // One answered request per turn; a failed attempt's is none of the dataset's lines.
+            received.long = upstream.scripted.received
+              .filter(answeredWhole)
+              .map((r) => r.body as ReceivedBody);
+          } finally {
+            await sidecar.stopCleanly();
+            upstream.stop();
+          }
+          expect(received.long?.length).toBe(25);
+
+          // One data directory holding all five episodes (records of earlier runs, read afterwards).
+          const work = mkdtempSync(join(varTmp(), "dataset-"));
+          const dataDir = join(work, "data");
+          cpSync(join(validated.out, "data"), dataDir, { recursive: true });
+          cpSync(join(sidecar.dataDir, "episodes"), join(dataDir, "episodes"), { recursive: true });
+          if (existsSync(join(sidecar.dataDir, "blobs")))
+            cpSync(join(sidecar.dataDir, "blobs"), join(dataDir, "blobs"), { recursive: true });
+
+          // 3. Export, and read it back.
+          const out = join(work, "dataset");
+          const first = await exportDataset(dataDir, out);
+          if (first.code !== 0) console.error(`${first.stdout}\n${first.stderr}`);
+          expect(first.code).toBe(0);
+          const lines = readFileSync(join(out, "dataset.jsonl"), "utf8")
+            .trimEnd()
+            .split("\n")
+            .map((l) => JSON.parse(l) as Line);
+          const manifest = JSON.parse(readFileSync(join(out, "manifest.json"), "utf8"));
+          type EpisodeEntry = {
+            id: string;
+            client: string;
+            conversations: { line: number; exchanges: string[] }[];
+          };
+          const episodes = manifest.episodes as EpisodeEntry[];
+          expect(episodes.map((e) => e.client).sort()).toEqual([
+            "claude",
+            "codex",
+            "codex",
+            "gemini",
+            "opencode",
+          ]);
+          // OpenCode's title request is a conversation of its own; every other episode is one line.
+          expect(lines).toHaveLength(6);
+          expect(manifest.validation.passed).toBe(true);
+          expect(manifest.skipped).toEqual([]);
+
+          const allText =
+            readFileSync(join(out, "dataset.jsonl"), "utf8") +
+            readFileSync(join(out, "manifest.json"), "utf8");
+          for (const secret of secrets) expect(allText.includes(secret)).toBe(false);
+          expect(allText).not.toMatch(/ura_(?:key|mcp)_[A-Za-z0-9_-]{20,}/);
+
+          const receivedImages = new Set(
+            Object.values(received).flatMap((bodies) => bodies.flatMap((b) => dataUrlImages(b).map(sha256))),
           );
-        expect(run.code).toBe(0);
-        expect(status.state).toBe("finished");
-        received.long = upstream.scripted.received.map((r) => r.body as ReceivedBody);
-      } finally {
-        await sidecar.stopCleanly();
-        upstream.stop();
-      }
-      expect(received.long?.length).toBe(25);
+          const clientPngPixels = new Set<string>();
+          for (const id of readdirSync(join(dataDir, "episodes"))) {
+            const records = readFileSync(join(dataDir, "episodes", id, "exchanges.jsonl"), "utf8");
+            for (const m of records.matchAll(/iVBORw0KGgo[A-Za-z0-9+/=]+/g))
+              clientPngPixels.add(pixels(codecs.decodePng(new Uint8Array(Buffer.from(m[0], "base64")))));
+          }
+          // Records refer to images by blob: the clients' PNGs are the store's PNG blobs.
+          const blobsDir = join(dataDir, "blobs", "sha256");
+          for (const name of existsSync(blobsDir) ? readdirSync(blobsDir) : []) {
+            const bytes = new Uint8Array(readFileSync(join(blobsDir, name)));
+            if (Buffer.from(bytes.subarray(0, 4)).toString("latin1") === "\x89PNG")
+              clientPngPixels.add(pixels(codecs.decodePng(bytes)));
+          }
+          for (const episode of episodes) {
+            const bodies = episode.id === longId ? (received.long ?? []) : (received[episode.client] ?? []);
+            for (const conversation of episode.conversations) {
+              const line = lines[conversation.line - 1];
+              if (!line) throw new Error(`manifest names line ${conversation.line}, which is not there`);
+              expectWellFormed(line);
+              // The line is a request the upstream really received, plus the model's answer.
+              const request = inlined(line.messages.slice(0, -1), out);
+              const sent = bodies.find((b) => JSON.stringify(b.messages) === JSON.stringify(request));
+              expect(sent).toBeDefined();
+              expect(JSON.stringify(line.tools)).toBe(JSON.stringify(sent?.tools));
+              if (line.tools) expect(line.messages.at(-1)?.content).toContain("The episode is complete");
+            }
+          }
+          const longLine = lines[(episodes.find((e) => e.id === longId)?.conversations[0]?.line ?? 0) - 1];
+          expect(longLine?.messages.filter((m) => m.role === "assistant")).toHaveLength(25);
+          expect(
+            longLine?.messages.filter((m) => JSON.stringify(m.content).includes('"image_url"')),
+          ).toHaveLength(23);
 
-      // One data directory holding all five episodes (records of earlier runs, read afterwards).
-      const work = mkdtempSync(join(varTmp(), "dataset-"));
-      const dataDir = join(work, "data");
-      cpSync(join(validated.out, "data"), dataDir, { recursive: true });
-      cpSync(join(sidecar.dataDir, "episodes"), join(dataDir, "episodes"), { recursive: true });
-      if (existsSync(join(sidecar.dataDir, "blobs")))
-        cpSync(join(sidecar.dataDir, "blobs"), join(dataDir, "blobs"), { recursive: true });
+          const files = tree(out);
+          const images = Object.keys(files).filter((f) => f.startsWith("images/"));
+          expect(images.length).toBeGreaterThan(0);
+          expect(manifest.counts.images).toBe(images.length);
+          for (const file of images) {
+            const bytes = new Uint8Array(readFileSync(join(out, file)));
+            expect(file).toBe(`images/sha256-${sha256(bytes)}.webp`);
+            expect(receivedImages.has(sha256(bytes))).toBe(true);
+            expect(clientPngPixels.has(pixels(codecs.decodeWebp(bytes)))).toBe(true);
+          }
+          for (const [name, digest] of Object.entries(files))
+            if (name !== "manifest.json") expect(manifest.files[name]?.sha256).toBe(digest);
 
-      // 3. Export, and read it back.
-      const out = join(work, "dataset");
-      const first = await exportDataset(dataDir, out);
-      if (first.code !== 0) console.error(`${first.stdout}\n${first.stderr}`);
-      expect(first.code).toBe(0);
-      const lines = readFileSync(join(out, "dataset.jsonl"), "utf8")
-        .trimEnd()
-        .split("\n")
-        .map((l) => JSON.parse(l) as Line);
-      const manifest = JSON.parse(readFileSync(join(out, "manifest.json"), "utf8"));
-      type EpisodeEntry = {
-        id: string;
-        client: string;
-        conversations: { line: number; exchanges: string[] }[];
-      };
-      const episodes = manifest.episodes as EpisodeEntry[];
-      expect(episodes.map((e) => e.client).sort()).toEqual([
-        "claude",
-        "codex",
-        "codex",
-        "gemini",
-        "opencode",
-      ]);
-      // OpenCode's title request is a conversation of its own; every other episode is one line.
-      expect(lines).toHaveLength(6);
-      expect(manifest.validation.passed).toBe(true);
-      expect(manifest.skipped).toEqual([]);
+          // 4. The same records export to the same bytes.
+          const again = join(work, "dataset-again");
+          expect((await exportDataset(dataDir, again)).code).toBe(0);
+          expect(tree(again)).toEqual(files);
 
-      const allText =
-        readFileSync(join(out, "dataset.jsonl"), "utf8") + readFileSync(join(out, "manifest.json"), "utf8");
-      for (const secret of secrets) expect(allText.includes(secret)).toBe(false);
-      expect(allText).not.toMatch(/ura_(?:key|mcp)_[A-Za-z0-9_-]{20,}/);
-
-      const receivedImages = new Set(
-        Object.values(received).flatMap((bodies) => bodies.flatMap((b) => dataUrlImages(b).map(sha256))),
-      );
-      const clientPngPixels = new Set<string>();
-      for (const id of readdirSync(join(dataDir, "episodes"))) {
-        const records = readFileSync(join(dataDir, "episodes", id, "exchanges.jsonl"), "utf8");
-        for (const m of records.matchAll(/iVBORw0KGgo[A-Za-z0-9+/=]+/g))
-          clientPngPixels.add(pixels(codecs.decodePng(new Uint8Array(Buffer.from(m[0], "base64")))));
-      }
-      // Records refer to images by blob: the clients' PNGs are the store's PNG blobs.
-      const blobsDir = join(dataDir, "blobs", "sha256");
-      for (const name of existsSync(blobsDir) ? readdirSync(blobsDir) : []) {
-        const bytes = new Uint8Array(readFileSync(join(blobsDir, name)));
-        if (Buffer.from(bytes.subarray(0, 4)).toString("latin1") === "\x89PNG")
-          clientPngPixels.add(pixels(codecs.decodePng(bytes)));
-      }
-      for (const episode of episodes) {
-        const bodies = episode.id === longId ? (received.long ?? []) : (received[episode.client] ?? []);
-        for (const conversation of episode.conversations) {
-          const line = lines[conversation.line - 1];
-          if (!line) throw new Error(`manifest names line ${conversation.line}, which is not there`);
-          expectWellFormed(line);
-          // The line is a request the upstream really received, plus the model's answer.
-          const request = inlined(line.messages.slice(0, -1), out);
-          const sent = bodies.find((b) => JSON.stringify(b.messages) === JSON.stringify(request));
-          expect(sent).toBeDefined();
-          expect(JSON.stringify(line.tools)).toBe(JSON.stringify(sent?.tools));
-          if (line.tools) expect(line.messages.at(-1)?.content).toContain("The episode is complete");
-        }
-      }
-      const longLine = lines[(episodes.find((e) => e.id === longId)?.conversations[0]?.line ?? 0) - 1];
-      expect(longLine?.messages.filter((m) => m.role === "assistant")).toHaveLength(25);
-      expect(
-        longLine?.messages.filter((m) => JSON.stringify(m.content).includes('"image_url"')),
-      ).toHaveLength(23);
-
-      const files = tree(out);
-      const images = Object.keys(files).filter((f) => f.startsWith("images/"));
-      expect(images.length).toBeGreaterThan(0);
-      expect(manifest.counts.images).toBe(images.length);
-      for (const file of images) {
-        const bytes = new Uint8Array(readFileSync(join(out, file)));
-        expect(file).toBe(`images/sha256-${sha256(bytes)}.webp`);
-        expect(receivedImages.has(sha256(bytes))).toBe(true);
-        expect(clientPngPixels.has(pixels(codecs.decodeWebp(bytes)))).toBe(true);
-      }
-      for (const [name, digest] of Object.entries(files))
-        if (name !== "manifest.json") expect(manifest.files[name]?.sha256).toBe(digest);
-
-      // 4. The same records export to the same bytes.
-      const again = join(work, "dataset-again");
-      expect((await exportDataset(dataDir, again)).code).toBe(0);
-      expect(tree(again)).toEqual(files);
-
-      // 5. A torn line: that episode is reported by name, nothing of it is exported.
-      const damaged = join(work, "damaged");
-      cpSync(dataDir, damaged, { recursive: true });
-      const torn = episodes.find((e) => e.client === "gemini")?.id ?? "";
-      appendFileSync(
-        join(damaged, "episodes", torn, "exchanges.jsonl"),
-        '{"at":"2026-12-01T10:00:00.000Z","exchange":"ex_9999","stage":"client_req',
-      );
-      const damagedOut = join(work, "dataset-damaged");
-      const broken = await exportDataset(damaged, damagedOut);
-      expect(broken.code).toBe(1);
-      expect(broken.stdout).toContain(`skipped ${torn} [corrupt]: exchanges.jsonl ends in a torn line`);
-      const brokenManifest = JSON.parse(readFileSync(join(damagedOut, "manifest.json"), "utf8"));
-      expect(brokenManifest.episodes.map((e: { id: string }) => e.id)).not.toContain(torn);
-      expect(readFileSync(join(damagedOut, "dataset.jsonl"), "utf8").trimEnd().split("\n")).toHaveLength(5);
-      rmSync(work, { recursive: true, force: true });
-    },
-    timeoutMs,
-  );
-});
+          // 5. A torn line: that episode is reported by name, nothing of it is exported.
+          const damaged = join(work, "damaged");
+          cpSync(dataDir, damaged, { recursive: true });
+          const torn = episodes.find((e) => e.client === "gemini")?.id ?? "";
+          appendFileSync(
+            join(damaged, "episodes", torn, "exchanges.jsonl"),
+            '{"at":"2026-12-01T10:00:00.000Z","exchange":"ex_9999","stage":"client_req',
+          );
+          const damagedOut = join(work, "dataset-damaged");
+          const broken = await exportDataset(damaged, damagedOut);
+          expect(broken.code).toBe(1);
+          expect(broken.stdout).toContain(`skipped ${torn} [corrupt]: exchanges.jsonl ends in a torn line`);
+          const brokenManifest = JSON.parse(readFileSync(join(damagedOut, "manifest.json"), "utf8"));
+          expect(brokenManifest.episodes.map((e: { id: string }) => e.id)).not.toContain(torn);
+          expect(readFileSync(join(damagedOut, "dataset.jsonl"), "utf8").trimEnd().split("\n")).toHaveLength(
+            5,
+          );
+          rmSync(work, { recursive: true, force: true });
+        },
+        timeoutMs,
+      ),
+    ),
+);

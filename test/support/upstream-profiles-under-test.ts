@@ -1,8 +1,8 @@
 /**
  * The upstreams every new end-to-end test runs against (tests only): the `instant`
  * scripted model, and `loaded-short`, a loaded Model Studio scaled to a test's length
- * (docs/upstream-profiles.md, "In the end-to-end tests"): up to 1.2 s to the response
- * head (a retried answer waits seconds), a token pace, a tokens-per-minute throttle
+ * (docs/upstream-profiles.md, "In the end-to-end tests"): up to 0.8 s to the response
+ * head (an answer that meets a throttle or a reset waits seconds), a token pace, a tokens-per-minute throttle
  * window answered with Model Studio's 429 body, a 500 burst and answers reset
  * mid-stream, all within the first seconds of a run and repeating, so even a short
  * episode meets each. A real endpoint
@@ -39,8 +39,8 @@ export interface UpstreamProfileUnderTest {
  */
 export const loadedShort: UpstreamProfileChoice = {
   base: "loaded",
-  head_ms: 200,
-  head_jitter_ms: 1_000,
+  head_ms: 100,
+  head_jitter_ms: 700,
   first_frame_ms: 100,
   tokens_per_second: 60,
   bursts: [
