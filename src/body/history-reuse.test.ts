@@ -12,7 +12,7 @@ import fc from "fast-check";
 import { createBlobStore } from "../records/blob-store.ts";
 import { formatRecordLine } from "../records/episode-records.ts";
 import { createRecurringTexts } from "../records/text-references.ts";
-import { createRepeatedMembers, parseJsonBody } from "./parse-json-body.ts";
+import { createRepeatedMembers, jsonNestingDepth, parseJsonBody } from "./parse-json-body.ts";
 
 /** An item is an object in every client's history; a bare number is a token that may grow by a digit. */
 type Item = Record<string, unknown> | number;
@@ -136,6 +136,8 @@ describe("a history resent with new items", () => {
             expect(JSON.stringify(reusing.value)).toBe(JSON.stringify(fresh.value));
             expect(reusing.received).toEqual(fresh.received);
             expect(incremental(reusing)).toBe(full(fresh));
+            // Each kept item's depth, found on the scan that cut it, is its text's own.
+            for (const kept of repeated.items ?? []) expect(kept.depth).toBe(jsonNestingDepth(kept.text));
           }
         },
       ),

@@ -250,18 +250,25 @@ function reusedItems(
 
 /**
  * The items of the array whose text runs from `from` (just after `[`, or at the `,`
- * after a reused item) to `end` (its `]`): each item's start and end, outside any string.
+ * after a reused item) to `end` (its `]`): each item's start and end, outside any string,
+ * and its deepest nesting (jsonNestingDepth of its text, found on the same pass).
  */
-function arrayItems(text: string, from: number, end: number): { start: number; end: number }[] {
-  const items: { start: number; end: number }[] = [];
+function arrayItems(
+  text: string,
+  from: number,
+  end: number,
+): { start: number; end: number; depth: number }[] {
+  const items: { start: number; end: number; depth: number }[] = [];
   let depth = 0;
+  let deepest = 0;
   let start = -1;
   const close = (at: number) => {
     if (start < 0) return;
     let last = at;
     while (last > start && isJsonSpace(text.charCodeAt(last - 1))) last--;
-    items.push({ start, end: last });
+    items.push({ start, end: last, depth: deepest });
     start = -1;
+    deepest = 0;
   };
   for (let i = from; i < end; i++) {
     const c = text.charCodeAt(i);
@@ -269,8 +276,10 @@ function arrayItems(text: string, from: number, end: number): { start: number; e
     if (c === 34 /* " */) {
       i = closingQuote(text, i);
       if (i < 0) return [];
-    } else if (c === 123 || c === 91) depth++;
-    else if (c === 125 || c === 93) depth--;
+    } else if (c === 123 || c === 91) {
+      depth++;
+      if (depth > deepest) deepest = depth;
+    } else if (c === 125 || c === 93) depth--;
     else if (c === 44 /* , */ && depth === 0) close(i);
   }
   close(end);
@@ -395,7 +404,7 @@ function historyItems(
       return { reused };
     // A flat copy: a slice may keep the whole request text alive with it.
     const copy = JSON.parse(JSON.stringify(itemText)) as string;
-    items.push({ text: copy, value: deepFreeze(parsed[index]), depth: jsonNestingDepth(copy) });
+    items.push({ text: copy, value: deepFreeze(parsed[index]), depth: where.depth });
   }
   repeated.items = items;
   return { reused };
