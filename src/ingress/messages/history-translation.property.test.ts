@@ -34,10 +34,24 @@ const newItems: fc.Arbitrary<Message[]> = fc.oneof(
     .map((): Message[] => [
       { role: "assistant", content: [{ type: "thinking", thinking: "t", signature: "s" }] },
     ]),
-  fc.tuple(fc.nat({ max: 5 }), text).map(([id, output]): Message[] => [
-    { role: "assistant", content: [{ type: "tool_use", id: `toolu_${id}`, name: "Bash", input: { c: id } }] },
-    { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${id}`, content: output }] },
-  ]),
+  fc
+    .tuple(fc.nat({ max: 5 }), text, fc.array(textBlock, { maxLength: 2 }), fc.boolean())
+    .map(([id, output, before, marked]): Message[] => [
+      {
+        role: "assistant",
+        content: [
+          ...before,
+          {
+            type: "tool_use",
+            id: `toolu_${id}`,
+            name: "Bash",
+            input: { c: id },
+            ...(marked ? { cache_control: { type: "ephemeral" } } : {}),
+          },
+        ],
+      },
+      { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${id}`, content: output }] },
+    ]),
 );
 
 describe("a growing Messages history, translated with the episode's memos", () => {
@@ -63,5 +77,28 @@ describe("a growing Messages history, translated with the episode's memos", () =
     const chatOne = buildChatRequest(one, chatTarget, repeated.memos);
     const chatTwo = buildChatRequest(two, chatTarget, repeated.memos);
     expect(chatTwo.messages[0]).toBe(chatOne.messages[0] as (typeof chatTwo.messages)[0]);
+  });
+
+  test("a resent assistant message of text and calls is translated once, its calls registered again", () => {
+    const repeated = createRepeatedMembers([], "messages");
+    const call = {
+      role: "assistant",
+      content: [
+        { type: "text", text: "run" },
+        { type: "tool_use", id: "toolu_1", name: "Bash", input: {} },
+      ],
+    };
+    const result = {
+      role: "user",
+      content: [{ type: "tool_result", tool_use_id: "toolu_1", content: "ok" }],
+    };
+    const translate = (messages: unknown[]) =>
+      toHub(parseJsonBody(JSON.stringify({ model: "m", max_tokens: 9, messages }), repeated)).hub;
+    const one = translate([{ role: "user", content: "go" }, call, result]);
+    const two = translate([{ role: "user", content: "go" }, call, result, { role: "user", content: "next" }]);
+    expect(two.messages[1]).toBe(one.messages[1] as (typeof two.messages)[1]);
+    expect(Object.isFrozen(two.messages[1])).toBe(true);
+    // The tool result still finds its call's name: the kept message's calls were registered.
+    expect(two.messages[2]).toMatchObject({ role: "tool", toolCallId: "toolu_1", name: "Bash" });
   });
 });

@@ -31,7 +31,7 @@ import type {
   HubToolChoice,
 } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import { deriveOnce } from "../../lib/frozen-json.ts";
+import { deepFreeze, deriveOnce } from "../../lib/frozen-json.ts";
 import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { fromHub } from "./from-hub.ts";
@@ -163,6 +163,31 @@ function isPlainText(message: MessagesMessage): boolean {
   );
 }
 
+/**
+ * An assistant message of text and tool calls only, none with `cache_control` or citations:
+ * its translation depends on itself and its position (each call's source names it) and
+ * notes nothing, and what it does to the translation's state is to register its calls. A
+ * resent one is translated once per episode and position; a later turn registers its calls
+ * again (a repeated id is the same error) and reuses the frozen hub message.
+ */
+function hasOnlyTextAndCalls(message: MessagesMessage): boolean {
+  if (message.role !== "assistant" || !message.content.some((block) => block.type === "tool_use"))
+    return false;
+  return message.content.every(
+    (block) =>
+      (block.type === "text" || block.type === "tool_use") &&
+      !hasCacheControl(block) &&
+      !(
+        block.type === "text" &&
+        block.citations !== undefined &&
+        block.citations !== null &&
+        block.citations.length > 0
+      ),
+  );
+}
+
+type KeptAssistant = { index: number; message: HubMessage };
+
 type PlainTextMessage = Extract<MessagesMessage, { role: "user" | "assistant" }>;
 
 /** The hub message of a plain text message (isPlainText): what the full translation below gives it. */
@@ -234,6 +259,18 @@ function requestToHub(
         });
         break;
       case "assistant": {
+        // A resent one of text and calls only: its earlier translation at this position, its calls registered again.
+        const keep = memos !== undefined && Object.isFrozen(message) && hasOnlyTextAndCalls(message);
+        const kept = keep ? memos.table<object, KeptAssistant>(hasOnlyTextAndCalls).get(message) : undefined;
+        if (kept !== undefined && kept.index === i && kept.message.role === "assistant") {
+          for (const call of kept.message.toolCalls) {
+            if (toolNames.has(call.id))
+              throw invalidField(`${call.source}.id`, `tool_use id ${call.id} appears twice in messages`);
+            toolNames.set(call.id, call.name);
+          }
+          messages.push(kept.message);
+          break;
+        }
         const texts: string[] = [];
         const toolCalls: HubToolCall[] = [];
         message.content.forEach((block, j) => {
@@ -269,7 +306,18 @@ function requestToHub(
           ignored.add(`messages[${i}]: assistant message with nothing but thinking (not forwarded)`);
           break;
         }
-        messages.push({ role: "assistant", text: texts.length > 0 ? texts.join("\n") : null, toolCalls });
+        const translated: HubMessage = {
+          role: "assistant",
+          text: texts.length > 0 ? texts.join("\n") : null,
+          toolCalls,
+        };
+        if (keep) {
+          deepFreeze(translated);
+          memos
+            .table<object, KeptAssistant>(hasOnlyTextAndCalls)
+            .set(message, { index: i, message: translated });
+        }
+        messages.push(translated);
         break;
       }
       case "user": {
