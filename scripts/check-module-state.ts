@@ -19,10 +19,6 @@ export const allowed: Readonly<Record<string, string>> = {
   "src/main.ts": "the process's entry",
   "src/server/compose.ts": "the composition root",
   "src/images/conversion-worker.ts": "a conversion worker thread's entry: its codecs, loaded once",
-  // A memo of pure functions of long strings' text, found by the text itself (the same answers
-  // without it), shared by episodes as the image cache is: the key is a SHA-256 of the text.
-  "src/lib/known-texts.ts":
-    "facts derived from long strings, by their text's SHA-256; the strings of requests in process",
 };
 
 const statePatterns = [

@@ -11,7 +11,7 @@
  */
 import type { Context, MiddlewareHandler, Next } from "hono";
 import { SidecarError } from "../lib/errors.ts";
-import type { TextHold } from "../lib/known-texts.ts";
+import type { KnownTexts, TextHold } from "../lib/known-texts.ts";
 import type { Logger } from "../lib/logger.ts";
 import { servingServer } from "../lib/serving-server.ts";
 import type { BodyAdmission } from "./body-admission.ts";
@@ -41,6 +41,8 @@ export type BodyReceiverDeps = {
   bodyArriving?: (bodyBytes: number) => void;
   /** Bounds the bytes of large model request bodies processed at once (body_bytes_in_flight). */
   admission?: BodyAdmission;
+  /** The process's facts of long strings: a split body's are registered while it is processed. */
+  knownTexts?: KnownTexts;
 };
 
 /** Model request bodies from this size on are admitted under body_bytes_in_flight. */
@@ -78,6 +80,7 @@ export function receiveBodies(deps: BodyReceiverDeps, form: BodyForm): Middlewar
       const started = deps.clock();
       const received = await receiveBody(original, {
         split: form === "split",
+        ...(deps.knownTexts ? { knownTexts: deps.knownTexts } : {}),
         limitBytes: deps.bodyLimitBytes,
         ...(limits ? { deadlineMs: limits.body_timeout_seconds * 1000 } : {}),
       });

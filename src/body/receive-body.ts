@@ -12,6 +12,7 @@
  * history declares no length.
  */
 
+import type { KnownTexts } from "../lib/known-texts.ts";
 import {
   BodyOverLimitError,
   type BodyReadBounds,
@@ -33,6 +34,8 @@ export async function receiveBody(
   options: {
     /** Whether the body is a model request's, taken split. */
     split: boolean;
+    /** Where a split body's long strings are registered with their facts (known-texts.ts). */
+    knownTexts?: KnownTexts;
     limitBytes: number;
     /** From now until the last body byte; none when no server serves the app (app.request()). */
     deadlineMs?: number;
@@ -52,7 +55,10 @@ export async function receiveBody(
     },
   };
   const reading: Promise<ReceivedBody> = options.split
-    ? readModelBody(request, { ...bounds, knownTexts: true }).then((split) => ({
+    ? readModelBody(request, {
+        ...bounds,
+        ...(options.knownTexts ? { knownTexts: options.knownTexts } : {}),
+      }).then((split) => ({
         kind: "complete",
         bytes: declared ?? counted,
         split,

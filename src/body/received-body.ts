@@ -6,6 +6,7 @@
  * without the app) is read and split when the route asks.
  */
 import type { Context } from "hono";
+import type { KnownTexts } from "../lib/known-texts.ts";
 import type { BodyEnv } from "./body-variables.ts";
 import { sharingFromChars } from "./parse-sharing-base64.ts";
 import { type BodyReadBounds, declaredBodyLength } from "./read-body-chunks.ts";
@@ -26,7 +27,7 @@ export const splitFromBytes = sharingFromChars;
  */
 export async function readModelBody(
   request: Request,
-  bounds: BodyReadBounds & { knownTexts?: boolean } = {},
+  bounds: BodyReadBounds & { knownTexts?: KnownTexts } = {},
 ): Promise<SplitText> {
   if (!request.body) return unsplit("");
   if ((declaredBodyLength(request) ?? Number.POSITIVE_INFINITY) < splitFromBytes)

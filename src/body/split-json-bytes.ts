@@ -18,7 +18,7 @@
  * text: a frame resent on every turn is then not checked again here (whether it is
  * long base64) nor by the stages after (its base64, its digest, its PNG header).
  */
-import { factsOfDigest, holdTexts, type TextFacts } from "../lib/known-texts.ts";
+import type { KnownTexts, TextFacts, TextHold } from "../lib/known-texts.ts";
 import { type BodyReadBounds, readBodyChunks } from "./read-body-chunks.ts";
 import {
   longBase64Value,
@@ -48,17 +48,21 @@ export type JsonSplitter = {
 const longBase64Fact = "long_base64_value";
 
 /** The facts of a taken-out data URL's base64 after its comma, as a text of its own (the hub's image data). */
-function payloadFacts(facts: TextFacts, value: string): { payload: string; facts: TextFacts } | undefined {
+function payloadFacts(
+  hold: TextHold,
+  facts: TextFacts,
+  value: string,
+): { payload: string; facts: TextFacts } | undefined {
   if (!value.startsWith("data:")) return undefined;
   const comma = value.indexOf(",");
-  return { payload: value.slice(comma + 1), facts: factsOfDigest(`${facts.digest}#${comma + 1}`) };
+  return { payload: value.slice(comma + 1), facts: hold.factsOf(`${facts.digest}#${comma + 1}`) };
 }
 
 export function createJsonSplitter(
-  options: { keepWholeUnder?: number; knownTexts?: boolean } = {},
+  options: { keepWholeUnder?: number; knownTexts?: KnownTexts } = {},
 ): JsonSplitter {
   const nonce = newNonce();
-  const hold = options.knownTexts ? holdTexts() : undefined;
+  const hold = options.knownTexts?.hold();
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
   const strings: string[] = [];
@@ -107,7 +111,7 @@ export function createJsonSplitter(
     inString = false;
     if (length >= splitFromChars) {
       const bytes = joined(content, length);
-      const facts = hold && factsOfDigest(new Bun.CryptoHasher("sha256").update(bytes).digest("hex"));
+      const facts = hold?.factsOf(new Bun.CryptoHasher("sha256").update(bytes).digest("hex"));
       const known = facts?.values.get(longBase64Fact) as boolean | undefined;
       if (known !== false) {
         const value = decoder.decode(bytes);
@@ -118,7 +122,7 @@ export function createJsonSplitter(
           append(encoder.encode(placeholderToken(nonce, strings.length - 1)));
           if (hold && facts) {
             hold.add(value, facts);
-            const payload = payloadFacts(facts, value);
+            const payload = payloadFacts(hold, facts, value);
             if (payload) hold.add(payload.payload, payload.facts);
           }
           return;
@@ -198,7 +202,7 @@ export function createJsonSplitter(
  */
 export async function readSplitJson(
   stream: ReadableStream<Uint8Array>,
-  options: { keepWholeUnder?: number; knownTexts?: boolean } & BodyReadBounds = {},
+  options: { keepWholeUnder?: number; knownTexts?: KnownTexts } & BodyReadBounds = {},
 ): Promise<SplitText> {
   const splitter = createJsonSplitter(options);
   try {

@@ -4,11 +4,13 @@
  * logger. The stages (run-exchange.ts lists them) take this and a typed input, and
  * return a typed output or throw.
  */
+
 import type { Episode } from "../episodes/episode.ts";
 import type { ImageCache } from "../images/image-cache.ts";
 import type { PngToWebp } from "../images/png-to-webp.ts";
 import type { WebpSettings } from "../images/settings.ts";
 import type { SizeLimits } from "../images/size-guard.ts";
+import type { TextHold } from "../lib/known-texts.ts";
 import type { Logger } from "../lib/logger.ts";
 import type { ModelCatalog } from "../models/model-catalog.ts";
 import type { Pricing } from "../pricing/pricing.ts";
@@ -51,4 +53,6 @@ export type ExchangeRun = {
   keptAlive?: KeepAliveOutcome;
   /** The client's request signal, where the exchange keeps a stream open for it. */
   clientSignal?: AbortSignal;
+  /** The request's hold of its long strings, until the answer is ready (known-texts.ts). */
+  texts?: TextHold;
 };

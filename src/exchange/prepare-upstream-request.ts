@@ -22,6 +22,7 @@ export function imagesOf(run: ExchangeRun): ImageConverter {
     ...deps.images,
     maxPixels: deps.sizeLimits.max_image_pixels,
     owner: run.episode.id,
+    ...(run.texts ? { texts: run.texts } : {}),
   });
 }
 

@@ -49,10 +49,12 @@ export async function runExchange(deps: ExchangeDeps, spec: ExchangeSpec): Promi
   // answer is ready, no longer than the request itself is held: delivery does not hold them.
   const hold = spec.clientRequest.received.hold;
   hold?.retain();
+  if (hold) run.texts = hold;
   let held = hold !== undefined;
   const letGo = () => {
     if (!held) return;
     held = false;
+    run.texts = undefined;
     hold?.release();
   };
   const stages = () => runStages(run, spec, letGo).finally(letGo);

@@ -26,6 +26,7 @@ import type { HubImagePart, HubPart, HubRequest } from "../hub/schema.ts";
 import { base64DecodedLength, base64Length, decodeBase64, encodeBase64, isBase64 } from "../lib/base64.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { jsonStringDataBytes } from "../lib/json-bytes.ts";
+import type { TextHold } from "../lib/known-texts.ts";
 import { sha256OfBase64 } from "../lib/sha256.ts";
 import type { ImageCache } from "./image-cache.ts";
 import { inspectPngBase64 } from "./inspect-png.ts";
@@ -95,6 +96,8 @@ export interface ImageConverterDeps {
   maxPixels?: number;
   /** The episode converting (its cache entries are released when it ends). */
   owner?: string;
+  /** The request's hold of its long strings: a frame resent every turn is checked and hashed once (known-texts.ts). */
+  texts?: TextHold;
 }
 
 function emptyStats(): ImageStats {
@@ -138,16 +141,16 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
       stats.passedThrough.not_png++;
       return { kind: "keep", part };
     }
-    if (!isBase64(part.data)) throw invalidPng(param, "invalid base64");
+    if (!isBase64(part.data, deps.texts)) throw invalidPng(param, "invalid base64");
     // A resent frame is found by the digest of its bytes without decoding them: only a
     // frame to convert is decoded.
-    const key = sha256OfBase64(part.data);
+    const key = sha256OfBase64(part.data, deps.texts);
     // Looked at, not used yet: an image the policy then leaves out must not stay fresh in the cache.
     const webp = cache.peek(key);
     if (webp !== undefined)
-      return { kind: "cached", part, pngBytes: base64DecodedLength(part.data), webp, key };
+      return { kind: "cached", part, pngBytes: base64DecodedLength(part.data, deps.texts), webp, key };
     // Its structure is read from the text: a frame is decoded only to be converted.
-    const header = inspectPngBase64(part.data);
+    const header = inspectPngBase64(part.data, deps.texts);
     if (!header.ok) throw invalidPng(param, header.reason);
     if (header.bitDepth === 16) {
       stats.passedThrough.png_16bit++;
@@ -230,13 +233,13 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
     const cacheKeyOf = (part: HubImagePart): string | undefined => {
       const item = checked.get(part);
       if (item !== undefined) return item.kind === "keep" ? undefined : item.key;
-      return part.mediaType.toLowerCase() === "image/png" ? sha256OfBase64(part.data) : undefined;
+      return part.mediaType.toLowerCase() === "image/png" ? sha256OfBase64(part.data, deps.texts) : undefined;
     };
     return {
       formOf(part) {
         const item = checked.get(part);
         if (item === undefined || item.kind === "keep")
-          return { mediaType: part.mediaType, dataBytes: jsonStringDataBytes(part.data) };
+          return { mediaType: part.mediaType, dataBytes: jsonStringDataBytes(part.data, deps.texts) };
         const webp = item.kind === "cached" ? item.webp : converted.get(part);
         return { mediaType: "image/webp", dataBytes: webp && base64Length(webp.length) };
       },
@@ -275,7 +278,7 @@ export function createImageConverter(deps: ImageConverterDeps): ImageConverter {
                 }
                 const webp = converted.get(item.part) ?? (await conversionOf(item));
                 sentKeys.add(item.key);
-                stats.bytesBefore += base64DecodedLength(item.part.data);
+                stats.bytesBefore += base64DecodedLength(item.part.data, deps.texts);
                 stats.bytesAfter += webp.length;
                 return asWebp(item.part, webp, item.key);
               }),

@@ -5,7 +5,7 @@
  * readable reason for corrupt data before the WASM decoder sees it (its own error is
  * only "`unwrap_throw` failed").
  */
-import { knownFact } from "../lib/known-texts.ts";
+import { knownFact, type TextHold } from "../lib/known-texts.ts";
 export type PngInspection =
   | {
       ok: true;
@@ -52,9 +52,9 @@ export function inspectPng(bytes: Uint8Array): PngInspection {
  * history resends every frame, and one no longer cached is checked on every turn, whether
  * or not it is sent. The caller has checked the text is base64 (see base64.ts).
  */
-export function inspectPngBase64(base64: string): PngInspection {
-  // A frame resent every turn is inspected once (known-texts.ts); the answer is frozen, being shared.
-  return knownFact(base64, "png_inspection", () => Object.freeze(inspectFromBase64(base64)));
+export function inspectPngBase64(base64: string, texts?: TextHold): PngInspection {
+  // A frame resent every turn is inspected once, given the request's hold (known-texts.ts); the answer is frozen, being shared.
+  return knownFact(texts, base64, "png_inspection", () => Object.freeze(inspectFromBase64(base64)));
 }
 
 function inspectFromBase64(base64: string): PngInspection {

@@ -4,20 +4,22 @@
  * it skips characters outside the alphabet silently, so decoding checks the
  * alphabet first: invalid base64 is an error, never a silently different image.
  */
-import { knownFact } from "./known-texts.ts";
+import { knownFact, type TextHold } from "./known-texts.ts";
 
 const base64Text = /^[A-Za-z0-9+/\t\n\f\r ]*(?:=[\t\n\f\r ]*){0,2}$/;
 const whitespace = /[\t\n\f\r ]/g;
 
-/** Whether the text is base64 (whitespace allowed, padding optional): what `decodeBase64` decodes. */
-export function isBase64(text: string): boolean {
-  // A frame resent every turn is checked once (known-texts.ts).
-  return knownFact(text, "base64", () => base64Text.test(text));
+/**
+ * Whether the text is base64 (whitespace allowed, padding optional): what `decodeBase64`
+ * decodes. `texts`: the request's hold, where a frame resent every turn is known (known-texts.ts).
+ */
+export function isBase64(text: string, texts?: TextHold): boolean {
+  return knownFact(texts, text, "base64", () => base64Text.test(text));
 }
 
 /** Whether the text is only base64's alphabet and `=` (no whitespace): JSON holds it unescaped, one byte a character. */
-export function isPlainBase64(text: string): boolean {
-  return knownFact(text, "plain_base64", () => plainBase64.test(text));
+export function isPlainBase64(text: string, texts?: TextHold): boolean {
+  return knownFact(texts, text, "plain_base64", () => plainBase64.test(text));
 }
 
 const plainBase64 = /^[A-Za-z0-9+/=]*$/;
@@ -32,8 +34,8 @@ export function decodeBase64(text: string): Uint8Array | undefined {
  * How many bytes `decodeBase64` gives for a text it accepts, without decoding it: six
  * bits per alphabet character, an incomplete last byte dropped.
  */
-export function base64DecodedLength(base64: string): number {
-  return knownFact(base64, "decoded_length", () => decodedLength(base64));
+export function base64DecodedLength(base64: string, texts?: TextHold): number {
+  return knownFact(texts, base64, "decoded_length", () => decodedLength(base64));
 }
 
 function decodedLength(base64: string): number {

@@ -4,6 +4,7 @@
  */
 
 import { isPlainBase64 } from "./base64.ts";
+import type { TextHold } from "./known-texts.ts";
 
 /** UTF-8 length of `JSON.stringify(value)`. */
 export function measureJsonBytes(value: unknown): number {
@@ -15,6 +16,6 @@ export function measureJsonBytes(value: unknown): number {
  * escapes each character on its own, so this adds up across concatenated strings;
  * base64 needs no escaping and is counted without copying it.
  */
-export function jsonStringDataBytes(text: string): number {
-  return isPlainBase64(text) ? text.length : measureJsonBytes(text) - 2;
+export function jsonStringDataBytes(text: string, texts?: TextHold): number {
+  return isPlainBase64(text, texts) ? text.length : measureJsonBytes(text) - 2;
 }

@@ -4,69 +4,65 @@
  * on every turn is not scanned, checked and hashed again by every stage on every turn.
  *
  * The identity is verified, never assumed: a string's facts are found by its exact
- * content. While a request is processed, its long strings are registered here by the
- * body splitter (split-json-bytes.ts), which computes the SHA-256 of each one's bytes
- * as they arrive; a stage looks a string up by its value (a Map compares the whole
- * content on a hit). Across requests the facts are found by that SHA-256 of the text:
- * two different texts with the same digest would be a SHA-256 collision, which nobody
- * can produce. Each fact is a pure function of the text alone (whether it is base64,
- * the digest of the bytes it decodes to, its PNG header…), so the facts are shared by
- * every episode: what one client's text yields is what any other's equal text yields.
+ * content. While a request is processed, its long strings are registered with its
+ * `TextHold` by the body splitter (split-json-bytes.ts), which computes the SHA-256 of
+ * each one's bytes as they arrive; a stage looks a string up by its value in the
+ * request's hold (a Map compares the whole content on a hit). Across requests the facts
+ * are found by that SHA-256 of the text: two different texts with the same digest would
+ * be a SHA-256 collision, which nobody can produce. Each fact is a pure function of the
+ * text alone (whether it is base64, the digest of the bytes it decodes to, its PNG
+ * header…), so one store serves every episode, as the image cache does: what one
+ * client's text yields is what any other's equal text yields. Code without a hold
+ * computes afresh, with the same answers.
  *
  * What is kept: per distinct text a small record (its digest and a few short values,
- * well under a kilobyte), at most `maxKnownTexts` of them, least recently seen first
- * out; never the text itself between requests (a camera history's base64 is never
- * held twice). The strings registered for a request are let go of when the request
- * is done (`TextHold.release`), so this holds no request's strings past its exchange.
+ * well under a kilobyte), at most `maxTexts` of them, least recently seen first out;
+ * never the text itself between requests (a camera history's base64 is never held
+ * twice). A request's hold lets go of its strings once the request is done.
  */
 
 /** Strings shorter than this are never looked up: computing their facts costs less than the lookup. */
 export const knownTextFromChars = 4096;
 
-/** How many distinct texts' facts are kept (each well under a kilobyte). */
-export const maxKnownTexts = 8192;
-
 /** The facts derived so far from one text, by kind. */
 export interface TextFacts {
-  /** The SHA-256 (hex) of the text's bytes, with a suffix for a text derived from another (`#payload`). */
+  /** The SHA-256 (hex) of the text's bytes, with a suffix for a text derived from another (`#<offset>`). */
   readonly digest: string;
   readonly values: Map<string, unknown>;
 }
 
-const byDigest = new Map<string, TextFacts>();
-const live = new Map<string, { facts: TextFacts; holds: number }>();
-let reused = 0;
-
-/** The facts known for a text of this digest, made empty when none are. */
-export function factsOfDigest(digest: string): TextFacts {
-  let facts = byDigest.get(digest);
-  if (facts === undefined) facts = { digest, values: new Map() };
-  else byDigest.delete(digest);
-  byDigest.set(digest, facts);
-  if (byDigest.size > maxKnownTexts) {
-    const oldest = byDigest.keys().next().value as string;
-    byDigest.delete(oldest);
-  }
-  return facts;
+/** The process's store of facts (the composition root creates it). */
+export interface KnownTexts {
+  /** A hold for one request's strings. */
+  hold(): TextHold;
+  /** Strings registered by holds not yet released, texts whose facts are kept, facts reused so far. */
+  counts(): { live: number; kept: number; reused: number };
+  /** Every kept fact let go of: the next requests derive everything afresh (the full path). */
+  forget(): void;
 }
 
-/**
- * A fact about `text`: computed by `compute` (a pure function of the text alone) once
- * per distinct text while the text is registered by a request in process, else simply
- * computed. A `compute` that throws is not remembered. The fact must hold no piece of
- * the text: a slice of a string keeps the whole string alive (see `ownCopy`).
- */
-export function knownFact<T>(text: string, kind: string, compute: () => T): T {
-  if (text.length < knownTextFromChars) return compute();
-  const facts = live.get(text)?.facts;
-  if (facts === undefined) return compute();
-  if (facts.values.has(kind)) {
-    reused += 1;
-    return facts.values.get(kind) as T;
-  }
-  const value = compute();
-  facts.values.set(kind, value);
-  return value;
+/** One request's long strings, registered with their facts while the request is processed. */
+export interface TextHold {
+  /** The facts known for a text of this digest, made empty when none are. */
+  factsOf(digest: string): TextFacts;
+  /** Registers `text` as having `facts`, until the hold is released. */
+  add(text: string, facts: TextFacts): void;
+  /**
+   * A fact about `text`: computed by `compute` (a pure function of the text alone) once per
+   * distinct text while the text is registered here, else simply computed. A `compute` that
+   * throws is not remembered. The fact must hold no piece of the text: a slice of a string
+   * keeps the whole string alive (see `ownCopy`).
+   */
+  fact<T>(text: string, kind: string, compute: () => T): T;
+  /** One more user of the hold (an exchange that outlives the request's route): released once more. */
+  retain(): void;
+  /** One user done; at the last, every string this hold registered is let go of. */
+  release(): void;
+}
+
+/** `hold.fact(…)` when there is a hold, else `compute()`. */
+export function knownFact<T>(hold: TextHold | undefined, text: string, kind: string, compute: () => T): T {
+  return hold === undefined ? compute() : hold.fact(text, kind, compute);
 }
 
 /** A short string as a string of its own, not a view into the (megabytes long) text it was cut from. */
@@ -74,54 +70,59 @@ export function ownCopy(text: string): string {
   return Buffer.from(text).toString();
 }
 
-/** The strings one request registered: held while the request is processed, let go of once it is done. */
-export interface TextHold {
-  /** Registers `text` (until the hold is released) as having `facts`. */
-  add(text: string, facts: TextFacts): void;
-  /** One more user of the hold (an exchange that outlives the request's route): released once more. */
-  retain(): void;
-  /** One user done; at the last, every string this hold registered is let go of. */
-  release(): void;
-}
+export function createKnownTexts(maxTexts = 8192): KnownTexts {
+  const byDigest = new Map<string, TextFacts>();
+  let live = 0;
+  let reused = 0;
 
-export function holdTexts(): TextHold {
-  const texts: string[] = [];
-  let users = 1;
+  const factsOf = (digest: string): TextFacts => {
+    let facts = byDigest.get(digest);
+    if (facts === undefined) facts = { digest, values: new Map() };
+    else byDigest.delete(digest);
+    byDigest.set(digest, facts);
+    if (byDigest.size > maxTexts) byDigest.delete(byDigest.keys().next().value as string);
+    return facts;
+  };
+
   return {
-    add(text, facts) {
-      const entry = live.get(text);
-      if (entry !== undefined) entry.holds += 1;
-      else live.set(text, { facts, holds: 1 });
-      texts.push(text);
+    hold() {
+      const texts = new Map<string, TextFacts>();
+      let users = 1;
+      return {
+        factsOf,
+        add(text, facts) {
+          if (users === 0 || texts.has(text)) return;
+          texts.set(text, facts);
+          live += 1;
+        },
+        fact(text, kind, compute) {
+          if (text.length < knownTextFromChars) return compute();
+          const facts = texts.get(text);
+          if (facts === undefined) return compute();
+          if (facts.values.has(kind)) {
+            reused += 1;
+            return facts.values.get(kind) as ReturnType<typeof compute>;
+          }
+          const value = compute();
+          facts.values.set(kind, value);
+          return value;
+        },
+        retain() {
+          if (users > 0) users += 1;
+        },
+        release() {
+          if (users === 0) return;
+          users -= 1;
+          if (users > 0) return;
+          live -= texts.size;
+          texts.clear();
+        },
+      };
     },
-    retain() {
-      if (users > 0) users += 1;
-    },
-    release() {
-      if (users === 0) return;
-      users -= 1;
-      if (users > 0) return;
-      for (const text of texts) {
-        const entry = live.get(text);
-        if (entry === undefined) continue;
-        entry.holds -= 1;
-        if (entry.holds === 0) live.delete(text);
-      }
-      texts.length = 0;
+    counts: () => ({ live, kept: byDigest.size, reused }),
+    forget() {
+      for (const facts of byDigest.values()) facts.values.clear();
+      byDigest.clear();
     },
   };
-}
-
-/**
- * How many strings the requests in process hold registered (none once every request is
- * done), how many texts' facts are kept, and how many facts were reused so far.
- */
-export function knownTextCounts(): { live: number; kept: number; reused: number } {
-  return { live: live.size, kept: byDigest.size, reused };
-}
-
-/** Every kept fact let go of: the next requests derive everything afresh (the full path). */
-export function forgetKnownTexts(): void {
-  byDigest.clear();
-  for (const entry of live.values()) entry.facts = { digest: entry.facts.digest, values: new Map() };
 }

@@ -1,4 +1,4 @@
-import { knownFact } from "./known-texts.ts";
+import { knownFact, type TextHold } from "./known-texts.ts";
 
 /** The SHA-256 of bytes as 64 lowercase hex characters (Bun's native hasher). */
 export function sha256Hex(bytes: Uint8Array): string {
@@ -12,9 +12,9 @@ export function sha256Hex(bytes: Uint8Array): string {
  * decoding each one only to hash it made ~60 MB of garbage per 100-frame request.
  * The caller has checked the text is base64 (the hasher, like Buffer, skips what is not).
  */
-export function sha256OfBase64(base64: string): string {
-  // A frame resent every turn is hashed once (known-texts.ts).
-  return knownFact(base64, "sha256_of_base64", () =>
+export function sha256OfBase64(base64: string, texts?: TextHold): string {
+  // A frame resent every turn is hashed once, given the request's hold (known-texts.ts).
+  return knownFact(texts, base64, "sha256_of_base64", () =>
     new Bun.CryptoHasher("sha256").update(base64, "base64").digest("hex"),
   );
 }

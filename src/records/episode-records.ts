@@ -113,7 +113,9 @@ export function formatRecordLine(
   // A piece of a split text likewise, with each taken-out string (one whole token) on its own.
   const externalizedSplit = (split: SplitText) => (text: string) =>
     textPieces({ ...split, reduced: text })
-      .map((piece, i) => (i % 2 === 0 ? externalized(piece) : externalizeImageValue(piece, options.blobs)))
+      .map((piece, i) =>
+        i % 2 === 0 ? externalized(piece) : externalizeImageValue(piece, options.blobs, split.hold),
+      )
       .join("");
   const recurring = (json: string) => (inline || !options.texts ? json : options.texts.externalize(json));
   const spliceJson = (pieces: BodyPiece[], split: SplitText | undefined) => {

@@ -24,7 +24,7 @@
  */
 import { z } from "zod";
 import { encodeBase64 } from "../lib/base64.ts";
-import { knownFact, ownCopy } from "../lib/known-texts.ts";
+import { knownFact, ownCopy, type TextHold } from "../lib/known-texts.ts";
 import { sha256OfBase64 } from "../lib/sha256.ts";
 import type { BlobStore } from "./blob-store.ts";
 
@@ -122,10 +122,14 @@ const imageValue = new RegExp(`^${imageLiteral.source.slice(1, -1)}$`);
  * image literal. For a text split into pieces (split-text.ts), whose long strings are
  * never joined into one text.
  */
-export function externalizeImageValue(value: string, blobs: Pick<BlobStore, "put">): string {
-  // A frame resent every turn is matched and hashed once (known-texts.ts); its blob is put
-  // every time (a blob already stored is not written again).
-  const image = knownFact(value, "image_blob", () => imageBlobOf(value));
+export function externalizeImageValue(
+  value: string,
+  blobs: Pick<BlobStore, "put">,
+  texts?: TextHold,
+): string {
+  // A frame resent every turn is matched and hashed once, given the request's hold
+  // (known-texts.ts); its blob is put every time (a blob already stored is not written again).
+  const image = knownFact(texts, value, "image_blob", () => imageBlobOf(value, texts));
   if (image === undefined) return `"${value}"`;
   const base64 = () => value.slice(image.base64From);
   const digest = blobs.put(() => Buffer.from(base64(), "base64"), image.digest, image.bytes);
@@ -135,11 +139,11 @@ export function externalizeImageValue(value: string, blobs: Pick<BlobStore, "put
 /** What the reference to an image literal's value needs (never a piece of the value: it is remembered). */
 type ImageBlob = { mediaType: string; bytes: number; digest: string; dataUrl: boolean; base64From: number };
 
-function imageBlobOf(value: string): ImageBlob | undefined {
+function imageBlobOf(value: string, texts: TextHold | undefined): ImageBlob | undefined {
   const match = imageValue.exec(value);
   if (!match) return undefined;
   const base64 = match[2] ?? match[3] ?? "";
-  const image = blobOf(match[1], base64);
+  const image = blobOf(match[1], base64, texts);
   return image && { ...image, dataUrl: match[1] !== undefined, base64From: value.length - base64.length };
 }
 
@@ -159,6 +163,7 @@ function referenceTo(
 function blobOf(
   dataUrlType: string | undefined,
   base64: string,
+  texts?: TextHold,
 ): { mediaType: string; bytes: number; digest: string } | undefined {
   const bytes = canonicalLength(base64);
   if (bytes === undefined) return undefined;
@@ -167,7 +172,7 @@ function blobOf(
   const mediaType = dataUrlType ?? sniffImageType(Buffer.from(base64.slice(0, 16), "base64"));
   if (!mediaType) return undefined;
   // Remembered with the text's facts: its own string, not a slice keeping the image alive.
-  return { mediaType: ownCopy(mediaType), bytes, digest: sha256OfBase64(base64) };
+  return { mediaType: ownCopy(mediaType), bytes, digest: sha256OfBase64(base64, texts) };
 }
 
 function referenceText(digest: string, mediaType: string, bytes: number, dataUrl: boolean): string {

@@ -22,6 +22,7 @@ import { notDrainingCheck, type ReadinessCheck } from "../health/readiness.ts";
 import { ingressProtocolOf, refuseIngressRequest } from "../ingress/refuse-ingress-request.ts";
 import { refuseOversizedBody } from "../ingress/refuse-oversized-body.ts";
 import { SidecarError, sidecarErrorResponse } from "../lib/errors.ts";
+import type { KnownTexts } from "../lib/known-texts.ts";
 import { jsonRpcError } from "../mcp/mcp-routes.ts";
 import type { Metrics } from "../observe/metrics.ts";
 import { createMetricsRoute } from "../observe/metrics-route.ts";
@@ -49,6 +50,8 @@ export type AppDeps = RouteDeps & {
   ui?: Omit<UiDeps, "controlPassword">;
   /** Bounds the bytes of large model request bodies processed at once (body_bytes_in_flight). */
   admission?: BodyAdmission;
+  /** The facts of long strings (a camera history's frames) known across requests (known-texts.ts). */
+  knownTexts?: KnownTexts;
   /** Told the body size of every answered request (large ones free their memory early). */
   memory?: MemoryReclaimer;
   /** Extra route groups mounted under /e/:episode (ingresses, MCP), each from its own module. */
@@ -125,6 +128,7 @@ export function createApp(deps: AppDeps): Hono<BodyEnv> {
           ),
         ...(deps.memory ? { bodyArriving: (bytes: number) => deps.memory?.bodyArriving(bytes) } : {}),
         ...(deps.admission ? { admission: deps.admission } : {}),
+        ...(deps.knownTexts ? { knownTexts: deps.knownTexts } : {}),
       },
       form,
     );

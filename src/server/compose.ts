@@ -26,6 +26,7 @@ import { convertOnThisThread, type PngToWebp } from "../images/png-to-webp.ts";
 import { createResponseStores } from "../ingress/responses/restored-responses.ts";
 import { errorMessage } from "../lib/error-message.ts";
 import { createRandomIds, type Ids } from "../lib/ids.ts";
+import { createKnownTexts, type KnownTexts } from "../lib/known-texts.ts";
 import { createLogger, type Logger, type LogLevel } from "../lib/logger.ts";
 import { createRedactor } from "../lib/redactor.ts";
 import { type RestoreProblem, restoreEpisodes } from "../lifecycle/restore-episodes.ts";
@@ -103,6 +104,8 @@ export interface Composition {
   dataDir: string;
   episodes: EpisodeStore;
   imageCache: ImageCache;
+  /** What the sidecar derived from long strings (resent frames), by their text's SHA-256. */
+  knownTexts: KnownTexts;
   /** Asks for garbage collections: after large requests and ended episodes, and when the server is idle. */
   memory: MemoryReclaimer;
   logger: Logger;
@@ -231,6 +234,7 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
     written: (bytes) => budget.add(bytes),
   });
   const imageCache = createImageCache(config.images.cache_bytes);
+  const knownTexts = createKnownTexts();
   const memory = createMemoryReclaimer({ thresholdBytes: reclaimAfterBytes });
   const episodes = createEpisodeStore({
     observer,
@@ -342,6 +346,7 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
     episodeRoutes: [...episodeRouteGroups, ...(options.episodeRoutes ?? [])],
     memory,
     admission: createBodyAdmission(config.body_bytes_in_flight),
+    knownTexts,
     ui: { episodes, dataDir, clock },
     ...(tracing ? { tracing } : {}),
   });
@@ -352,6 +357,7 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
     dataDir,
     episodes,
     imageCache,
+    knownTexts,
     memory,
     logger,
     scripted,

@@ -14,7 +14,6 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { cameraLikeFrame } from "../../src/images/synthetic-frames.ts";
 import { writePng } from "../../src/images/write-png.ts";
-import { forgetKnownTexts, knownTextCounts } from "../../src/lib/known-texts.ts";
 import { referencedDigests } from "../../src/records/image-references.ts";
 import { openRecords } from "../../src/records/read-records.ts";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
@@ -178,22 +177,22 @@ describe("a camera history's frames, known across turns by the digest of their t
       const full = s.createEpisode();
       const fullTurns = [];
       for (const history of histories) {
-        forgetKnownTexts();
+        s.knownTexts.forget();
         fullTurns.push(await post(full, ingress.body(history)));
       }
       // The last turn's newest frame no longer decodes: refused (400) the same way on both paths.
       expect(fullTurns.map((turn) => turn.status)).toEqual([...histories.slice(1).map(() => 200), 400]);
 
       // The same turns with the facts of earlier turns known.
-      forgetKnownTexts();
+      s.knownTexts.forget();
       const known = s.createEpisode();
       const knownTurns = [];
       let reused = 0;
       for (const history of histories) {
-        const before = knownTextCounts().reused;
+        const before = s.knownTexts.counts().reused;
         knownTurns.push(await post(known, ingress.body(history)));
-        reused += knownTextCounts().reused - before;
-        expect(knownTextCounts().live).toBe(0);
+        reused += s.knownTexts.counts().reused - before;
+        expect(s.knownTexts.counts().live).toBe(0);
       }
       // Facts were reused (the test would not show a stale reuse otherwise), and nothing was different.
       expect(reused).toBeGreaterThan(histories.length * 8);

@@ -43,7 +43,10 @@ export type InProcessOptions = {
 
 /** The whole sidecar composed in this process, on the scripted upstream; served on a port only when asked. */
 export interface InProcessSidecar
-  extends Pick<Composition, "app" | "config" | "dataDir" | "episodes" | "secrets" | "imageCache" | "memory"> {
+  extends Pick<
+    Composition,
+    "app" | "config" | "dataDir" | "episodes" | "secrets" | "imageCache" | "knownTexts" | "memory"
+  > {
   scripted: ScriptedUpstream;
   /** Every log line written, in order. */
   logLines: string[];
@@ -89,6 +92,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}): Pr
     logLines,
     secrets: composed.secrets,
     imageCache: composed.imageCache,
+    knownTexts: composed.knownTexts,
     /** The memory reclaimer the app tells of each request (a test may wrap its methods). */
     memory: composed.memory,
     createEpisode: (episodeOptions: EpisodeOptions = { max_turns: 0 }): Episode =>

@@ -19,7 +19,7 @@ import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from
 import { invalidField } from "../../lib/errors.ts";
 import { deriveOnce } from "../../lib/frozen-json.ts";
 import type { FrozenMemos } from "../../lib/frozen-memos.ts";
-import { knownFact, ownCopy } from "../../lib/known-texts.ts";
+import { knownFact, ownCopy, type TextHold } from "../../lib/known-texts.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
 import { fromHub, type RenderContext, responseSettings } from "./from-hub.ts";
@@ -42,8 +42,11 @@ const dataUrlPattern = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s;
  * frame resent every turn is matched once (known-texts.ts): what is remembered is the
  * media type and where the data starts, never a piece of the text.
  */
-function dataUrlParts(url: string): { mediaType: string; data: string } | undefined {
-  const parts = knownFact(url, "data_url", () => {
+function dataUrlParts(
+  url: string,
+  texts: TextHold | undefined,
+): { mediaType: string; data: string } | undefined {
+  const parts = knownFact(texts, url, "data_url", () => {
     const match = dataUrlPattern.exec(url);
     if (!match?.[1] || match[2] === undefined) return undefined;
     return { mediaType: ownCopy(match[1]), dataFrom: url.length - match[2].length };
@@ -51,7 +54,13 @@ function dataUrlParts(url: string): { mediaType: string; data: string } | undefi
   return parts && { mediaType: parts.mediaType, data: url.slice(parts.dataFrom) };
 }
 
-function toHubParts(content: string | ContentPart[], param: string, ignored: IgnoredFields): HubPart[] {
+/** `texts`: the request's hold, where a resent frame's data URL is known (known-texts.ts). */
+function toHubParts(
+  content: string | ContentPart[],
+  param: string,
+  ignored: IgnoredFields,
+  texts: TextHold | undefined,
+): HubPart[] {
   if (typeof content === "string") return [{ type: "text", text: content }];
   return content.map((part, j): HubPart => {
     switch (part.type) {
@@ -65,7 +74,7 @@ function toHubParts(content: string | ContentPart[], param: string, ignored: Ign
             `${at}.file_id`,
             "file ids are not supported: send the image inline as a data URL",
           );
-        const image = dataUrlParts(part.image_url ?? "");
+        const image = dataUrlParts(part.image_url ?? "", texts);
         if (!image) {
           throw invalidField(
             `${at}.image_url`,
@@ -128,12 +137,16 @@ function plainTextToHub(item: MessageItem): HubMessage {
   return { role: "system", content: [{ type: "text", text: texts.join("") }] };
 }
 
-/** `memos`: the episode's, where a resent plain text message's hub message is kept. */
+/**
+ * `memos`: the episode's, where a resent plain text message's hub message is kept; `texts`:
+ * the request's hold of its long strings.
+ */
 function toMessages(
   request: ResponsesRequest,
   fieldOf: (i: number) => string,
   ignored: IgnoredFields,
   memos: FrozenMemos | undefined,
+  texts: TextHold | undefined,
 ): HubMessage[] {
   const messages: HubMessage[] = [];
   if (request.instructions)
@@ -153,7 +166,7 @@ function toMessages(
     const param = fieldOf(i);
     switch (item.type) {
       case "message": {
-        const parts = toHubParts(item.content, `${param}.content`, ignored);
+        const parts = toHubParts(item.content, `${param}.content`, ignored, texts);
         if (item.role === "user") messages.push({ role: "user", content: parts });
         else if (item.role === "assistant")
           messages.push({ role: "assistant", text: textOnly(parts, `${param}.content`), toolCalls: [] });
@@ -193,7 +206,7 @@ function toMessages(
           role: "tool",
           toolCallId: item.call_id,
           name,
-          content: toHubParts(item.output, `${param}.output`, ignored),
+          content: toHubParts(item.output, `${param}.output`, ignored, texts),
           source: param,
         });
         break;
@@ -294,7 +307,13 @@ export function toHub(body: JsonBody, ctx: ToHubContext): Translation {
   refuseUnsupported(request);
   const ignored = createIgnoredFields();
   const tools = readDeclaredTools(request.tools ?? [], ignored, body.parsed ? body.memos : undefined);
-  const messages = toMessages(request, fieldOf, ignored, body.parsed ? body.memos : undefined);
+  const messages = toMessages(
+    request,
+    fieldOf,
+    ignored,
+    body.parsed ? body.memos : undefined,
+    body.received.hold,
+  );
   recordIgnored(request, ignored);
   const hub: HubRequest = { model: request.model, messages, tools: tools.hub, ignored: ignored.list() };
   const toolChoice = toToolChoice(request.tool_choice, new Set(tools.names.keys()));
