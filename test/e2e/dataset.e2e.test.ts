@@ -15,10 +15,10 @@
  *     key anywhere in the dataset;
  *   - the manifest's counts and per-file SHA-256 match the files;
  * then a second export is byte-identical, and a torn line is reported by name
- * and leaves nothing of that episode in the dataset. Against the instant scripted
- * model, and a slow, throttling one (test/support/upstream-profiles-under-test.ts;
- * `validate --upstream` against it for the smoke episodes): a dataset line is an
- * exchange's answered request, never a failed attempt's.
+ * and leaves nothing of that episode in the dataset. The camera episode against the
+ * instant scripted model, and against a slow, throttling one
+ * (test/support/upstream-profiles-under-test.ts): a dataset line is its exchanges'
+ * answered requests, never a failed attempt's.
  */
 import { expect, test } from "bun:test";
 import { createHash } from "node:crypto";
@@ -165,15 +165,9 @@ describeInLoopbackNamespace(
           const codecs: Codecs = await loadCodecs();
           assertPrerequisites("codex");
 
-          // 1. The smoke episode of every pinned client, as `validate` runs it: on its embedded
-          // scripted model, or against the slow one served here.
-          const smokeUpstream = profile.loaded
-            ? await serveScriptedUpstream(0, { profile: profile.profile })
-            : undefined;
-          const validated = await runValidate(
-            smokeUpstream ? ["--all", "--upstream"] : ["--all"],
-            smokeUpstream ? { URA_UPSTREAM_URL: smokeUpstream.url, URA_UPSTREAM_API_KEY: upstreamKey } : {},
-          ).finally(() => smokeUpstream?.stop());
+          // 1. The smoke episode of every pinned client, as `validate` runs it on its embedded
+          // model (against a slow upstream in validate-upstream.e2e.test.ts).
+          const validated = await runValidate(["--all"]);
           if (validated.code !== 0) console.error(`${validated.stdout}\n${validated.stderr}`);
           expect(validated.code).toBe(0);
           const clients = validated.summary?.clients.map((c) => c.client) ?? [];

@@ -1,7 +1,7 @@
 /**
  * The upstreams every new end-to-end test runs against (tests only): the `instant`
  * scripted model, and `loaded-short`, a loaded Model Studio scaled to a test's length
- * (docs/upstream-profiles.md, "In the end-to-end tests"): up to 0.8 s to the response
+ * (docs/upstream-profiles.md, "In the end-to-end tests"): up to 0.5 s to the response
  * head (an answer that meets a throttle or a reset waits seconds), a token pace, a tokens-per-minute throttle
  * window answered with Model Studio's 429 body, a 500 burst and answers reset
  * mid-stream, all within the first seconds of a run and repeating, so even a short
@@ -32,21 +32,23 @@ export interface UpstreamProfileUnderTest {
 }
 
 /**
- * `loaded` scaled down: the same kinds of trouble, seconds apart instead of minutes.
- * Windows count from the upstream's start: a throttle of 1.5 s every 15 s (from 3 s), a
- * 500 burst of 0.6 s every 20 s (from 8 s), and one answer in eight reset mid-stream
- * at any time; the key's quota as loaded's but for the camera episodes' prompts.
+ * `loaded` scaled down: the same kinds of trouble, seconds apart instead of minutes, at a
+ * cost the suite can pay on every run. Windows count from the upstream's start: a
+ * throttle of 1.5 s every 20 s (from 3 s), a 500 burst of 0.6 s every 20 s (from 8 s),
+ * and one answer in ten reset mid-stream at any time; the key's quota as loaded's but for
+ * the camera episodes' prompts. An answer that meets a throttle or a reset takes seconds
+ * (the sidecar's backoff), so its client is kept waiting past head_after_ms.
  */
 export const loadedShort: UpstreamProfileChoice = {
   base: "loaded",
   head_ms: 100,
-  head_jitter_ms: 700,
-  first_frame_ms: 100,
+  head_jitter_ms: 400,
+  first_frame_ms: 50,
   tokens_per_second: 60,
   bursts: [
-    { kind: "allocation_quota", from_ms: 3_000, for_ms: 1_500, every_ms: 15_000 },
+    { kind: "allocation_quota", from_ms: 3_000, for_ms: 1_500, every_ms: 20_000 },
     { kind: "server_error", from_ms: 8_000, for_ms: 600, every_ms: 20_000 },
-    { kind: "reset_mid_stream", from_ms: 0, for_ms: 59_000, every_ms: 60_000, share: 0.125 },
+    { kind: "reset_mid_stream", from_ms: 0, for_ms: 59_000, every_ms: 60_000, share: 0.1 },
   ],
   quota: { concurrent: 4, requests_per_minute: 120, tokens_per_minute: 1_000_000, per_second: false },
   seed: 7,
