@@ -30,10 +30,12 @@ import { runLaunch } from "../../src/kits/run-launch.ts";
 import { longEpisodeReply } from "../../src/scripted-upstream/long-episode-reply.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { assertPrerequisites, runClient } from "../support/client-run.ts";
+import { records } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { binaryPath, controlPassword, startSidecarProcess } from "../support/sidecar-process.ts";
 import {
   answeredWhole,
+  expectOneAnswerPerExchange,
   forEachUpstreamProfile,
   upstreamProfilesUnderTest,
 } from "../support/upstream-profiles-under-test.ts";
@@ -211,6 +213,11 @@ describeInLoopbackNamespace(
               );
             expect(run.code).toBe(0);
             expect(status.state).toBe("finished");
+            const evidence = expectOneAnswerPerExchange(
+              upstream.scripted.received,
+              records(episode.records_dir, "exchanges"),
+            );
+            console.log(`camera episode upstream${profile.label}: ${JSON.stringify(evidence)}`);
             // One answered request per turn; a failed attempt's is none of the dataset's lines.
             received.long = upstream.scripted.received
               .filter(answeredWhole)
