@@ -73,6 +73,10 @@ function toChatUser(message: Extract<HubMessage, { role: "user" }>): ChatMessage
   };
 }
 
+function toChatTextTool(message: Extract<HubMessage, { role: "tool" }>): ChatMessage {
+  return { role: "tool", tool_call_id: message.toolCallId, content: textOf(message.content) };
+}
+
 function toChatAssistant(message: Extract<HubMessage, { role: "assistant" }>): ChatMessage {
   return {
     role: "assistant",
@@ -120,17 +124,23 @@ export function toChatMessages(
         break;
       case "tool": {
         const images = message.content.filter((p) => p.type === "image");
-        let content = textOf(message.content);
-        if (images.length > 0) {
-          const note = `[${images.length} image(s) from this result follow in the next user message]`;
-          content = content === "" ? note : `${content}\n${note}`;
-          pendingImages.push({
-            type: "text",
-            text: `Image(s) returned by tool call ${message.toolCallId} (${message.name}):`,
-          });
-          pendingImages.push(...toChatParts(images));
+        // A resent text result (frozen) is converted once per episode; one with images brings its carrier message.
+        if (images.length === 0) {
+          out.push(deriveOnce(memos, toChatTextTool, message));
+          break;
         }
-        out.push({ role: "tool", tool_call_id: message.toolCallId, content });
+        const text = textOf(message.content);
+        const note = `[${images.length} image(s) from this result follow in the next user message]`;
+        pendingImages.push({
+          type: "text",
+          text: `Image(s) returned by tool call ${message.toolCallId} (${message.name}):`,
+        });
+        pendingImages.push(...toChatParts(images));
+        out.push({
+          role: "tool",
+          tool_call_id: message.toolCallId,
+          content: text === "" ? note : `${text}\n${note}`,
+        });
         break;
       }
       default: {

@@ -50,7 +50,17 @@ const newItems: fc.Arbitrary<Message[]> = fc.oneof(
           },
         ],
       },
-      { role: "user", content: [{ type: "tool_result", tool_use_id: `toolu_${id}`, content: output }] },
+      {
+        role: "user",
+        content: [
+          {
+            type: "tool_result",
+            tool_use_id: `toolu_${id}`,
+            content: marked ? [{ type: "text", text: output }, ...before] : output,
+            ...(before.length === 1 ? { is_error: true } : {}),
+          },
+        ],
+      },
     ]),
 );
 

@@ -188,6 +188,24 @@ function hasOnlyTextAndCalls(message: MessagesMessage): boolean {
 
 type KeptAssistant = { index: number; message: HubMessage };
 
+/**
+ * A user message of tool results only, each of text parts only, none with `cache_control`:
+ * its tool messages depend on it, its position (each source names it) and the names of the
+ * calls it answers, and note nothing. A resent one is translated once per episode and
+ * position; a later turn reuses the frozen tool messages while each call still has that name.
+ */
+function hasOnlyTextResults(message: MessagesMessage): boolean {
+  if (message.role !== "user" || message.content.length === 0) return false;
+  return message.content.every(
+    (block) =>
+      block.type === "tool_result" &&
+      !hasCacheControl(block) &&
+      (block.content ?? []).every((part) => part.type === "text" && !hasCacheControl(part)),
+  );
+}
+
+type KeptResults = { index: number; messages: HubMessage[] };
+
 type PlainTextMessage = Extract<MessagesMessage, { role: "user" | "assistant" }>;
 
 /** The hub message of a plain text message (isPlainText): what the full translation below gives it. */
@@ -321,6 +339,20 @@ function requestToHub(
         break;
       }
       case "user": {
+        // A resent one of text tool results only: its earlier translation at this position, while each call's name is the same.
+        const keep = memos !== undefined && Object.isFrozen(message) && hasOnlyTextResults(message);
+        const kept = keep ? memos.table<object, KeptResults>(hasOnlyTextResults).get(message) : undefined;
+        if (
+          kept !== undefined &&
+          kept.index === i &&
+          kept.messages.every(
+            (result) => result.role === "tool" && toolNames.get(result.toolCallId) === result.name,
+          )
+        ) {
+          messages.push(...kept.messages);
+          break;
+        }
+        const first = messages.length;
         const parts: HubPart[] = [];
         message.content.forEach((block, j) => {
           noteCacheControl(ignored, at(j), block);
@@ -349,6 +381,10 @@ function requestToHub(
         );
         if (parts.length > 0)
           messages.push({ role: "user", content: parts, ...(hinted ? { cacheHint: true as const } : {}) });
+        if (keep) {
+          const results = messages.slice(first).map((result) => deepFreeze(result));
+          memos.table<object, KeptResults>(hasOnlyTextResults).set(message, { index: i, messages: results });
+        }
         break;
       }
       default: {
