@@ -25,7 +25,11 @@ const newItems: fc.Arbitrary<Item[]> = fc.oneof(
   ),
   fc.tuple(fc.nat({ max: 3 }), text).map(([n, output]): Item[] => [
     { type: "function_call", call_id: `call_${n}`, name: "shell", arguments: `{"n":${n}}` },
-    { type: "function_call_output", call_id: `call_${n}`, output },
+    {
+      type: "function_call_output",
+      call_id: `call_${n}`,
+      output: n % 2 === 0 ? output : [{ type: "input_text", text: output }],
+    },
   ]),
   fc.constant(null).map((): Item[] => [{ type: "reasoning", id: "rs_1", summary: [] }]),
 );

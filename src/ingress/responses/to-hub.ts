@@ -17,7 +17,7 @@ import type { JsonBody } from "../../body/parse-json-body.ts";
 import type { Translation } from "../../exchange/exchange-contract.ts";
 import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import { deriveOnce } from "../../lib/frozen-json.ts";
+import { deepFreeze, deriveOnce } from "../../lib/frozen-json.ts";
 import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import { knownFact, ownCopy, type TextHold } from "../../lib/known-texts.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
@@ -126,6 +126,16 @@ function isPlainText(item: InputItem): item is MessageItem {
   );
 }
 
+/** Whether a function call's output is text only (a string, or text parts): its tool message notes nothing. */
+function isTextOutput(output: string | ContentPart[]): boolean {
+  return (
+    typeof output === "string" ||
+    output.every((part) => part.type === "input_text" || part.type === "output_text")
+  );
+}
+
+type KeptOutput = { param: string; name: string; message: HubMessage };
+
 /** The hub message of a plain text message item (isPlainText): what the full translation below gives it. */
 function plainTextToHub(item: MessageItem): HubMessage {
   const texts =
@@ -202,13 +212,25 @@ function toMessages(
             `${param}.call_id`,
             `no function_call with call_id ${JSON.stringify(item.call_id)} precedes this output`,
           );
-        messages.push({
+        // A resent text output (frozen) is translated once, reused while its field and its call's name are the same.
+        const keep = memos !== undefined && Object.isFrozen(item) && isTextOutput(item.output);
+        const kept = keep ? memos.table<object, KeptOutput>(isTextOutput).get(item) : undefined;
+        if (kept !== undefined && kept.param === param && kept.name === name) {
+          messages.push(kept.message);
+          break;
+        }
+        const output: HubMessage = {
           role: "tool",
           toolCallId: item.call_id,
           name,
           content: toHubParts(item.output, `${param}.output`, ignored, texts),
           source: param,
-        });
+        };
+        if (keep)
+          memos
+            .table<object, KeptOutput>(isTextOutput)
+            .set(item, { param, name, message: deepFreeze(output) });
+        messages.push(output);
         break;
       }
       case "reasoning":
