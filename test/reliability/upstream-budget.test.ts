@@ -233,6 +233,40 @@ describe("the shared upstream budget, through the binary", () => {
     expect(chats()).toHaveLength(1);
   }, 30_000);
 
+  test("a throttle told by an error event inside a 200 stream counts as a throttled attempt and lowers the pace, as a 429 does", async () => {
+    const { upstream, sidecar, chats } = await setUp({ max_concurrent: 8, requests_per_minute: 60 });
+    upstream.scripted.enqueueFaults([
+      {
+        kind: "stream_error",
+        body: JSON.stringify({
+          error: {
+            code: "Throttling.AllocationQuota",
+            message: "Allocated quota exceeded, please increase your quota limit.",
+          },
+        }),
+      },
+      {
+        kind: "stream_error",
+        body: JSON.stringify({ error: { code: "InternalError", message: "internal" } }),
+      },
+    ]);
+    const episode = await sidecar.createEpisode({});
+    expect(
+      (await client(episode).responses.create({ model, input: "meet a throttle in the stream" })).status,
+    ).toBe("completed");
+    expect(chats().map((r) => r.fault ?? "answered")).toEqual(["stream_error", "stream_error", "answered"]);
+    const attempts = records(episode.records_dir, "exchanges").find((l) => l.stage === "upstream_response")
+      ?.attempts as { status: number; ended: string; cause: string }[];
+    expect(attempts.map((a) => [a.status, a.ended, a.cause ?? "answered"])).toEqual([
+      [200, "stream_error", "allocation_quota"],
+      [200, "stream_error", "server_error"],
+      [200, "answered", "answered"],
+    ]);
+    // The in-stream throttle counts; the in-stream server error does not.
+    expect(await metric(sidecar, "ura_upstream_throttled_attempts_total")).toBe(1);
+    expect(await metric(sidecar, "ura_upstream_pace_ratio")).toBeLessThan(1);
+  }, 30_000);
+
   test("a 429 on one episode slows the other episodes' pace", async () => {
     const rpm = 60;
     const { upstream, sidecar, chats } = await setUp({ max_concurrent: 8, requests_per_minute: rpm });
