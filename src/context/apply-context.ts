@@ -9,6 +9,7 @@
  */
 import type { HubImagePart, HubRequest } from "../hub/schema.ts";
 import type { FrozenMemos } from "../lib/frozen-memos.ts";
+import type { TextHold } from "../lib/known-texts.ts";
 import { applySlidingWindow } from "./apply-sliding-window.ts";
 import type { ContextCut } from "./context-cut.ts";
 import type { ContextDecision } from "./decision-schema.ts";
@@ -49,11 +50,12 @@ export function applyContextPolicy(
   previous?: ContextCut,
   window?: WindowGuard,
   memos?: FrozenMemos,
+  texts?: TextHold,
 ): ContextResult {
   validateToolHistory(request.messages);
   switch (policy.policy) {
     case "identity": {
-      if (window === undefined) return passedOn(request, policy.policy, memos);
+      if (window === undefined) return passedOn(request, policy.policy, memos, texts);
       // The guard alone: no threshold of identity's own, sliding_window's default walk.
       try {
         const guarded = applySlidingWindow(request, guardOnly, previous, window, memos);
@@ -66,7 +68,7 @@ export function applyContextPolicy(
     }
     // body_budget acts after the WebP conversion (applyBodyBudget); here it passes the request on.
     case "body_budget":
-      return passedOn(request, policy.policy, memos);
+      return passedOn(request, policy.policy, memos, texts);
     case "sliding_window":
       return applySlidingWindow(request, policy, previous, window, memos);
     default: {
@@ -93,8 +95,9 @@ function passedOn(
   request: HubRequest,
   policy: "identity" | "body_budget",
   memos: FrozenMemos | undefined,
+  texts: TextHold | undefined,
 ): ContextResult {
-  const estimate = estimateTokens(request, memos);
+  const estimate = estimateTokens(request, memos, texts);
   return {
     request,
     decision: {

@@ -13,12 +13,14 @@ import { isPlainBase64 } from "../lib/base64.ts";
 import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
 import type { FrozenMemos } from "../lib/frozen-memos.ts";
 import { measureJsonBytes } from "../lib/json-bytes.ts";
+import type { TextHold } from "../lib/known-texts.ts";
 import { imageTokens } from "../models/image-tokens.ts";
 
 export { measureJsonBytes };
 
-export function estimateTokens(request: HubRequest, memos?: FrozenMemos): number {
-  return tokensFromBytes(measureRequestBytes(request, memos));
+/** `texts`: the request's hold, where a resent frame's base64 is known (known-texts.ts). */
+export function estimateTokens(request: HubRequest, memos?: FrozenMemos, texts?: TextHold): number {
+  return tokensFromBytes(measureRequestBytes(request, memos, texts));
 }
 
 /**
@@ -28,9 +30,9 @@ export function estimateTokens(request: HubRequest, memos?: FrozenMemos): number
  * client repeated (frozen, see frozen-json.ts) is serialised and measured once per
  * episode (its memos), not every turn.
  */
-export function measureRequestBytes(request: HubRequest, memos?: FrozenMemos): number {
+export function measureRequestBytes(request: HubRequest, memos?: FrozenMemos, texts?: TextHold): number {
   let bytes = jsonBytesReusingMembers({ ...request, messages: [] }, memos);
-  for (const message of request.messages) bytes += measureMessageBytes(message, memos);
+  for (const message of request.messages) bytes += measureMessageBytes(message, memos, texts);
   return bytes + Math.max(0, request.messages.length - 1);
 }
 
@@ -39,14 +41,14 @@ export function measureRequestBytes(request: HubRequest, memos?: FrozenMemos): n
  * is ASCII and needs no escaping in JSON, so an image's data counts its length. The
  * same number as measureJsonBytes, without copying megabytes of base64 per turn.
  */
-export function measureMessageBytes(message: HubMessage, memos?: FrozenMemos): number {
+export function measureMessageBytes(message: HubMessage, memos?: FrozenMemos, texts?: TextHold): number {
   // A message derived from a member the client resent (frozen: a system prompt) is measured once.
   if (memos !== undefined && Object.isFrozen(message)) return memos.jsonBytes(message);
   if (message.role !== "user" && message.role !== "tool") return measureJsonBytes(message);
   let dataBytes = 0;
   let stripped = false;
   const content = message.content.map((part) => {
-    if (part.type !== "image" || !isPlainBase64(part.data)) return part;
+    if (part.type !== "image" || !isPlainBase64(part.data, texts)) return part;
     dataBytes += part.data.length;
     stripped = true;
     return { ...part, data: "" };

@@ -15,6 +15,7 @@ import type { WindowGuard } from "../context/window-guard.ts";
 import type { HubRequest } from "../hub/schema.ts";
 import type { ImageConverter, PreparedImages } from "../images/convert-request.ts";
 import type { FrozenMemos } from "../lib/frozen-memos.ts";
+import type { TextHold } from "../lib/known-texts.ts";
 import {
   type AfterContextFields,
   identicalRequest,
@@ -43,6 +44,8 @@ export type ContextOptions = {
   window?: WindowGuard;
   /** The episode's memos of its frozen values (measured once). */
   memos?: FrozenMemos;
+  /** The request's hold of its long strings: a resent frame's base64 is checked once (known-texts.ts). */
+  texts?: TextHold;
 };
 
 /**
@@ -61,6 +64,7 @@ export async function decideContext(
     options.memory?.previous,
     options.window,
     options.memos,
+    options.texts,
   );
   if (policy.policy !== "body_budget") {
     if (cut && options.memory) options.memory.previous = cut;
@@ -112,6 +116,7 @@ export async function applyContext(
     ...options,
     memory: run.episode.contextMemory,
     memos: run.episode.memos,
+    ...(run.texts ? { texts: run.texts } : {}),
   });
   run.episode.records.afterContext(run.id, afterContextFields(outcome));
   return outcome;
