@@ -258,8 +258,9 @@ export const configSchema = z
          */
         workers: z.number().int().min(0).max(64).optional(),
         /**
-         * Bytes of converted WebP kept in memory for all episodes together (least recently
-         * used first out; 0 = no cache): a resent history is then not converted again.
+         * Bytes of converted WebP kept in memory for all episodes together, with the base64
+         * text of each one sent (least recently used first out; 0 = no cache): a resent
+         * history is then not converted again.
          */
         cache_bytes: z
           .number()
