@@ -29,7 +29,7 @@ import { moveEpisodeReply, scriptedMove } from "../../src/scripted-upstream/move
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { openChromium } from "../support/chromium.ts";
 import { assertPrerequisites, type ClientRun, runClient, type Upstream } from "../support/client-run.ts";
-import { type Line, records } from "../support/episode-evidence.ts";
+import { type Line, records, settledExchanges } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { serveRecordingExecutor } from "../support/recording-executor.ts";
 import {
@@ -117,7 +117,7 @@ async function scenario(
   await operator(episode);
   const run = await running;
   const received = upstream.scripted.received.slice(before);
-  const evidence = expectOneAnswerPerExchange(received, records(episode.records_dir, "exchanges"));
+  const evidence = expectOneAnswerPerExchange(received, await settledExchanges(episode.records_dir));
   console.log(`${client}${profile.label}: ${JSON.stringify(evidence)}`);
   const requests = received.map((r) => JSON.stringify(r.body));
   const jobs = [...controller.jobs.values()]

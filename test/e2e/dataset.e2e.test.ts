@@ -30,7 +30,7 @@ import { runLaunch } from "../../src/kits/run-launch.ts";
 import { longEpisodeReply } from "../../src/scripted-upstream/long-episode-reply.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { assertPrerequisites, runClient } from "../support/client-run.ts";
-import { records } from "../support/episode-evidence.ts";
+import { records, settledExchanges } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { binaryPath, controlPassword, startSidecarProcess } from "../support/sidecar-process.ts";
 import {
@@ -215,7 +215,7 @@ describeInLoopbackNamespace(
             expect(status.state).toBe("finished");
             const evidence = expectOneAnswerPerExchange(
               upstream.scripted.received,
-              records(episode.records_dir, "exchanges"),
+              await settledExchanges(episode.records_dir),
             );
             console.log(`camera episode upstream${profile.label}: ${JSON.stringify(evidence)}`);
             // One answered request per turn; a failed attempt's is none of the dataset's lines.

@@ -20,7 +20,7 @@ import { inertPalette, type PaletteColour } from "../../src/executor/inert-palet
 import { loadCodecs } from "../../src/images/codecs.ts";
 import { imagesSent, isLosslessWebp, readUpstreamExchanges } from "../../src/validate/upstream-evidence.ts";
 import { runClient, withServedSidecar } from "../support/client-run.ts";
-import { records } from "../support/episode-evidence.ts";
+import { records, settledExchanges } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import {
   expectOneAnswerPerExchange,
@@ -53,7 +53,7 @@ async function failedRecordImagesReachUpstream(
       try {
         const evidence = expectOneAnswerPerExchange(
           scripted.scripted.received,
-          records(episode.records_dir, "exchanges"),
+          await settledExchanges(episode.records_dir),
         );
         console.log(`${client}${profile.label}: ${JSON.stringify(evidence)}`);
         const ledger = records(episode.records_dir, "ledger");

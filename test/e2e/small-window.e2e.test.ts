@@ -34,7 +34,7 @@ import { type ScriptedRequest, toolNamed } from "../../src/scripted-upstream/dec
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { assertPrerequisites, runClient } from "../support/client-run.ts";
 import { declaredModel } from "../support/declared-model.ts";
-import { records } from "../support/episode-evidence.ts";
+import { records, settledExchanges } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { startSidecarProcess } from "../support/sidecar-process.ts";
 import {
@@ -161,7 +161,7 @@ async function smallWindowEpisode(
       .filter((b) => toolNamed(b, "observe") !== undefined)
       .map((b) => b.messages.length);
     const compactions = turns.filter((n, i) => i > 0 && n < (turns[i - 1] ?? 0)).length;
-    const exchanges = records(episode.records_dir, "exchanges");
+    const exchanges = await settledExchanges(episode.records_dir);
     const failed = exchanges.filter((line) => line.stage === "status" && line.status !== "delivered");
     const guardedTurns = exchanges.filter(
       (line) =>

@@ -19,7 +19,7 @@ import { longEpisodeReply } from "../../src/scripted-upstream/long-episode-reply
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { serveCameraController } from "./camera-controller.ts";
 import { assertPrerequisites, type ClientRun, runClient, type Upstream } from "./client-run.ts";
-import { records } from "./episode-evidence.ts";
+import { records, settledExchanges } from "./episode-evidence.ts";
 import {
   type EpisodeStatus,
   type LaunchInfo,
@@ -223,7 +223,7 @@ export async function withCodexCameraEpisode(
     expect(status.state).toBe("finished");
     const turns = options.observations + 2;
     const received = upstream.scripted.received;
-    const evidence = expectOneAnswerPerExchange(received, records(episode.records_dir, "exchanges"));
+    const evidence = expectOneAnswerPerExchange(received, await settledExchanges(episode.records_dir));
     console.log(`upstream${options.profile.label}: ${JSON.stringify(evidence)}`);
     expect(received.filter(answeredWhole)).toHaveLength(turns);
     // One client request per turn: the sidecar's retries and keepalives left Codex nothing to resend.

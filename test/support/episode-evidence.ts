@@ -15,6 +15,25 @@ export function records(recordsDir: string, name: "ledger" | "exchanges" | "auxi
   return readJsonLines<Line>(join(recordsDir, `${name}.jsonl`)).entries;
 }
 
+/**
+ * The episode's exchange lines once every exchange that began has ended: each
+ * exchange with a line has its `status` line. A client may exit while an exchange of
+ * its own is still being worked on (a background request it no longer waits for, in
+ * a retry's backoff); that exchange is cancelled and records its attempts when it
+ * ends, which can be after the client's exit. Waits at most `timeoutMs`, then returns
+ * what is there, so an exchange that never ends fails the caller's assertions.
+ */
+export async function settledExchanges(recordsDir: string, timeoutMs = 15_000): Promise<Line[]> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const lines = records(recordsDir, "exchanges");
+    const begun = new Set(lines.map((l) => l.exchange));
+    const ended = new Set(lines.filter((l) => l.stage === "status").map((l) => l.exchange));
+    if ([...begun].every((id) => ended.has(id)) || Date.now() >= deadline) return lines;
+    await Bun.sleep(100);
+  }
+}
+
 /** The SSE events of every delivered (streamed) response, in delivery order, from the sidecar's own records. */
 export async function deliveredEvents(recordsDir: string): Promise<{ event: string; data: unknown }[]> {
   const events: { event: string; data: unknown }[] = [];
