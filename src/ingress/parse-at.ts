@@ -212,3 +212,15 @@ export function requestObject(body: JsonBody, protocolName: string): Record<stri
     throw invalidField("body", `the request body must be a JSON object (${protocolName} request)`);
   return value as Record<string, unknown>;
 }
+
+/**
+ * A protocol's whole request body validated against its schema: the body must be a
+ * JSON object (`requestObject`), then `parseRequestAt` with the episode's memos.
+ */
+export function parseRequestBody<S extends z.ZodObject>(
+  schema: S,
+  body: JsonBody,
+  protocolName: string,
+): z.infer<S> {
+  return parseRequestAt(schema, requestObject(body, protocolName), "", body.parsed ? body.memos : undefined);
+}

@@ -19,7 +19,7 @@ import type { HubMessage, HubRequest, HubResponse } from "../../src/hub/schema.t
 import { hubRequestSchema } from "../../src/hub/schema.ts";
 import { authenticateRequest } from "../../src/ingress/authenticate-ingress.ts";
 import type { IngressRouteDeps } from "../../src/ingress/ingress-route-deps.ts";
-import { parseRequestAt, requestObject } from "../../src/ingress/parse-at.ts";
+import { parseRequestBody } from "../../src/ingress/parse-at.ts";
 import { createProtocolRoutes } from "../../src/ingress/protocol-routes.ts";
 import { type ErrorKind, SidecarError } from "../../src/lib/errors.ts";
 import { records } from "../support/episode-evidence.ts";
@@ -37,8 +37,7 @@ const tinyRequestSchema = z.strictObject({
 });
 type TinyRequest = z.infer<typeof tinyRequestSchema>;
 // The episode's memos (body.memos) let a member the client resends unchanged skip validation.
-const parseRequest = (body: JsonBody): TinyRequest =>
-  parseRequestAt(tinyRequestSchema, requestObject(body, "Tiny"), "", body.parsed ? body.memos : undefined);
+const parseRequest = (body: JsonBody): TinyRequest => parseRequestBody(tinyRequestSchema, body, "Tiny");
 
 // Step 4, from-hub.ts (pure); Tiny does not stream.
 type TinyAnswer = { model: string; text: string | null; calls: { id: string; tool: string; args: string }[] };

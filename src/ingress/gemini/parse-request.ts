@@ -4,14 +4,9 @@
  * client — or whoever reads the records — knows exactly what the sidecar refused.
  */
 import type { JsonBody } from "../../body/parse-json-body.ts";
-import { parseRequestAt, requestObject } from "../parse-at.ts";
+import { parseRequestBody } from "../parse-at.ts";
 import { type GenerateContentRequest, generateContentRequestSchema } from "./schema.ts";
 
 export function parseRequest(body: JsonBody): GenerateContentRequest {
-  return parseRequestAt(
-    generateContentRequestSchema,
-    requestObject(body, "Gemini GenerateContent"),
-    "",
-    body.parsed ? body.memos : undefined,
-  );
+  return parseRequestBody(generateContentRequestSchema, body, "Gemini GenerateContent");
 }

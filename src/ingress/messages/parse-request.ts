@@ -3,14 +3,9 @@
  * 400 naming the field in wire spelling (`messages[2].content[0].source.type`).
  */
 import type { JsonBody } from "../../body/parse-json-body.ts";
-import { parseRequestAt, requestObject } from "../parse-at.ts";
+import { parseRequestBody } from "../parse-at.ts";
 import { type MessagesRequest, messagesRequestSchema } from "./schema.ts";
 
 export function parseRequest(body: JsonBody): MessagesRequest {
-  return parseRequestAt(
-    messagesRequestSchema,
-    requestObject(body, "Anthropic Messages"),
-    "",
-    body.parsed ? body.memos : undefined,
-  );
+  return parseRequestBody(messagesRequestSchema, body, "Anthropic Messages");
 }

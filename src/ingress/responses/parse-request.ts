@@ -3,14 +3,9 @@
  * 400 naming the field in wire spelling (`input[3].content[0].type`).
  */
 import type { JsonBody } from "../../body/parse-json-body.ts";
-import { parseRequestAt, requestObject } from "../parse-at.ts";
+import { parseRequestBody } from "../parse-at.ts";
 import { type ResponsesRequest, responsesRequestSchema } from "./schema.ts";
 
 export function parseRequest(body: JsonBody): ResponsesRequest {
-  return parseRequestAt(
-    responsesRequestSchema,
-    requestObject(body, "OpenAI Responses"),
-    "",
-    body.parsed ? body.memos : undefined,
-  );
+  return parseRequestBody(responsesRequestSchema, body, "OpenAI Responses");
 }
