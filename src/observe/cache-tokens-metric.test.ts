@@ -1,13 +1,8 @@
 import { expect, test } from "bun:test";
-import { createMetrics } from "./metrics.ts";
+import { bareMetrics } from "../../test/support/bare-metrics.ts";
 
 test("ura_upstream_input_tokens_total splits each answer's prompt tokens by what the prompt cache did", async () => {
-  const metrics = createMetrics({
-    version: "test",
-    episodeStates: () => [],
-    openMcpSessions: () => 0,
-    uncertainCalls: () => 0,
-  });
+  const metrics = bareMetrics();
   const usages = [
     { inputTokens: 10_000, outputTokens: 12, cachedInputTokens: 7_000, cacheCreationInputTokens: 2_500 },
     { inputTokens: 3_000, outputTokens: 5, cachedInputTokens: 2_000 },

@@ -1,15 +1,10 @@
 import { expect, test } from "bun:test";
+import { bareMetrics } from "../../test/support/bare-metrics.ts";
 import { exchangeCost } from "../pricing/exchange-cost.ts";
 import { modelPriceSchema } from "../pricing/price-table.ts";
-import { createMetrics } from "./metrics.ts";
 
 test("ura_upstream_cost_total sums the recorded costs exactly, by model and currency", async () => {
-  const metrics = createMetrics({
-    version: "test",
-    episodeStates: () => [],
-    openMcpSessions: () => 0,
-    uncertainCalls: () => 0,
-  });
+  const metrics = bareMetrics();
   const price = modelPriceSchema.parse({ input: "0.1", output: 0 });
   const usage = { inputTokens: 3, outputTokens: 0 };
   const costs = [

@@ -5,8 +5,8 @@
  * server error event does not count.
  */
 import { expect, test } from "bun:test";
+import { bareMetrics } from "../../test/support/bare-metrics.ts";
 import type { UpstreamAttempt } from "../upstream/upstream-attempt.ts";
-import { createMetrics } from "./metrics.ts";
 
 const attempt = (n: number, fields: Partial<UpstreamAttempt>): UpstreamAttempt => ({
   attempt: n,
@@ -17,12 +17,7 @@ const attempt = (n: number, fields: Partial<UpstreamAttempt>): UpstreamAttempt =
 });
 
 test("a throttle error event inside a 200 stream counts as a throttled attempt, as a 429 does", async () => {
-  const metrics = createMetrics({
-    version: "test",
-    episodeStates: () => [],
-    openMcpSessions: () => 0,
-    uncertainCalls: () => 0,
-  });
+  const metrics = bareMetrics();
   const at = { kind: "exchange_stage", episode: "ep_1", exchange: "ex_1", at: 0 } as const;
   metrics.observer.observe({
     ...at,

@@ -19,7 +19,7 @@ import { longEpisodeReply } from "../../src/scripted-upstream/long-episode-reply
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { serveCameraController } from "./camera-controller.ts";
 import { assertPrerequisites, type ClientRun, runClient, type Upstream } from "./client-run.ts";
-import { records, settledExchanges } from "./episode-evidence.ts";
+import { settledExchanges } from "./episode-evidence.ts";
 import {
   type EpisodeStatus,
   type LaunchInfo,
