@@ -30,7 +30,7 @@ import { runLaunch } from "../../src/kits/run-launch.ts";
 import { longEpisodeReply } from "../../src/scripted-upstream/long-episode-reply.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { assertPrerequisites, runClient } from "../support/client-run.ts";
-import { records, settledExchanges } from "../support/episode-evidence.ts";
+import { settledExchanges } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
 import { binaryPath, controlPassword, startSidecarProcess } from "../support/sidecar-process.ts";
 import {
