@@ -1,5 +1,6 @@
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
+import { observeHistory } from "../../test/support/observe-history.ts";
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
 import { solidColourPng } from "../images/generate-png.ts";
 import { tokensForPixels } from "../models/image-tokens.ts";
@@ -19,31 +20,21 @@ const frameTokens = tokensForPixels(1280, 720);
 
 /** A robot episode as Gemini CLI sends it: one prompt, then `turns` observe calls each with a frame. */
 function robotEpisode(turns: number, system = "You drive a robot."): HubRequest {
-  const messages: HubMessage[] = [
-    { role: "system", content: [{ type: "text", text: system }] },
-    { role: "user", content: [{ type: "text", text: "Observe the scene until you are sure, then finish." }] },
-  ];
-  for (let i = 0; i < turns; i++) {
-    const id = `call_${i}`;
-    messages.push(
-      { role: "assistant", text: null, toolCalls: [{ id, name: "observe", arguments: "{}" }] },
+  return observeHistory(
+    [
+      { role: "system", content: [{ type: "text", text: system }] },
       {
-        role: "tool",
-        toolCallId: id,
-        name: "observe",
-        content: [
-          { type: "text", text: `nonce: ${i}` },
-          { type: "image", mediaType: "image/png", data: frame },
-        ],
+        role: "user",
+        content: [{ type: "text", text: "Observe the scene until you are sure, then finish." }],
       },
-    );
-  }
-  return {
-    model: "qwen",
-    messages,
-    tools: [{ name: "observe", description: "Look", parameters: { type: "object" } }],
-    ignored: [],
-  };
+    ],
+    turns,
+    (i) => [
+      { type: "text", text: `nonce: ${i}` },
+      { type: "image", mediaType: "image/png", data: frame },
+    ],
+    { model: "qwen", tools: [{ name: "observe", description: "Look", parameters: { type: "object" } }] },
+  );
 }
 
 describe("the prompt estimate", () => {

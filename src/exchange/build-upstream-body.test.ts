@@ -1,4 +1,5 @@
 import { beforeAll, describe, expect, test } from "bun:test";
+import { observeHistory } from "../../test/support/observe-history.ts";
 import { type ContextMemory, createContextMemory } from "../context/context-cut.ts";
 import { type BodyBudgetPolicy, contextPolicySchema } from "../context/policy-schema.ts";
 import type { HubMessage, HubRequest } from "../hub/schema.ts";
@@ -30,26 +31,18 @@ beforeAll(async () => {
 });
 
 function cameraHistory(turns: number): HubRequest {
-  const messages: HubMessage[] = [
-    { role: "system", content: [{ type: "text", text: "You drive a robot arm." }] },
-    { role: "user", content: [{ type: "text", text: "Watch the table; observe every turn." }] },
-  ];
-  for (let i = 0; i < turns; i++) {
-    const id = `call_${i}`;
-    messages.push(
-      { role: "assistant", text: null, toolCalls: [{ id, name: "observe", arguments: "{}" }] },
-      {
-        role: "tool",
-        toolCallId: id,
-        name: "observe",
-        content: [
-          { type: "text", text: `observation ${i}: "front" camera` },
-          { type: "image", mediaType: "image/png", data: frames[i] as string },
-        ],
-      },
-    );
-  }
-  return { model: "ura-qwen", messages, tools: [], ignored: [] };
+  return observeHistory(
+    [
+      { role: "system", content: [{ type: "text", text: "You drive a robot arm." }] },
+      { role: "user", content: [{ type: "text", text: "Watch the table; observe every turn." }] },
+    ],
+    turns,
+    (i) => [
+      { type: "text", text: `observation ${i}: "front" camera` },
+      { type: "image", mediaType: "image/png", data: frames[i] as string },
+    ],
+    { model: "ura-qwen" },
+  );
 }
 
 /** The real in-process conversion, noting the digest of every PNG it is given. */

@@ -1,7 +1,8 @@
 import { expect, test } from "bun:test";
+import { observeHistory } from "../../test/support/observe-history.ts";
 import { createContextMemory } from "../context/context-cut.ts";
 import { contextPolicySchema } from "../context/policy-schema.ts";
-import type { HubMessage, HubRequest } from "../hub/schema.ts";
+import type { HubRequest } from "../hub/schema.ts";
 import { createImageConverter } from "../images/convert-request.ts";
 import { createImageCache } from "../images/image-cache.ts";
 import { webpSettingsSchema } from "../images/settings.ts";
@@ -24,20 +25,12 @@ const options = { target, providerLimitBytes: 1024 * 1024, images };
 
 /** A history of `turns` call/result blocks, each result 2 KB of text. */
 function history(turns: number): HubRequest {
-  const messages: HubMessage[] = [{ role: "user", content: [{ type: "text", text: "Watch the table." }] }];
-  for (let i = 0; i < turns; i++) {
-    const id = `call_${i}`;
-    messages.push(
-      { role: "assistant", text: null, toolCalls: [{ id, name: "observe", arguments: "{}" }] },
-      {
-        role: "tool",
-        toolCallId: id,
-        name: "observe",
-        content: [{ type: "text", text: `${i}`.repeat(2048) }],
-      },
-    );
-  }
-  return { model: "q", messages, tools: [], ignored: [] };
+  return observeHistory(
+    [{ role: "user", content: [{ type: "text", text: "Watch the table." }] }],
+    turns,
+    (i) => [{ type: "text", text: `${i}`.repeat(2048) }],
+    { model: "q" },
+  );
 }
 
 test("identity decides once and records the request as identical", async () => {

@@ -27,6 +27,7 @@ import type { FrozenMemos } from "../../src/lib/frozen-memos.ts";
 import { readExchangeLine } from "../../src/records/exchange-lines.ts";
 import { records } from "../support/episode-evidence.ts";
 import { createInProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
+import { observeHistory } from "../support/observe-history.ts";
 import { changedPipelineGroup, contextStageOf } from "../support/staged-pipeline.ts";
 
 // Step 1, its settings: strict, with defaults (in production, one more member of contextPolicySchema's union).
@@ -107,23 +108,15 @@ const frame = (shade: number) => Buffer.from(solidColourPng(64, 48, [shade, 90, 
 
 /** A prompt, then `frames` observe call/result pairs, each result a note and a frame. */
 function history(frames: number, note = "ok"): HubRequest {
-  const messages: HubMessage[] = [{ role: "user", content: [{ type: "text", text: "Watch the table." }] }];
-  for (let i = 0; i < frames; i++) {
-    const id = `call_${i}`;
-    messages.push(
-      { role: "assistant", text: null, toolCalls: [{ id, name: "observe", arguments: "{}" }] },
-      {
-        role: "tool",
-        toolCallId: id,
-        name: "observe",
-        content: [
-          { type: "text", text: note },
-          { type: "image", mediaType: "image/png", data: frame(i) },
-        ],
-      },
-    );
-  }
-  return { model: "m", messages, tools: [], ignored: [] };
+  return observeHistory(
+    [{ role: "user", content: [{ type: "text", text: "Watch the table." }] }],
+    frames,
+    (i) => [
+      { type: "text", text: note },
+      { type: "image", mediaType: "image/png", data: frame(i) },
+    ],
+    { model: "m" },
+  );
 }
 
 const imagesLeft = (request: HubRequest) =>
