@@ -26,12 +26,19 @@ export function upstreamExchangesOf(episode: EpisodeRecordsView): UpstreamExchan
     const request = exchange.line("upstream_request");
     if (!request) return [];
     const answer = exchange.line("upstream_response");
-    // A refused answer (invalid arguments, undeclared tool, …) is kept as its error.
-    const response = !answer
-      ? null
-      : answer.error !== undefined
-        ? { error: answer.error }
-        : (answer.validated ?? null);
+    // A refused answer (invalid arguments, undeclared tool, …) is kept as its error; an
+    // exchange cancelled before any answer (the client closed it) has none: not the model's.
+    const attempts = (answer?.attempts ?? []) as readonly { ended?: string }[];
+    // (during an attempt, or while waiting to retry: call-upstream.ts's message).
+    const cancelled =
+      attempts.at(-1)?.ended === "cancelled" ||
+      String(answer?.error ?? "").startsWith("upstream request cancelled:");
+    const response =
+      !answer || cancelled
+        ? null
+        : answer.error !== undefined
+          ? { error: answer.error }
+          : (answer.validated ?? null);
     return [{ exchange: exchange.id, body: request.body, response }];
   });
 }
