@@ -58,7 +58,8 @@ export type GrowingHistory<T> = {
   newItems: fc.Arbitrary<T[]>;
   /** The request body holding this history. */
   body: (history: T[]) => unknown;
-  translate: (body: JsonBody) => HubRequest;
+  /** `turn`: the turn's number from 0, for what the episode learns between turns (a delivered call's arguments). */
+  translate: (body: JsonBody, turn: number) => HubRequest;
 };
 
 export function expectGrowingHistoryAsFresh<T>(spec: GrowingHistory<T>, numRuns = 300): void {
@@ -66,11 +67,11 @@ export function expectGrowingHistoryAsFresh<T>(spec: GrowingHistory<T>, numRuns 
     fc.property(fc.array(historyChanges(spec.newItems), { minLength: 1, maxLength: 10 }), (changes) => {
       const repeated = createRepeatedMembers(spec.repeated.members, spec.repeated.history);
       let history = spec.first;
-      for (const c of changes) {
+      for (const [turn, c] of changes.entries()) {
         history = apply(history, c);
         const sent = JSON.stringify(spec.body(history));
-        const reused = outcome(() => spec.translate(parseJsonBody(sent, repeated)));
-        const fresh = outcome(() => spec.translate(parseJsonBody(sent)));
+        const reused = outcome(() => spec.translate(parseJsonBody(sent, repeated), turn));
+        const fresh = outcome(() => spec.translate(parseJsonBody(sent), turn));
         expect(reused).toEqual(fresh);
         expect(JSON.stringify(reused)).toBe(JSON.stringify(fresh));
         if (!("messages" in reused) || !("messages" in fresh)) continue;

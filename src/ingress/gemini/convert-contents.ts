@@ -14,10 +14,15 @@
  *   history's functionCall and `functionResponse.id`. A history functionCall without
  *   an id gets `gemini_call_<content>_<part>`; a functionResponse without an id
  *   answers the first unanswered call of the same name in the preceding model turn.
+ * - Given the episode's memos, a resent (frozen) content of plain text, of text and calls,
+ *   or of function responses only is translated once per episode and position and its
+ *   frozen hub messages reused while what they depend on is the same (the delivered
+ *   arguments of its calls, the calls its responses pair with), so measuring and
+ *   serialising them upstream are done once too.
  */
 import type { HubMessage, HubPart, HubToolCall, HubToolMessage } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
-import { deriveOnce } from "../../lib/frozen-json.ts";
+import { deepFreeze, deriveOnce } from "../../lib/frozen-json.ts";
 import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import type { IgnoredFields } from "../ignored-fields.ts";
 import { liftErrorImages } from "./lift-error-images.ts";
@@ -194,6 +199,86 @@ function isPlainText(content: Content): boolean {
   );
 }
 
+/**
+ * A model content of text and function calls only, with no thought signature: its hub
+ * message depends on itself, its position (a call without an id is named by it, each
+ * call's source names it) and the arguments text the episode delivered for each call id.
+ * A resent one is translated once per episode and position, reused while every call id's
+ * delivered text is what it was; the calls it leaves pending are its message's.
+ */
+function hasOnlyTextAndCalls(content: Content): boolean {
+  return (
+    content.role === "model" &&
+    content.parts.some((part) => part.functionCall !== undefined) &&
+    content.parts.every(
+      (part) =>
+        part.thoughtSignature === undefined &&
+        part.inlineData === undefined &&
+        part.functionResponse === undefined &&
+        (part.text !== undefined) !== (part.functionCall !== undefined),
+    )
+  );
+}
+
+type KeptCalls = {
+  index: number;
+  message: Extract<HubMessage, { role: "assistant" }>;
+  delivered: (string | undefined)[];
+};
+
+function sameDelivered(kept: KeptCalls, delivered: DeliveredArguments): boolean {
+  return kept.message.toolCalls.every((call, k) => delivered(call.id) === kept.delivered[k]);
+}
+
+/**
+ * A user content of function responses only (no images, no thought signature): its tool
+ * messages depend on itself, its position and which pending call each response without an
+ * id answers. A resent one that noted nothing is translated once per episode and position,
+ * reused while each response pairs with the same call as before.
+ */
+function hasOnlyResponses(content: Content): boolean {
+  return (
+    content.role !== "model" &&
+    content.parts.length > 0 &&
+    content.parts.every(
+      (part) =>
+        part.functionResponse !== undefined &&
+        part.functionResponse.parts === undefined &&
+        part.thoughtSignature === undefined &&
+        part.text === undefined &&
+        part.inlineData === undefined &&
+        part.functionCall === undefined,
+    )
+  );
+}
+
+type KeptResponses = { index: number; messages: HubMessage[] };
+
+/**
+ * Pairs the content's responses with the pending calls as the full conversion does and
+ * tells whether each pairs with the kept tool message's call; marks those calls answered
+ * only then.
+ */
+function pairAsBefore(content: Content, kept: HubMessage[], pending: PendingCall[]): boolean {
+  if (kept.length !== content.parts.length) return false;
+  const answered = new Set<PendingCall>();
+  const paired = content.parts.every((part, k) => {
+    const response = part.functionResponse;
+    const message = kept[k];
+    if (response === undefined || message?.role !== "tool") return false;
+    const id = response.id;
+    const call =
+      id === undefined
+        ? pending.find((c) => !c.answered && !answered.has(c) && c.name === response.name)
+        : pending.find((c) => c.id === id);
+    if (call) answered.add(call);
+    return (id ?? call?.id) === message.toolCallId;
+  });
+  if (!paired) return false;
+  for (const call of answered) call.answered = true;
+  return true;
+}
+
 /** The hub message of a plain text content (isPlainText): what the full conversion below gives it. */
 function plainTextToHub(content: Content): HubMessage {
   const texts = content.parts.map((part) => part.text ?? "");
@@ -212,19 +297,50 @@ export function convertContents(
   let pending: PendingCall[] = [];
   contents.forEach((content, i) => {
     // Only a resent one, with the episode's memos: any other goes the full way below.
-    if (memos !== undefined && Object.isFrozen(content) && isPlainText(content)) {
+    const resent = memos !== undefined && Object.isFrozen(content);
+    if (resent && isPlainText(content)) {
       messages.push(deriveOnce(memos, plainTextToHub, content));
       // A model content without calls leaves none pending, as the full way does.
       if (content.role === "model") pending = [];
       return;
     }
     if (content.role === "model") {
+      const keep = resent && hasOnlyTextAndCalls(content);
+      const keptCalls = keep ? memos.table<Content, KeptCalls>(hasOnlyTextAndCalls) : undefined;
+      const kept = keptCalls?.get(content);
+      if (kept !== undefined && kept.index === i && sameDelivered(kept, delivered)) {
+        messages.push(kept.message);
+        pending = kept.message.toolCalls.map((c) => ({ id: c.id, name: c.name, answered: false }));
+        return;
+      }
       const { message, calls } = convertModelContent(content, i, notes, delivered);
+      if (keptCalls !== undefined && message.role === "assistant")
+        keptCalls.set(content, {
+          index: i,
+          message: deepFreeze(message),
+          delivered: message.toolCalls.map((c) => delivered(c.id)),
+        });
       messages.push(message);
       pending = calls;
-    } else {
-      messages.push(...convertUserContent(content, i, pending, notes));
+      return;
     }
+    const keep = resent && hasOnlyResponses(content);
+    const keptResponses = keep ? memos.table<Content, KeptResponses>(hasOnlyResponses) : undefined;
+    const kept = keptResponses?.get(content);
+    if (kept !== undefined && kept.index === i && pairAsBefore(content, kept.messages, pending)) {
+      messages.push(...kept.messages);
+      return;
+    }
+    const noted = notes.list().length;
+    const converted = convertUserContent(content, i, pending, notes);
+    // Kept only when it noted nothing and carries no image (an error's lifted frame): then it depends on nothing else.
+    if (
+      keptResponses !== undefined &&
+      notes.list().length === noted &&
+      converted.every((m) => m.role === "tool" && m.content.every((p) => p.type === "text"))
+    )
+      keptResponses.set(content, { index: i, messages: converted.map((m) => deepFreeze(m)) });
+    messages.push(...converted);
   });
   return messages;
 }

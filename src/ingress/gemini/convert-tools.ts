@@ -5,10 +5,15 @@
  * removed (a client scheduling hint, not a model parameter). Function names are
  * unique; an allowed function name must be declared, and only one can be expressed
  * upstream.
+ * A tool list the client resent (frozen) is converted once per episode: its hub tools are
+ * kept with the notes the conversion made, and each later request takes the notes again
+ * (a request's notes are its own), so the Chat tools and their JSON are kept by them too.
  */
 import { geminiSchedulingHint as waitForPrevious } from "../../clients/private-arguments.ts";
 import type { HubTool, HubToolChoice } from "../../hub/schema.ts";
 import { invalidField } from "../../lib/errors.ts";
+import { deepFreeze } from "../../lib/frozen-json.ts";
+import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import type { IgnoredFields } from "../ignored-fields.ts";
 import type { FunctionDeclaration, GenerateContentRequest } from "./schema.ts";
 import { toJsonSchema } from "./to-json-schema.ts";
@@ -28,7 +33,11 @@ export function removeWaitForPrevious(schema: Record<string, unknown>): {
   return { schema: out, removed: true };
 }
 
-function convertDeclaration(declaration: FunctionDeclaration, param: string, notes: IgnoredFields): HubTool {
+function convertDeclaration(
+  declaration: FunctionDeclaration,
+  param: string,
+  note: (text: string) => void,
+): HubTool {
   if (declaration.parameters && declaration.parametersJsonSchema) {
     throw invalidField(`${param}.parameters`, "give either parameters or parametersJsonSchema, not both");
   }
@@ -38,23 +47,48 @@ function convertDeclaration(declaration: FunctionDeclaration, param: string, not
     (declaration.parameters
       ? toJsonSchema(declaration.parameters, `${param}.parameters`, ignored)
       : { type: "object", properties: {} });
-  for (const note of ignored) notes.add(note);
+  for (const text of ignored) note(text);
   const { schema, removed } = removeWaitForPrevious(parameters);
   if (removed)
-    notes.add(`${waitForPrevious} in tool parameters (Gemini CLI scheduling hint, not offered to the model)`);
+    note(`${waitForPrevious} in tool parameters (Gemini CLI scheduling hint, not offered to the model)`);
   return { name: declaration.name, description: declaration.description ?? "", parameters: schema };
 }
 
-export function convertTools(request: GenerateContentRequest, notes: IgnoredFields): HubTool[] {
+type Declarations = NonNullable<GenerateContentRequest["tools"]>;
+type KeptTools = { tools: HubTool[]; notes: string[] };
+
+/** `memos`: the episode's, where a resent tool list's hub tools and notes are kept. */
+export function convertTools(
+  request: GenerateContentRequest,
+  notes: IgnoredFields,
+  memos?: FrozenMemos,
+): HubTool[] {
+  const declared = request.tools;
+  if (memos === undefined || declared === undefined || !Object.isFrozen(declared))
+    return convertDeclarations(declared ?? [], (note) => notes.add(note));
+  const keptTools = memos.table<Declarations, KeptTools>(convertTools);
+  let kept = keptTools.get(declared);
+  if (kept === undefined) {
+    const taken: string[] = [];
+    const tools = convertDeclarations(declared, (note) => taken.push(note));
+    kept = { tools: deepFreeze(tools), notes: taken };
+    keptTools.set(declared, kept);
+  }
+  for (const note of kept.notes) notes.add(note);
+  return kept.tools;
+}
+
+/** `note`: takes each note the conversion makes. */
+function convertDeclarations(declared: Declarations, note: (text: string) => void): HubTool[] {
   const tools: HubTool[] = [];
   const names = new Set<string>();
-  (request.tools ?? []).forEach((tool, i) => {
+  declared.forEach((tool, i) => {
     tool.functionDeclarations.forEach((declaration, j) => {
       const param = `tools[${i}].functionDeclarations[${j}]`;
       if (names.has(declaration.name))
         throw invalidField(`${param}.name`, `duplicate function name ${JSON.stringify(declaration.name)}`);
       names.add(declaration.name);
-      tools.push(convertDeclaration(declaration, param, notes));
+      tools.push(convertDeclaration(declaration, param, note));
     });
   });
   return tools;

@@ -1,7 +1,10 @@
 /**
  * A growing Gemini history (`contents`) translated with the episode's memos (its resent
- * contents reused, frozen; a plain text content translated once, convert-contents.ts)
- * gives, turn after turn and whatever the client did to it, exactly what a fresh request gives.
+ * contents reused, frozen; a plain text content, a model content of text and calls and a
+ * user content of function responses translated once, convert-contents.ts; a resent tool
+ * list converted once, convert-tools.ts) gives, turn after turn and whatever the client did
+ * to it, exactly what a fresh request gives, while the arguments the episode delivered for
+ * a call id come and go between turns.
  */
 import { describe, test } from "bun:test";
 import fc from "fast-check";
@@ -20,26 +23,76 @@ const textPart = fc.oneof(
 );
 const role = fc.constantFrom("user" as const, "model" as const);
 
-/** One turn's new contents: text (plain or with a signature), or a call and its response, with or without ids. */
-const newItems: fc.Arbitrary<Content[]> = fc.oneof(
-  fc.record({ role, parts: fc.array(textPart, { maxLength: 3 }) }).map((c) => [c]),
-  fc.tuple(fc.nat({ max: 3 }), fc.boolean(), text).map(([n, withId, output]): Content[] => [
+const call = (n: number, withId: boolean) => ({
+  functionCall: { name: `f${n}`, args: { n }, ...(withId ? { id: `call_${n}` } : {}) },
+});
+/** A failed call's error text with a long base64 run in it: its conversion replaces the run and notes it (lift-error-images.ts). */
+const base64Error = `failed: ${"QUJD".repeat(80)}`;
+
+const responseOf = (n: number, withId: boolean, output: string, failed: boolean) => ({
+  functionResponse: {
+    name: `f${n}`,
+    response: failed ? { error: n === 3 ? base64Error : output } : { output },
+    ...(withId ? { id: `call_${n}` } : {}),
+  },
+});
+
+/** One or two calls (text before them or not), and their responses in one content, each with or without its id. */
+const callsAndResponses: fc.Arbitrary<Content[]> = fc
+  .tuple(
+    fc.array(fc.tuple(fc.nat({ max: 3 }), fc.boolean(), text, fc.boolean()), { minLength: 1, maxLength: 2 }),
+    fc.option(text, { nil: undefined }),
+    fc.boolean(),
+  )
+  .map(([calls, before, answered]): Content[] => [
     {
       role: "model",
-      parts: [{ functionCall: { name: `f${n}`, args: { n }, ...(withId ? { id: `call_${n}` } : {}) } }],
+      parts: [...(before === undefined ? [] : [{ text: before }]), ...calls.map(([n, id]) => call(n, id))],
     },
-    {
-      role: "user",
-      parts: [
-        {
-          functionResponse: { name: `f${n}`, response: { output }, ...(withId ? { id: `call_${n}` } : {}) },
-        },
-      ],
-    },
-  ]),
+    ...(answered
+      ? [
+          {
+            role: "user" as const,
+            parts: calls.map(([n, id, output, failed]) => responseOf(n, id, output, failed)),
+          },
+        ]
+      : []),
+  ]);
+
+/** One turn's new contents: text (plain or with a signature), calls and their responses, or a lone response. */
+const newItems: fc.Arbitrary<Content[]> = fc.oneof(
+  fc.record({ role, parts: fc.array(textPart, { maxLength: 3 }) }).map((c) => [c]),
+  { arbitrary: callsAndResponses, weight: 2 },
+  fc
+    .tuple(fc.nat({ max: 3 }), fc.boolean(), text)
+    .map(([n, id, output]): Content[] => [{ role: "user", parts: [responseOf(n, id, output, false)] }]),
 );
 
+/**
+ * A declaration with an OpenAPI schema and Gemini CLI's scheduling hint (its conversion notes
+ * it), long enough for the parse to reuse the resent list (parse-json-body.ts).
+ */
+const tools = [
+  {
+    functionDeclarations: [
+      {
+        name: "f0",
+        description: "reads the robot's sensors ".repeat(50),
+        parameters: {
+          type: "OBJECT",
+          properties: { n: { type: "INTEGER", format: "int32" }, wait_for_previous: { type: "BOOLEAN" } },
+        },
+      },
+      { name: "f1", parametersJsonSchema: { type: "object", properties: { n: { type: "integer" } } } },
+    ],
+  },
+];
+
 const operation = { kind: "generate" as const, model: "ura-qwen", stream: true, sse: true };
+
+/** Qwen's own text of a call's arguments (equal to the echoed `{n}`, spaced differently), known on odd turns. */
+const deliveredOn = (turn: number) => (id: string) =>
+  turn % 2 === 1 && id.startsWith("call_") ? `{ "n": ${id.slice("call_".length)} }` : undefined;
 
 describe("a growing Gemini history, translated with the episode's memos", () => {
   test("translates, measures and serialises as a fresh request on every turn", () => {
@@ -47,8 +100,12 @@ describe("a growing Gemini history, translated with the episode's memos", () => 
       repeated: { members: ["systemInstruction", "tools"], history: "contents" },
       first: [{ role: "user", parts: [{ text: "start" }] }],
       newItems,
-      body: (contents) => ({ contents, systemInstruction: { parts: [{ text: "be brief" }] } }),
-      translate: (body) => toHub(body, { operation }).hub,
+      body: (contents) => ({
+        contents,
+        systemInstruction: { parts: [{ text: "be brief. ".repeat(120) }] },
+        tools,
+      }),
+      translate: (body, turn) => toHub(body, { operation, deliveredArguments: deliveredOn(turn) }).hub,
     });
   });
 });

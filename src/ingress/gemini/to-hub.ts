@@ -64,7 +64,7 @@ function requestToHub(
     ...convertSystem(request, notes, memos),
     ...convertContents(request.contents, notes, delivered, memos),
   ];
-  const tools = convertTools(request, notes);
+  const tools = convertTools(request, notes, memos);
   const hub: HubRequest = { model, messages, tools, ignored: [] };
   const toolChoice = convertToolChoice(request, tools);
   if (toolChoice !== undefined) hub.toolChoice = toolChoice;
