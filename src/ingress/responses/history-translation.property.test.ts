@@ -17,20 +17,41 @@ const role = fc.constantFrom("user", "assistant", "developer");
 const part = (r: string) =>
   text.map((t) => ({ type: r === "assistant" ? "output_text" : "input_text", text: t }));
 
+/**
+ * An assistant turn's calls (one to three, after an assistant message or not, some in a
+ * namespace), then their outputs or not.
+ */
+const callRun: fc.Arbitrary<Item[]> = fc
+  .tuple(
+    fc.array(fc.tuple(fc.nat({ max: 3 }), text, fc.boolean()), { minLength: 1, maxLength: 3 }),
+    fc.option(text, { nil: undefined }),
+    fc.boolean(),
+  )
+  .map(([calls, said, answered]): Item[] => [
+    ...(said === undefined ? [] : [{ type: "message", role: "assistant", content: said }]),
+    ...calls.map(([n, , spaced]) => ({
+      type: "function_call",
+      call_id: `call_${n}`,
+      name: "shell",
+      ...(n === 3 ? { namespace: "mcp__ura" } : {}),
+      arguments: spaced ? `{ "n": ${n} }` : `{"n":${n}}`,
+    })),
+    ...(answered
+      ? calls.map(([n, output]) => ({
+          type: "function_call_output",
+          call_id: `call_${n}`,
+          output: n % 2 === 0 ? output : [{ type: "input_text", text: output }],
+        }))
+      : []),
+  ]);
+
 /** One turn's new items: a message (text as a string or parts), a call and its output, a reasoning item. */
 const newItems: fc.Arbitrary<Item[]> = fc.oneof(
   fc.tuple(role, text).map(([r, t]): Item[] => [{ type: "message", role: r, content: t }]),
   role.chain((r) =>
     fc.array(part(r), { maxLength: 3 }).map((content): Item[] => [{ type: "message", role: r, content }]),
   ),
-  fc.tuple(fc.nat({ max: 3 }), text).map(([n, output]): Item[] => [
-    { type: "function_call", call_id: `call_${n}`, name: "shell", arguments: `{"n":${n}}` },
-    {
-      type: "function_call_output",
-      call_id: `call_${n}`,
-      output: n % 2 === 0 ? output : [{ type: "input_text", text: output }],
-    },
-  ]),
+  { arbitrary: callRun, weight: 2 },
   fc.constant(null).map((): Item[] => [{ type: "reasoning", id: "rs_1", summary: [] }]),
 );
 

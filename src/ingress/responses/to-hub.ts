@@ -136,6 +136,22 @@ function isTextOutput(output: string | ContentPart[]): boolean {
 
 type KeptOutput = { param: string; name: string; message: HubMessage };
 
+/**
+ * A function call item joins the assistant message before it (or starts one): the message
+ * it gives depends on the item, its field and that message. A resent call is translated
+ * once per episode, reused while its field is the same and the message before it is the
+ * same frozen one (or there is none), so a run of resent calls after a resent message
+ * gives the same frozen message every turn.
+ */
+type KeptCall = { param: string; before: HubMessage | undefined; message: HubMessage };
+
+/** The assistant message a call gives after a frozen assistant message (on a copy) or after none. */
+function joinCall(before: HubMessage | undefined, call: HubToolCall): HubMessage {
+  return before?.role === "assistant"
+    ? { ...before, toolCalls: [...before.toolCalls, call] }
+    : { role: "assistant", text: null, toolCalls: [call] };
+}
+
 /** The hub message of a plain text message item (isPlainText): what the full translation below gives it. */
 function plainTextToHub(item: MessageItem): HubMessage {
   const texts =
@@ -198,11 +214,26 @@ function toMessages(
           throw invalidField(`${param}.call_id`, `duplicate call_id ${JSON.stringify(call.id)}`);
         callNames.set(call.id, call.name);
         const last = messages.at(-1);
-        // An assistant message translated once (frozen) takes its calls on a copy.
-        if (last?.role === "assistant" && Object.isFrozen(last))
-          messages[messages.length - 1] = { ...last, toolCalls: [...last.toolCalls, call] };
-        else if (last?.role === "assistant") last.toolCalls.push(call);
-        else messages.push({ role: "assistant", text: null, toolCalls: [call] });
+        const before = last?.role === "assistant" ? last : undefined;
+        // A resent call after the same frozen message (or after none) gives the assistant message it gave before.
+        const keep =
+          memos !== undefined && Object.isFrozen(item) && (before === undefined || Object.isFrozen(before));
+        const keptCalls = keep ? memos.table<object, KeptCall>(joinCall) : undefined;
+        const kept = keptCalls?.get(item);
+        if (kept !== undefined && kept.param === param && kept.before === before) {
+          if (before === undefined) messages.push(kept.message);
+          else messages[messages.length - 1] = kept.message;
+          break;
+        }
+        // A message built for this request takes the call in place; a frozen one, on a copy (joinCall).
+        if (before !== undefined && !Object.isFrozen(before)) {
+          before.toolCalls.push(call);
+          break;
+        }
+        const message = joinCall(before, call);
+        if (before === undefined) messages.push(message);
+        else messages[messages.length - 1] = message;
+        if (keptCalls !== undefined) keptCalls.set(item, { param, before, message: deepFreeze(message) });
         break;
       }
       case "function_call_output": {
