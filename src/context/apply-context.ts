@@ -58,7 +58,7 @@ export function applyContextPolicy(
       if (window === undefined) return passedOn(request, policy.policy, memos, texts);
       // The guard alone: no threshold of identity's own, sliding_window's default walk.
       try {
-        const guarded = applySlidingWindow(request, guardOnly, previous, window, memos);
+        const guarded = applySlidingWindow(request, guardOnly, previous, window, memos, texts);
         return { ...guarded, decision: { ...guarded.decision, policy: "identity" } };
       } catch (error) {
         if (error instanceof ContextPolicyError)
@@ -70,7 +70,7 @@ export function applyContextPolicy(
     case "body_budget":
       return passedOn(request, policy.policy, memos, texts);
     case "sliding_window":
-      return applySlidingWindow(request, policy, previous, window, memos);
+      return applySlidingWindow(request, policy, previous, window, memos, texts);
     default: {
       const unknown: never = policy;
       throw new Error(`unknown context policy ${JSON.stringify(unknown)}`);

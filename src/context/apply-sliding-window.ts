@@ -41,6 +41,8 @@
 import type { HubImagePart, HubMessage, HubPart, HubRequest, HubToolMessage } from "../hub/schema.ts";
 import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
 import type { FrozenMemos } from "../lib/frozen-memos.ts";
+import { jsonStringDataBytes } from "../lib/json-bytes.ts";
+import type { TextHold } from "../lib/known-texts.ts";
 import { type ContextCut, cutAt } from "./context-cut.ts";
 import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
@@ -69,7 +71,8 @@ export interface ToolImage {
  * reduction; while the request with that very reduction is at or under
  * `max_input_tokens` it is kept (the prompt only appends, its prefix stays cacheable);
  * otherwise the request is reduced toward `target_input_tokens` afresh. `window`: the
- * model's window guard, applied on the same walk.
+ * model's window guard, applied on the same walk. `texts`: the request's hold, where a
+ * resent frame is known to be base64 (known-texts.ts), so its alphabet is not scanned again.
  */
 export function applySlidingWindow(
   request: HubRequest,
@@ -77,11 +80,12 @@ export function applySlidingWindow(
   previous?: ContextCut,
   window?: WindowGuard,
   memos?: FrozenMemos,
+  texts?: TextHold,
 ): { request: HubRequest; decision: ContextDecision; stale: HubImagePart[]; cut: ContextCut } {
   const messages = request.messages;
   // A repeated tool list (frozen) is measured once per episode.
   const baseBytes = jsonBytesReusingMembers({ ...request, messages: [] }, memos);
-  const messageBytes = messages.map((message) => measureMessageBytes(message, memos));
+  const messageBytes = messages.map((message) => measureMessageBytes(message, memos, texts));
   // The prompt's weight per message (images by pixel size), only when the window is guarded;
   // a message without images weighs its JSON, measured just above.
   const promptBytes = window
@@ -163,7 +167,7 @@ export function applySlidingWindow(
         const notice = createOmissionNotice(message.toolCallId, image.imageNumber);
         const original = content[image.partIndex] as HubPart;
         const noticeBytes = measureJsonBytes(notice);
-        const delta = noticeBytes - measureJsonBytes(original);
+        const delta = noticeBytes - partBytes(original, texts);
         content[image.partIndex] = notice;
         sizes[image.messageIndex] = (sizes[image.messageIndex] ?? 0) + delta;
         messageBytesSum += delta;
@@ -232,6 +236,15 @@ export function applySlidingWindow(
 }
 
 /** Every image part inside a tool message, oldest first. */
+/**
+ * A content part's JSON bytes; an image's data counted by its escaped length, not
+ * serialised (a frame is megabytes of base64, known to need no escaping once seen).
+ */
+function partBytes(part: HubPart, texts: TextHold | undefined): number {
+  if (part.type !== "image") return measureJsonBytes(part);
+  return measureJsonBytes({ ...part, data: "" }) + jsonStringDataBytes(part.data, texts);
+}
+
 export function listToolImages(messages: readonly HubMessage[]): ToolImage[] {
   const images: ToolImage[] = [];
   messages.forEach((message, messageIndex) => {
