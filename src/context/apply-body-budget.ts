@@ -22,7 +22,9 @@
  * The candidates form one sequence, each keeping a subset of the previous one's
  * images: no batch omitted, one, …, every evictable batch, then one block removed, two, ….
  * The body only shrinks along it, so the answer is found walking back from the
- * most reduced candidate while the body still fits the target. Sizes come from `body`, an exact
+ * most reduced candidate while the body still fits the target; the block steps are
+ * passed over at once when the step with no block removed fits (each keeps a subset of
+ * its messages), so a turn measures a handful of candidates, not one per block. Sizes come from `body`, an exact
  * model of the rendered body (nothing is rendered here); an image whose upstream
  * size is not known yet (a PNG not converted) is sized through `resolve` only when
  * the candidate being tried keeps it, newest first, and only until that candidate is
@@ -197,6 +199,16 @@ export async function applyBodyBudget(
   }
   // Over with the previous reduction: first the fewest steps that fit the budget…
   let step = last;
+  // The block steps keep subsets of the messages of the step with no block removed (the same
+  // notices): when that one fits, all of them fit, and walking them one by one (each measured over
+  // the whole history) would size the same frames to the same answer.
+  if (last > batches) {
+    const noBlockRemoved = await bytesIfFits(candidateAt(batches));
+    if (noBlockRemoved !== undefined) {
+      step = batches;
+      bytes = noBlockRemoved;
+    }
+  }
   while (step > 0) {
     const fewer = await bytesIfFits(candidateAt(step - 1));
     if (fewer === undefined) break;
