@@ -2,7 +2,8 @@
  * The upstream stage of an exchange: one buffered, validated Chat Completions
  * exchange (upstream-client.ts, with its retries), cancelled when the episode is
  * cancelled, the client leaves or the sidecar shuts down. Every attempt is recorded
- * in the `upstream_response` line, a failed or cancelled exchange's too; the answer
+ * in the `upstream_response` line, a failed or cancelled exchange's too (a cancelled
+ * one says where it was and why: records/upstream-cancel.ts); the answer
  * is recorded before anything is rendered or delivered. With a price table, the line
  * carries the exchange's cost (every billed attempt's usage) and the episode sums it.
  */
@@ -12,6 +13,7 @@ import { SidecarError } from "../lib/errors.ts";
 import { linkSignals } from "../lib/link-signals.ts";
 import type { ExchangeCost } from "../pricing/exchange-cost.ts";
 import { RecordsWriteError } from "../records/append-file.ts";
+import { type CancelReason, cancelMessage, type UpstreamCancel } from "../records/upstream-cancel.ts";
 import type { ChatRequest } from "../upstream/chat-schema.ts";
 import { hasCacheMarker } from "../upstream/prompt-blocks.ts";
 import { type UpstreamAttempt, UpstreamCancelled, UpstreamFailure } from "../upstream/upstream-client.ts";
@@ -47,17 +49,17 @@ export async function callUpstream(
       throw error;
     }
     if (!signal.aborted) throw error;
-    const reason = deps.shutdownSignal.aborted
-      ? "the sidecar is shutting down"
+    const reason: CancelReason = deps.shutdownSignal.aborted
+      ? "shutdown"
       : episode.abortSignal.aborted
-        ? "the episode was cancelled"
-        : "the client closed the request";
+        ? "episode_cancelled"
+        : "client_closed";
     const cancelled = new SidecarError(
-      deps.shutdownSignal.aborted ? "unavailable" : "episode_closed",
-      `upstream request cancelled: ${reason}`,
+      reason === "shutdown" ? "unavailable" : "episode_closed",
+      cancelMessage(reason),
     );
     if (error instanceof UpstreamCancelled && error.attempts.length > 0)
-      recordAttempts(run, request.chat, error.attempts, null, cancelled.message);
+      recordAttempts(run, request.chat, error.attempts, null, cancelled.message, { at: error.at, reason });
     throw cancelled;
   }
 }
@@ -69,6 +71,7 @@ function recordAttempts(
   attempts: UpstreamAttempt[],
   raw: string | null,
   message: string,
+  cancelled?: UpstreamCancel,
 ): void {
   try {
     // A refused answer was billed all the same (docs/pricing.md).
@@ -77,6 +80,7 @@ function recordAttempts(
       attempts,
       raw,
       error: message,
+      ...(cancelled ? { cancelled } : {}),
       ...(cost ? { cost } : {}),
     });
     if (cost) run.episode.addCost(cost);

@@ -19,6 +19,7 @@ import { protocolSchema } from "../hub/protocol.ts";
 import { type HubRequest, hubResponseSchema } from "../hub/schema.ts";
 import { exchangeCostSchema } from "../pricing/exchange-cost.ts";
 import { upstreamAttemptSchema } from "../upstream/upstream-attempt.ts";
+import { upstreamCancelSchema } from "./upstream-cancel.ts";
 
 export const exchangeStageSchema = z.enum([
   "client_request",
@@ -129,6 +130,12 @@ export const upstreamResponseFieldsSchema = z.object({
   validated: hubResponseSchema.optional(),
   error: z.string().optional(),
   /**
+   * For an exchange cancelled before it had an answer (the client left, the episode was
+   * cancelled, the sidecar shut down): where it was and why, beside its `error` message.
+   * Added 2026-12-05: older lines say it only in `error` (upstream-cancel.ts reads both).
+   */
+  cancelled: upstreamCancelSchema.optional(),
+  /**
    * What the exchange cost, from the usage of every billed attempt (docs/pricing.md); only
    * with a price table that lists the model. Added 2026-12-05: older lines have none.
    */
@@ -140,6 +147,7 @@ export const upstreamResponseLineSchema = lineSchema(
     attempts: z.array(upstreamAttemptSchema.partial().loose()),
     raw: z.unknown(),
     validated: hubResponseSchema.partial().loose(),
+    cancelled: upstreamCancelSchema.partial().loose(),
     cost: exchangeCostSchema.loose(),
   }),
   {},

@@ -1,38 +1,12 @@
 import { expect, test } from "bun:test";
+import { bareExchange, renderTimeline } from "../../test/support/timeline-page.ts";
 import { exchangeCost } from "../pricing/exchange-cost.ts";
 import { modelPriceSchema } from "../pricing/price-table.ts";
-import { EpisodeListPage, TimelinePage } from "./pages.tsx";
-import type { Timeline, TimelineExchange } from "./read-timeline.ts";
+import { EpisodeListPage } from "./pages.tsx";
+import type { TimelineExchange } from "./read-timeline.ts";
 
-const exchange = (cost: TimelineExchange["cost"]): TimelineExchange => ({
-  id: "ex_0001",
-  protocol: "responses",
-  path: "/e/1/v1/responses",
-  stages: [],
-  clientImages: [],
-  upstreamImages: [],
-  decision: undefined,
-  imageStats: undefined,
-  attempts: [],
-  usage: undefined,
-  cost,
-  upstream: { queueMs: 0, throttled: 0, retries: 0 },
-  status: undefined,
-  calls: [],
-});
-
-const render = (x: TimelineExchange, episodeCost: unknown) => {
-  const timeline: Timeline = { exchanges: [x], refusals: [], otherLedger: [], auxiliary: [], stamp: 0 };
-  return String(
-    TimelinePage({
-      episode: { id: "1", state: "finished", cost: episodeCost },
-      timeline,
-      page: 1,
-      pages: 1,
-      exchanges: [x],
-    }),
-  );
-};
+const exchange = (cost: TimelineExchange["cost"]): TimelineExchange => bareExchange({ cost });
+const render = renderTimeline;
 
 test("the page shows each priced exchange's cost per rate and the episode's total", () => {
   const cost = exchangeCost({

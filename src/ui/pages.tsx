@@ -10,6 +10,7 @@ import type { Child, FC } from "hono/jsx";
 import type { PendingApprovalView } from "../control/approvals.ts";
 import { clientIdentityStatusSchema } from "../episodes/episode-status.ts";
 import { episodeCostSchema } from "../pricing/exchange-cost.ts";
+import { describeCancel } from "../records/upstream-cancel.ts";
 import type { FoundImage } from "./find-images.ts";
 import type { Line, Timeline, TimelineExchange } from "./read-timeline.ts";
 
@@ -364,6 +365,7 @@ const Exchange: FC<{ episode: string; exchange: TimelineExchange }> = ({ episode
           ))}
         </div>
       ) : null}
+      {x.cancelled ? <p class="note cancelled">{describeCancel(x.cancelled)}</p> : null}
       {x.status?.error ? (
         <div class="error failed">
           <Json value={x.status.error} />

@@ -11,6 +11,7 @@ import { join } from "node:path";
 import type { HubUsage } from "../hub/schema.ts";
 import type { ExchangeLineRead } from "../records/exchange-lines.ts";
 import type { RecordLine, Records } from "../records/read-records.ts";
+import { type RecordedCancel, recordedCancel } from "../records/upstream-cancel.ts";
 import { type FoundImage, findImages } from "./find-images.ts";
 
 export type Line = Record<string, unknown>;
@@ -31,6 +32,8 @@ export type TimelineExchange = {
   cost: ExchangeLineRead<"upstream_response">["cost"];
   /** The exchange's time in the shared upstream queue, and its throttled and retried attempts. */
   upstream: UpstreamWaits;
+  /** Where and why the exchange was cancelled before it had an answer; undefined when it was not. */
+  cancelled: RecordedCancel | undefined;
   status: ExchangeLineRead<"status"> | undefined;
   calls: TimelineCall[];
 };
@@ -142,6 +145,7 @@ export function readTimeline(records: Records, dir: string): Timeline {
       usage: upstreamResponse?.validated?.usage,
       cost: upstreamResponse?.cost,
       upstream: summarizeAttempts(attempts),
+      cancelled: recordedCancel(upstreamResponse),
       status: exchange.line("status"),
       calls,
     };

@@ -30,6 +30,17 @@ export const attemptEndSchema = z.enum([
 ]);
 export type AttemptEnd = z.infer<typeof attemptEndSchema>;
 
+/** Where a cancelled exchange was (its `upstream_response` line's `cancelled.at`). */
+export const cancelledAtSchema = z.enum([
+  /** An attempt was in flight (its `ended` is `cancelled`). */
+  "attempt",
+  /** Waiting before a retry (the last attempt failed and has `retry_in_ms`). */
+  "backoff",
+  /** Waiting in the shared upstream queue for a retry's turn. */
+  "queue",
+]);
+export type CancelledAt = z.infer<typeof cancelledAtSchema>;
+
 export const upstreamAttemptSchema = z.object({
   attempt: z.number(),
   /** When the attempt was sent (after its wait in the queue). */

@@ -33,7 +33,7 @@ import {
 } from "./classify-upstream-failure.ts";
 import { estimateInputTokens } from "./estimate-input-tokens.ts";
 import { decideRetry, parseRetryAfter } from "./retry-schedule.ts";
-import type { AttemptEnd, UpstreamAttempt } from "./upstream-attempt.ts";
+import type { AttemptEnd, CancelledAt, UpstreamAttempt } from "./upstream-attempt.ts";
 import { type AttemptOutcome, openGate, type UpstreamGate } from "./upstream-gate.ts";
 
 export type { AttemptEnd, UpstreamAttempt };
@@ -94,14 +94,17 @@ export class UpstreamFailure extends SidecarError {
 
 /**
  * Thrown by `complete` when its signal is aborted (episode cancelled, client gone,
- * shutdown): the abort's reason as the cause and message, with the attempts made so far.
+ * shutdown): the abort's reason as the cause and message, with the attempts made so far
+ * and where the exchange was (an attempt in flight, the backoff, the queue).
  */
 export class UpstreamCancelled extends Error {
   readonly attempts: UpstreamAttempt[];
-  constructor(reason: unknown, attempts: UpstreamAttempt[]) {
+  readonly at: CancelledAt;
+  constructor(reason: unknown, attempts: UpstreamAttempt[], at: CancelledAt) {
     super(errorMessage(reason), { cause: reason });
     this.name = "UpstreamCancelled";
     this.attempts = attempts;
+    this.at = at;
   }
 }
 
@@ -302,11 +305,11 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         attempts,
       );
     /** A rejected wait (queue or backoff): the deadline's end, or the caller's cancel as it is. */
-    const waitFailed = (error: unknown, where: string): unknown =>
+    const waitFailed = (error: unknown, where: string, at: CancelledAt): unknown =>
       exchange.timedOut()
         ? deadlinePassed(where)
         : exchange.signal.aborted
-          ? new UpstreamCancelled(exchange.signal.reason ?? error, attempts)
+          ? new UpstreamCancelled(exchange.signal.reason ?? error, attempts, at)
           : error;
 
     try {
@@ -319,7 +322,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
             signal: exchange.signal,
           });
         } catch (error) {
-          throw waitFailed(error, "while waiting in the upstream queue");
+          throw waitFailed(error, "while waiting in the upstream queue", "queue");
         }
         const started = clock();
         const record: UpstreamAttempt = {
@@ -341,7 +344,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
             });
           } catch (error) {
             record.ended = "cancelled";
-            throw new UpstreamCancelled(exchange.signal.reason ?? error, attempts);
+            throw new UpstreamCancelled(exchange.signal.reason ?? error, attempts, "attempt");
           }
           record.ms = clock() - started;
           record.ended = result.ended;
@@ -407,7 +410,7 @@ export function createUpstreamClient(options: UpstreamClientOptions): UpstreamCl
         try {
           await sleep(wait, exchange.signal);
         } catch (error) {
-          throw waitFailed(error, "while waiting to retry");
+          throw waitFailed(error, "while waiting to retry", "backoff");
         }
       }
     } finally {

@@ -2,6 +2,7 @@ import { describe, expect, test } from "bun:test";
 import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { failedAttempt } from "../../test/support/exchange-line-fields.ts";
 import { loadCodecs } from "../images/codecs.ts";
 import { webpSettingsSchema } from "../images/settings.ts";
 import { imagesSent, isLosslessWebp, readUpstreamExchanges } from "./upstream-evidence.ts";
@@ -72,6 +73,34 @@ describe("upstream evidence from the records", () => {
     expect(readUpstreamExchanges(records)).toEqual([
       { exchange: "x1", body: { model: "m", messages: [] }, response: { text: "hi", toolCalls: [] } },
       { exchange: "x2", body: { model: "m", messages: [] }, response: { error: 'undeclared tool "rm"' } },
+    ]);
+  });
+
+  test("an exchange cancelled before any answer has none, in a line of today and in one of before its `cancelled` member", () => {
+    const records = episodeDir();
+    const request = (exchange: string) => ({ exchange, stage: "upstream_request", body: { model: "m" } });
+
+    const message = "upstream request cancelled: the client closed the request";
+    const lines = [
+      request("x1"),
+      {
+        exchange: "x1",
+        stage: "upstream_response",
+        attempts: [failedAttempt],
+        raw: null,
+        error: message,
+        cancelled: { at: "backoff", reason: "client_closed" },
+      },
+      request("x2"),
+      { exchange: "x2", stage: "upstream_response", attempts: [failedAttempt], raw: null, error: message },
+      request("x3"),
+      { exchange: "x3", stage: "upstream_response", attempts: [failedAttempt], raw: null, error: "HTTP 503" },
+    ];
+    writeFileSync(join(records, "exchanges.jsonl"), `${lines.map((l) => JSON.stringify(l)).join("\n")}\n`);
+    expect(readUpstreamExchanges(records).map((e) => [e.exchange, e.response])).toEqual([
+      ["x1", null],
+      ["x2", null],
+      ["x3", { error: "HTTP 503" }],
     ]);
   });
 });

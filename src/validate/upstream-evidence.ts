@@ -11,6 +11,7 @@
 import { join } from "node:path";
 import { errorMessage } from "../lib/error-message.ts";
 import { type EpisodeRecordsView, openRecords } from "../records/read-records.ts";
+import { recordedCancel } from "../records/upstream-cancel.ts";
 
 export type UpstreamExchange = { exchange: string; body: unknown; response: unknown };
 /** Records live in <data_dir>/episodes/<id>; the blob store is <data_dir>/blobs. */
@@ -28,13 +29,8 @@ export function upstreamExchangesOf(episode: EpisodeRecordsView): UpstreamExchan
     const answer = exchange.line("upstream_response");
     // A refused answer (invalid arguments, undeclared tool, …) is kept as its error; an
     // exchange cancelled before any answer (the client closed it) has none: not the model's.
-    const attempts = (answer?.attempts ?? []) as readonly { ended?: string }[];
-    // (during an attempt, or while waiting to retry: call-upstream.ts's message).
-    const cancelled =
-      attempts.at(-1)?.ended === "cancelled" ||
-      String(answer?.error ?? "").startsWith("upstream request cancelled:");
     const response =
-      !answer || cancelled
+      !answer || recordedCancel(answer)
         ? null
         : answer.error !== undefined
           ? { error: answer.error }

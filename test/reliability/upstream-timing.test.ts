@@ -68,10 +68,17 @@ async function exchange(faults: Fault[], whileWaiting?: (episode: LaunchInfo) =>
 }
 
 type Attempt = Record<string, unknown>;
-async function attemptsOf(episode: LaunchInfo): Promise<Attempt[]> {
+async function responseOf(episode: LaunchInfo): Promise<Record<string, unknown> | undefined> {
   const lines = await readJsonLines(join(episode.records_dir, "exchanges.jsonl"));
-  const response = lines.find((l) => l.stage === "upstream_response");
-  return (response?.attempts as Attempt[] | undefined) ?? [];
+  return lines.find((l) => l.stage === "upstream_response");
+}
+async function attemptsOf(episode: LaunchInfo): Promise<Attempt[]> {
+  return ((await responseOf(episode))?.attempts as Attempt[] | undefined) ?? [];
+}
+/** Until the scripted upstream has received `n` requests (5 s at most). */
+async function received(n: number): Promise<void> {
+  for (let waited = 0; upstream.scripted.received.length < n && waited < 5_000; waited += 20)
+    await Bun.sleep(20);
 }
 
 const finalCases = [
@@ -184,8 +191,7 @@ test("an episode cancelled while its upstream attempt is in flight: the attempt 
   const { episode, res } = await exchange(
     [{ kind: "trickle", head_ms: 0, every_ms: 200, chunks: 50 }],
     async (e) => {
-      for (let waited = 0; upstream.scripted.received.length === 0 && waited < 5_000; waited += 20)
-        await Bun.sleep(20);
+      await received(1);
       await Bun.sleep(300);
       expect((await sidecar.control(`/episodes/${e.id}/cancel`, { method: "POST" })).status).toBe(200);
     },
@@ -195,4 +201,48 @@ test("an episode cancelled while its upstream attempt is in flight: the attempt 
   const attempts = await attemptsOf(episode);
   expect(attempts).toEqual([expect.objectContaining({ attempt: 1, status: 200, ended: "cancelled" })]);
   expect(attempts[0]?.first_byte_ms).toBeDefined();
+  expect(await responseOf(episode)).toMatchObject({
+    error: "upstream request cancelled: the episode was cancelled",
+    cancelled: { at: "attempt", reason: "episode_cancelled" },
+  });
+});
+
+test("an episode cancelled while waiting to retry: the line says the backoff, the failed attempt as it ended", async () => {
+  const { episode, res } = await exchange([{ kind: "status", status: 503, retry_after: "5" }], async (e) => {
+    await received(1);
+    await Bun.sleep(300);
+    expect((await sidecar.control(`/episodes/${e.id}/cancel`, { method: "POST" })).status).toBe(200);
+  });
+  expect(res.status).toBe(400);
+  expect(upstream.scripted.received).toHaveLength(1);
+  expect(await responseOf(episode)).toMatchObject({
+    attempts: [expect.objectContaining({ attempt: 1, status: 503, ended: "http_error", retry_in_ms: 5_000 })],
+    error: "upstream request cancelled: the episode was cancelled",
+    cancelled: { at: "backoff", reason: "episode_cancelled" },
+  });
+});
+
+test("a client that closes its request while the exchange waits to retry: the line says so", async () => {
+  upstream.scripted.received.length = 0;
+  await fetch(`${upstream.origin}/__script/reset`, { method: "POST" });
+  upstream.scripted.enqueueFaults([{ kind: "status", status: 503, retry_after: "5" }]);
+  const episode = await sidecar.createEpisode();
+  const client = new AbortController();
+  const pending = fetch(`${sidecar.url}${kit.path(episode.id, "qwen3-vl-plus", false)}`, {
+    method: "POST",
+    headers: { "content-type": "application/json", ...kit.headers(episode.ingress_key) },
+    body: JSON.stringify(kit.firstTurn(false)),
+    signal: client.signal,
+  }).catch((error: unknown) => error);
+  await received(1);
+  await Bun.sleep(300);
+  client.abort();
+  expect(await pending).toBeInstanceOf(Error);
+  for (let waited = 0; (await responseOf(episode)) === undefined && waited < 5_000; waited += 20)
+    await Bun.sleep(20);
+  expect(await responseOf(episode)).toMatchObject({
+    error: "upstream request cancelled: the client closed the request",
+    cancelled: { at: "backoff", reason: "client_closed" },
+  });
+  expect(upstream.scripted.received).toHaveLength(1);
 });

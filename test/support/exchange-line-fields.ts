@@ -28,6 +28,16 @@ export const answer: NonNullable<UpstreamResponseFields["validated"]> = {
   usage: { inputTokens: 1, outputTokens: 1 },
 };
 
+/** An attempt the upstream answered 503, to be retried: the first entry of a retried exchange's `attempts`. */
+export const failedAttempt: UpstreamResponseFields["attempts"][number] = {
+  attempt: 1,
+  started_at: "2026-12-05T00:00:00.000Z",
+  ms: 5,
+  status: 503,
+  ended: "http_error",
+  retry_in_ms: 5_000,
+};
+
 export const failedStatus: StatusFields = {
   status: "failed",
   error: { kind: "invalid_request", message: "refused", param: null, http_status: 400 },
