@@ -15,6 +15,8 @@
  * call's first turn and after 20,000 calls, and the state before an event whose journal
  * write failed is still whole. Matching needs no scan either: `matchGroups` indexes the
  * calls by tool and canonical arguments, newest first, and counts those still open.
+ * The summary (the episode's status, written several times a second) reads counts and
+ * indexes kept with each event (`statusCounts`, `claimOrder`), not every call.
  * See docs/design.md §5.
  */
 import { SidecarError } from "../lib/errors.ts";
@@ -141,6 +143,10 @@ export interface LedgerState {
   /** The calls of each tool and canonical arguments (`matchKey`), for a callback without a call id. */
   readonly matchGroups: PersistentMap<string, MatchGroup>;
   readonly claims: number;
+  /** Claimed call ids by claim order, 1 to `claims`. */
+  readonly claimOrder: PersistentMap<number, string>;
+  /** How many calls are in each status. */
+  readonly statusCounts: Readonly<Record<CallStatus, number>>;
   readonly refusedCallbacks: number;
 }
 
@@ -209,6 +215,8 @@ export function createLedgerState(options: { finishTool?: string } = {}): Ledger
     calls: PersistentMap.empty(),
     matchGroups: PersistentMap.empty(),
     claims: 0,
+    claimOrder: PersistentMap.empty(),
+    statusCounts: Object.fromEntries(callStatuses.map((status) => [status, 0])) as Record<CallStatus, number>,
     refusedCallbacks: 0,
   };
 }
@@ -517,19 +525,18 @@ export function foldJournal(events: readonly LedgerEventBody[]): LedgerState {
 }
 
 export function summarizeLedger(state: LedgerState): LedgerSummary {
-  const counts = Object.fromEntries(callStatuses.map((status) => [status, 0])) as Record<CallStatus, number>;
-  for (const call of state.calls.values()) counts[call.status]++;
   const unfinished = unfinishedCalls(state);
   return {
     admission: state.admission,
     interrupted: state.interrupted,
     batches: state.batches.size,
     calls: state.calls.size,
-    counts,
+    counts: { ...state.statusCounts },
     claimed: claimedCalls(state).map((call) => call.id),
     unfinished,
     uncertain: state.interrupted ? unfinished : [],
-    awaitingApproval: callsAwaitingApproval(state).map((call) => call.id),
+    awaitingApproval:
+      state.statusCounts.awaiting_approval === 0 ? [] : callsAwaitingApproval(state).map((call) => call.id),
     refusedCallbacks: state.refusedCallbacks,
   };
 }
@@ -662,12 +669,17 @@ export function transition(state: LedgerState, events: LedgerEventBody[]): Trans
   return { state: events.reduce(applyLedgerEvent, state), events };
 }
 
-/** New or changed calls, with their match groups kept in step. */
+/** New or changed calls, with their match groups, status counts and claim order kept in step. */
 function updateCalls(state: LedgerState, updated: readonly LedgerCall[]): LedgerState {
-  let { calls, matchGroups } = state;
+  let { calls, matchGroups, claimOrder } = state;
+  const statusCounts = { ...state.statusCounts };
   for (const call of updated) {
     const before = calls.get(call.id);
     calls = calls.set(call.id, call);
+    if (before !== undefined) statusCounts[before.status] -= 1;
+    statusCounts[call.status] += 1;
+    if (call.claimOrder !== undefined && before?.claimOrder === undefined)
+      claimOrder = claimOrder.set(call.claimOrder, call.id);
     const opens = Number(isOpen(call)) - Number(before !== undefined && isOpen(before));
     const unavailable = Number(isUnavailable(call)) - Number(before !== undefined && isUnavailable(before));
     if (before !== undefined && opens === 0 && unavailable === 0) continue;
@@ -680,7 +692,7 @@ function updateCalls(state: LedgerState, updated: readonly LedgerCall[]): Ledger
       total: group.total + (before === undefined ? 1 : 0),
     });
   }
-  return { ...state, calls, matchGroups };
+  return { ...state, calls, matchGroups, claimOrder, statusCounts };
 }
 
 function isOpen(call: LedgerCall): boolean {
@@ -691,12 +703,11 @@ function isUnavailable(call: LedgerCall): boolean {
   return call.status === "revoked" || call.status === "skipped";
 }
 
-/** Every claimed call in claim order; `claimOrder` runs 1 to `claims`, so no sort is needed. */
+/** Every claimed call in claim order (`claimOrder` runs 1 to `claims`), without visiting the others. */
 function claimedCalls(state: LedgerState): LedgerCall[] {
   const claimed: LedgerCall[] = new Array(state.claims);
-  for (const call of state.calls.values()) {
-    if (call.claimOrder !== undefined) claimed[call.claimOrder - 1] = call;
-  }
+  for (let order = 1; order <= state.claims; order++)
+    claimed[order - 1] = requireCall(state, state.claimOrder.get(order) ?? "");
   return claimed;
 }
 

@@ -13,6 +13,8 @@ import { argumentsSha256, canonicalArguments } from "./canonical-arguments.ts";
 import type { LedgerEventBody } from "./events.ts";
 import {
   answerStop,
+  type CallStatus,
+  callStatuses,
   callsInDeliveryOrder,
   checkBatchOrder,
   closeAdmission,
@@ -33,6 +35,7 @@ import {
   requestApproval,
   requestStop,
   revokeBatch,
+  runningStatuses,
   skipUnclaimedPredecessors,
   summarizeLedger,
   type Transition,
@@ -431,8 +434,35 @@ function simulate(ops: Op[]) {
     }
     // The journal describes the live state exactly.
     expect(foldJournal(journal)).toEqual(state);
+    // The summary read from the counts and indexes kept with each event is the one read from every call.
+    expect(summarizeLedger(state)).toEqual(summaryOfEveryCall(state));
   }
   return { state, journal, admitted };
+}
+
+/** The ledger's summary by definition: every call visited. */
+function summaryOfEveryCall(state: LedgerState) {
+  const calls = [...state.calls.values()];
+  const counts = Object.fromEntries(callStatuses.map((status) => [status, 0])) as Record<CallStatus, number>;
+  for (const call of calls) counts[call.status] += 1;
+  const claimed = calls
+    .filter((call) => call.claimOrder !== undefined)
+    .sort((a, b) => (a.claimOrder ?? 0) - (b.claimOrder ?? 0));
+  const unfinished = claimed.filter((call) => runningStatuses.includes(call.status)).map((call) => call.id);
+  return {
+    admission: state.admission,
+    interrupted: state.interrupted,
+    batches: state.batches.size,
+    calls: state.calls.size,
+    counts,
+    claimed: claimed.map((call) => call.id),
+    unfinished,
+    uncertain: state.interrupted ? unfinished : [],
+    awaitingApproval: callsInDeliveryOrder(state)
+      .filter((call) => call.status === "awaiting_approval")
+      .map((call) => call.id),
+    refusedCallbacks: state.refusedCallbacks,
+  };
 }
 
 describe("ledger properties", () => {
