@@ -5,6 +5,7 @@
  * base64 strings are separate strings already, and the parse puts those very strings
  * in the value.
  */
+import { type FrameText, KnownFrame, textOf } from "../lib/known-frame.ts";
 import { type SplitText, splitText } from "./split-text.ts";
 
 /** Bodies from this size on are parsed with their long base64 strings shared (`parseSharingBase64`). */
@@ -22,14 +23,32 @@ export function parseSplit(source: string, split: SplitText): { value: unknown }
   const { nonce, strings } = split;
   if (strings.length === 0) return { value: JSON.parse(source) };
   const restored = new Uint8Array(strings.length);
-  const value: unknown = JSON.parse(source, (_key, item: unknown) => {
+  const value: unknown = JSON.parse(source, function (this: unknown, key, item: unknown) {
     if (typeof item !== "string" || !item.startsWith(nonce)) return item;
     const index = Number(item.slice(nonce.length));
     if (!Number.isInteger(index) || index >= strings.length) return item;
     restored[index] = (restored[index] ?? 0) + 1;
-    return strings[index];
+    const taken = strings[index] as FrameText;
+    // A stand-in stays one only in a protocol's image field, whose schema and stages expect
+    // it; anywhere else its text is rebuilt (counted), so no stage meets one unawares.
+    return taken instanceof KnownFrame && !isImageField(this, key) ? textOf(taken) : taken;
   });
   return restored.every((count) => count === 1) ? { value } : undefined;
+}
+
+/**
+ * Whether `holder[key]` is an image's data in a client protocol: a Responses
+ * `input_image`'s `image_url`, a Gemini blob's `data` (beside its `mimeType`), an
+ * Anthropic base64 image source's `data`.
+ */
+function isImageField(holder: unknown, key: string): boolean {
+  if (holder === null || typeof holder !== "object" || Array.isArray(holder)) return false;
+  const object = holder as Record<string, unknown>;
+  if (key === "image_url") return object.type === "input_image";
+  if (key !== "data") return false;
+  return (
+    typeof object.mimeType === "string" || (object.type === "base64" && typeof object.media_type === "string")
+  );
 }
 
 /**

@@ -17,7 +17,17 @@
  * bytes as it arrives and registered with what earlier requests derived from the same
  * text: a frame resent on every turn is then not checked again here (whether it is
  * long base64) nor by the stages after (its base64, its digest, its PNG header).
+ * When the store knows where frames are rebuilt from (its blob store), a string whose
+ * facts include its blob reference and whose blob is on disk now never becomes a string
+ * at all: a stand-in (known-frame.ts) takes its place, and its bytes are dropped.
  */
+import {
+  type FrameText,
+  framePrefixChars,
+  type ImageBlob,
+  imageBlobFact,
+  KnownFrame,
+} from "../lib/known-frame.ts";
 import type { KnownTexts, TextFacts, TextHold } from "../lib/known-texts.ts";
 import { type BodyReadBounds, readBodyChunks } from "./read-body-chunks.ts";
 import {
@@ -58,6 +68,61 @@ function payloadFacts(
   return { payload: value.slice(comma + 1), facts: hold.factsOf(`${facts.digest}#${comma + 1}`) };
 }
 
+/**
+ * The stand-in for a text whose facts say it is an image literal with a blob reference,
+ * when that blob is on disk now (its text can be rebuilt from it); else undefined (the full path).
+ */
+function standInFor(
+  hold: TextHold,
+  facts: TextFacts,
+  content: readonly Uint8Array[],
+  length: number,
+): KnownFrame | undefined {
+  const frames = hold.frames;
+  const image = facts.values.get(imageBlobFact) as ImageBlob | undefined;
+  if (frames === undefined || image === undefined || !frames.onDisk(image.digest)) return undefined;
+  const head = image.dataUrl ? `data:${image.mediaType};base64,` : "";
+  if (head.length !== image.base64From) return undefined;
+  const payload = image.dataUrl ? hold.factsOf(`${facts.digest}#${image.base64From}`) : facts;
+  seedBase64Facts(payload, image);
+  hold.frameCounts?.standIn();
+  return new KnownFrame(
+    facts,
+    length,
+    { blob: image.digest, head, prefix: prefixOf(content, head.length + framePrefixChars) },
+    frames,
+    hold.frameCounts,
+    image.dataUrl ? payload : undefined,
+  );
+}
+
+/** The first `n` characters of ASCII text that arrived in pieces (its own string: nothing else is kept). */
+function prefixOf(content: readonly Uint8Array[], n: number): string {
+  let prefix = "";
+  for (const part of content) {
+    if (prefix.length >= n) break;
+    prefix += Buffer.from(part.buffer, part.byteOffset, Math.min(part.length, n - prefix.length)).toString(
+      "latin1",
+    );
+  }
+  return prefix;
+}
+
+/**
+ * What a blob reference says of the canonical base64 it was made for (image-references.ts),
+ * as the facts of that base64 the stages ask: it is base64 (plain, no whitespace), decodes to
+ * `bytes` bytes, whose SHA-256 is the blob's name. The same answers base64.ts and sha256.ts compute.
+ */
+function seedBase64Facts(payload: TextFacts, image: ImageBlob): void {
+  const seed = (kind: string, value: unknown) => {
+    if (!payload.values.has(kind)) payload.values.set(kind, value);
+  };
+  seed("base64", true);
+  seed("plain_base64", true);
+  seed("decoded_length", image.bytes);
+  seed("sha256_of_base64", image.digest);
+}
+
 export function createJsonSplitter(
   options: { keepWholeUnder?: number; knownTexts?: KnownTexts } = {},
 ): JsonSplitter {
@@ -65,7 +130,7 @@ export function createJsonSplitter(
   const hold = options.knownTexts?.hold();
   const encoder = new TextEncoder();
   const decoder = new TextDecoder();
-  const strings: string[] = [];
+  const strings: FrameText[] = [];
   let rest = new Uint8Array(64 * 1024);
   let restLength = 0;
   let bytes = 0;
@@ -110,9 +175,21 @@ export function createJsonSplitter(
     pieces = [];
     inString = false;
     if (length >= splitFromChars) {
-      const bytes = joined(content, length);
-      const facts = hold?.factsOf(new Bun.CryptoHasher("sha256").update(bytes).digest("hex"));
+      // Hashed piece by piece: a known frame's bytes are never put together.
+      let facts: TextFacts | undefined;
+      if (hold) {
+        const hasher = new Bun.CryptoHasher("sha256");
+        for (const part of content) hasher.update(part);
+        facts = hold.factsOf(hasher.digest("hex"));
+      }
       const known = facts?.values.get(longBase64Fact) as boolean | undefined;
+      const standIn = known === true && hold && facts ? standInFor(hold, facts, content, length) : undefined;
+      if (standIn !== undefined) {
+        strings.push(standIn);
+        append(encoder.encode(placeholderToken(nonce, strings.length - 1)));
+        return;
+      }
+      const bytes = joined(content, length);
       if (known !== false) {
         const value = decoder.decode(bytes);
         const taken = known ?? longBase64Value.test(value);

@@ -11,13 +11,17 @@
  * quote or backslash, so the token as received is `"` + value + `"`. The nonce is
  * random per body: no client can write a placeholder of its own.
  */
+import { type FrameText, textOf } from "../lib/known-frame.ts";
 import type { TextHold } from "../lib/known-texts.ts";
 
 export type SplitText = {
   /** The text with each taken-out string token replaced by its placeholder token. */
   reduced: string;
-  /** The values of the taken-out string tokens (base64 or base64 data URLs), by index. */
-  strings: readonly string[];
+  /**
+   * The values of the taken-out string tokens (base64 or base64 data URLs), by index: each
+   * a string, or the stand-in of a frame known from an earlier request (known-frame.ts).
+   */
+  strings: readonly FrameText[];
   /** What every placeholder's value starts with (before its index). */
   nonce: string;
   /**
@@ -80,26 +84,29 @@ export function hasLongBase64String(text: string): boolean {
   return longBase64Token.test(text);
 }
 
-/** The text exactly as received, as one string (a copy of all of it: only for what cannot work on the split form). */
+/**
+ * The text exactly as received, as one string (a copy of all of it: only for what cannot
+ * work on the split form; a stand-in's text is rebuilt from its blob, counted).
+ */
 export function wholeText(split: SplitText): string {
   if (split.strings.length === 0) return split.reduced;
   return split.reduced.replace(placeholderTokens(split.nonce), (_token, index: string) => {
-    return `"${split.strings[Number(index)]}"`;
+    return `"${textOf(split.strings[Number(index)] as FrameText)}"`;
   });
 }
 
 /**
  * The text in order as pieces of text between taken-out strings and the strings'
- * values: `[text, value, text, value, …, text]` (text at even indexes), whose join,
- * each value in quotes, is the text as received.
+ * values: `[text, value, text, value, …, text]` (text at even indexes, always strings), whose
+ * join, each value in quotes, is the text as received.
  */
-export function textPieces(split: SplitText): string[] {
+export function textPieces(split: SplitText): FrameText[] {
   if (split.strings.length === 0) return [split.reduced];
-  const pieces: string[] = [];
+  const pieces: FrameText[] = [];
   const tokens = placeholderTokens(split.nonce);
   let at = 0;
   for (const match of split.reduced.matchAll(tokens)) {
-    pieces.push(split.reduced.slice(at, match.index), split.strings[Number(match[1])] as string);
+    pieces.push(split.reduced.slice(at, match.index), split.strings[Number(match[1])] as FrameText);
     at = match.index + match[0].length;
   }
   pieces.push(split.reduced.slice(at));

@@ -55,7 +55,7 @@ describe("sliding_window with the request's hold", () => {
     expect(held.stale).toEqual(alone.stale);
     const frames = request.messages.flatMap((m) =>
       m.role === "tool"
-        ? m.content.filter((p): p is HubImagePart => p.type === "image").map((p) => p.data)
+        ? m.content.filter((p): p is HubImagePart => p.type === "image").map((p) => p.data as string)
         : [],
     );
     expect([...(hold.asked.get("plain_base64") ?? [])].sort()).toEqual(frames.sort());

@@ -6,6 +6,7 @@
  * Qwen can see them (a user message right after the batch's tool messages).
  */
 import { z } from "zod";
+import { frameTextSchema } from "../lib/known-frame.ts";
 
 /**
  * Where a history item or image was in the client's own request (`input[3]`,
@@ -16,11 +17,14 @@ import { z } from "zod";
 const clientSourceSchema = z.string().optional();
 
 export const hubTextPartSchema = z.object({ type: z.literal("text"), text: z.string() });
-/** An inline image. `data` is base64 without the `data:` prefix. */
+/**
+ * An inline image. `data` is base64 without the `data:` prefix, or the stand-in of a frame
+ * known from an earlier request (src/lib/known-frame.ts): its text is never made unless asked for.
+ */
 export const hubImagePartSchema = z.object({
   type: z.literal("image"),
   mediaType: z.string(),
-  data: z.string(),
+  data: frameTextSchema,
   /** E.g. `input[3].output[1].image_url`, `contents[5].parts[1].inlineData`, `messages[2].content[0].source`. */
   source: clientSourceSchema,
 });

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, test } from "bun:test";
 import { type HubPart, type HubRequest, hubRequestSchema } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { textOf } from "../lib/known-frame.ts";
 import { sha256OfBase64 } from "../lib/sha256.ts";
 import { type Codecs, loadCodecs } from "./codecs.ts";
 import { createImageConverter } from "./convert-request.ts";
@@ -56,7 +57,7 @@ function pixelsOf(
   decode: (b: Uint8Array) => { width: number; height: number; data: ArrayLike<number> },
 ) {
   if (part?.type !== "image") throw new Error("not an image part");
-  const image = decode(Uint8Array.fromBase64(part.data));
+  const image = decode(Uint8Array.fromBase64(textOf(part.data)));
   return { width: image.width, height: image.height, data: Buffer.from(image.data as Uint8Array) };
 }
 

@@ -5,6 +5,7 @@
  * readable reason for corrupt data before the WASM decoder sees it (its own error is
  * only "`unwrap_throw` failed").
  */
+import type { FrameText } from "../lib/known-frame.ts";
 import { knownFact, type TextHold } from "../lib/known-texts.ts";
 export type PngInspection =
   | {
@@ -52,9 +53,12 @@ export function inspectPng(bytes: Uint8Array): PngInspection {
  * history resends every frame, and one no longer cached is checked on every turn, whether
  * or not it is sent. The caller has checked the text is base64 (see base64.ts).
  */
-export function inspectPngBase64(base64: string, texts?: TextHold): PngInspection {
+export function inspectPngBase64(base64: FrameText, texts?: TextHold): PngInspection {
   // A frame resent every turn is inspected once, given the request's hold (known-texts.ts); the answer is frozen, being shared.
-  return knownFact(texts, base64, "png_inspection", () => Object.freeze(inspectFromBase64(base64)));
+  // A stand-in's is read from its blob's bytes, without rebuilding its text (known-frame.ts).
+  if (typeof base64 !== "string")
+    return base64.factOfBytes("png_inspection", (bytes) => Object.freeze(inspectPng(bytes)));
+  return knownFact(texts, base64, "png_inspection", (text) => Object.freeze(inspectFromBase64(text)));
 }
 
 function inspectFromBase64(base64: string): PngInspection {

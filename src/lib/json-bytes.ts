@@ -4,6 +4,7 @@
  */
 
 import { isPlainBase64 } from "./base64.ts";
+import { type FrameText, textOf } from "./known-frame.ts";
 import type { TextHold } from "./known-texts.ts";
 
 /** UTF-8 length of `JSON.stringify(value)`. */
@@ -16,6 +17,6 @@ export function measureJsonBytes(value: unknown): number {
  * escapes each character on its own, so this adds up across concatenated strings;
  * base64 needs no escaping and is counted without copying it.
  */
-export function jsonStringDataBytes(text: string, texts?: TextHold): number {
-  return isPlainBase64(text, texts) ? text.length : measureJsonBytes(text) - 2;
+export function jsonStringDataBytes(text: FrameText, texts?: TextHold): number {
+  return isPlainBase64(text, texts) ? text.length : measureJsonBytes(textOf(text)) - 2;
 }

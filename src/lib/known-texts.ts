@@ -21,6 +21,8 @@
  * twice). A request's hold lets go of its strings once the request is done.
  */
 
+import type { FrameBlobs, FrameCounts, FrameText } from "./known-frame.ts";
+
 /** Strings shorter than this are never looked up: computing their facts costs less than the lookup. */
 export const knownTextFromChars = 4096;
 
@@ -35,8 +37,11 @@ export interface TextFacts {
 export interface KnownTexts {
   /** A hold for one request's strings. */
   hold(): TextHold;
-  /** Strings registered by holds not yet released, texts whose facts are kept, facts reused so far. */
-  counts(): { live: number; kept: number; reused: number };
+  /**
+   * Strings registered by holds not yet released, texts whose facts are kept, facts reused
+   * so far, frames kept as stand-ins (known-frame.ts) and stand-ins' texts rebuilt so far.
+   */
+  counts(): { live: number; kept: number; reused: number; standIns: number; materialised: number };
   /** Every kept fact let go of: the next requests derive everything afresh (the full path). */
   forget(): void;
 }
@@ -54,15 +59,29 @@ export interface TextHold {
    * keeps the whole string alive (see `ownCopy`).
    */
   fact<T>(text: string, kind: string, compute: () => T): T;
+  /** Where a known frame's text is rebuilt from (its blob), when frames may be kept as stand-ins (known-frame.ts). */
+  readonly frames?: FrameBlobs;
+  /** Where a stand-in of this request counts its reused facts and rebuilt texts. */
+  readonly frameCounts?: FrameCounts & { standIn(): void };
   /** One more user of the hold (an exchange that outlives the request's route): released once more. */
   retain(): void;
   /** One user done; at the last, every string this hold registered is let go of. */
   release(): void;
 }
 
-/** `hold.fact(…)` when there is a hold, else `compute()`. */
-export function knownFact<T>(hold: TextHold | undefined, text: string, kind: string, compute: () => T): T {
-  return hold === undefined ? compute() : hold.fact(text, kind, compute);
+/**
+ * A fact of a long string's value: a stand-in's own (known-frame.ts), else `hold.fact(…)`
+ * when there is a hold, else `compute(text)`. `compute` must use the text it is given
+ * (a stand-in's is rebuilt only when the fact is not known).
+ */
+export function knownFact<T>(
+  hold: TextHold | undefined,
+  value: FrameText,
+  kind: string,
+  compute: (text: string) => T,
+): T {
+  if (typeof value !== "string") return value.fact(kind, compute);
+  return hold === undefined ? compute(value) : hold.fact(value, kind, () => compute(value));
 }
 
 /** A short string as a string of its own, not a view into the (megabytes long) text it was cut from. */
@@ -70,10 +89,27 @@ export function ownCopy(text: string): string {
   return Buffer.from(text).toString();
 }
 
-export function createKnownTexts(maxTexts = 8192): KnownTexts {
+/**
+ * `frames`: the blob store a known frame's text can be rebuilt from; given it, the body
+ * splitter keeps a frame whose facts are complete as a stand-in (known-frame.ts).
+ */
+export function createKnownTexts(maxTexts = 8192, frames?: FrameBlobs): KnownTexts {
   const byDigest = new Map<string, TextFacts>();
   let live = 0;
   let reused = 0;
+  let standIns = 0;
+  let materialised = 0;
+  const frameCounts = {
+    reused: () => {
+      reused += 1;
+    },
+    materialised: () => {
+      materialised += 1;
+    },
+    standIn: () => {
+      standIns += 1;
+    },
+  };
 
   const factsOf = (digest: string): TextFacts => {
     let facts = byDigest.get(digest);
@@ -90,6 +126,8 @@ export function createKnownTexts(maxTexts = 8192): KnownTexts {
       let users = 1;
       return {
         factsOf,
+        frames,
+        frameCounts,
         add(text, facts) {
           if (users === 0 || texts.has(text)) return;
           texts.set(text, facts);
@@ -119,7 +157,7 @@ export function createKnownTexts(maxTexts = 8192): KnownTexts {
         },
       };
     },
-    counts: () => ({ live, kept: byDigest.size, reused }),
+    counts: () => ({ live, kept: byDigest.size, reused, standIns, materialised }),
     forget() {
       for (const facts of byDigest.values()) facts.values.clear();
       byDigest.clear();

@@ -1,3 +1,4 @@
+import type { FrameText } from "./known-frame.ts";
 import { knownFact, type TextHold } from "./known-texts.ts";
 
 /** The SHA-256 of bytes as 64 lowercase hex characters (Bun's native hasher). */
@@ -12,9 +13,9 @@ export function sha256Hex(bytes: Uint8Array): string {
  * decoding each one only to hash it made ~60 MB of garbage per 100-frame request.
  * The caller has checked the text is base64 (the hasher, like Buffer, skips what is not).
  */
-export function sha256OfBase64(base64: string, texts?: TextHold): string {
+export function sha256OfBase64(base64: FrameText, texts?: TextHold): string {
   // A frame resent every turn is hashed once, given the request's hold (known-texts.ts).
-  return knownFact(texts, base64, "sha256_of_base64", () =>
-    new Bun.CryptoHasher("sha256").update(base64, "base64").digest("hex"),
+  return knownFact(texts, base64, "sha256_of_base64", (text) =>
+    new Bun.CryptoHasher("sha256").update(text, "base64").digest("hex"),
   );
 }

@@ -11,6 +11,7 @@
  * the first few base64 characters without decoding the image; an image whose size
  * cannot be read counts as the most an image can cost (the guard errs high).
  */
+import type { FrameText } from "../lib/known-frame.ts";
 
 const patch = 28;
 const minTokens = 4;
@@ -76,8 +77,10 @@ function sized(width: number, height: number) {
 const headerChars = 40;
 
 /** Tokens of an image given as base64 (no `data:` prefix); only its header is decoded. */
-export function imageTokens(base64: string): number {
-  const size = readImageSize(Buffer.from(base64.slice(0, headerChars), "base64"));
+export function imageTokens(base64: FrameText): number {
+  // A stand-in (known-frame.ts) keeps its first characters: its text is not rebuilt for this.
+  const head = typeof base64 === "string" ? base64.slice(0, headerChars) : base64.prefix(headerChars);
+  const size = readImageSize(Buffer.from(head, "base64"));
   return size ? tokensForPixels(size.width, size.height) : maxImageTokens;
 }
 

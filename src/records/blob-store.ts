@@ -53,6 +53,12 @@ export type BlobStore = {
   /** The same, synchronously (a final freeze, which cannot wait for the thread pool). */
   durableNow(): void;
   has(digest: string): boolean;
+  /**
+   * Whether the blob's file is on disk now (a stat, not what is remembered): a blob found
+   * missing is forgotten, so its next `put` writes it again. What a known frame's stand-in
+   * needs before its text is left to be rebuilt from the blob (src/lib/known-frame.ts).
+   */
+  onDiskNow(digest: string): boolean;
   /** The blob's bytes, checked against its digest; throws naming the digest when missing or damaged. */
   read(digest: string): Uint8Array;
   path(digest: string): string;
@@ -188,6 +194,11 @@ export function createBlobStore(dataDir: string, options: BlobStoreOptions = {})
     },
     has(digest) {
       return onDisk.has(digest) || statSync(path(digest), { throwIfNoEntry: false }) !== undefined;
+    },
+    onDiskNow(digest) {
+      if (statSync(path(digest), { throwIfNoEntry: false }) !== undefined) return true;
+      onDisk.delete(digest);
+      return false;
     },
     read(digest) {
       const file = path(digest);

@@ -114,7 +114,9 @@ export function formatRecordLine(
   const externalizedSplit = (split: SplitText) => (text: string) =>
     textPieces({ ...split, reduced: text })
       .map((piece, i) =>
-        i % 2 === 0 ? externalized(piece) : externalizeImageValue(piece, options.blobs, split.hold),
+        typeof piece === "string" && i % 2 === 0
+          ? externalized(piece)
+          : externalizeImageValue(piece, options.blobs, split.hold),
       )
       .join("");
   const recurring = (json: string) => (inline || !options.texts ? json : options.texts.externalize(json));

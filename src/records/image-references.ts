@@ -24,6 +24,7 @@
  */
 import { z } from "zod";
 import { encodeBase64 } from "../lib/base64.ts";
+import { type FrameText, type ImageBlob, imageBlobFact, textOf } from "../lib/known-frame.ts";
 import { knownFact, ownCopy, type TextHold } from "../lib/known-texts.ts";
 import { sha256OfBase64 } from "../lib/sha256.ts";
 import type { BlobStore } from "./blob-store.ts";
@@ -123,21 +124,19 @@ const imageValue = new RegExp(`^${imageLiteral.source.slice(1, -1)}$`);
  * never joined into one text.
  */
 export function externalizeImageValue(
-  value: string,
+  value: FrameText,
   blobs: Pick<BlobStore, "put">,
   texts?: TextHold,
 ): string {
   // A frame resent every turn is matched and hashed once, given the request's hold
   // (known-texts.ts); its blob is put every time (a blob already stored is not written again).
-  const image = knownFact(texts, value, "image_blob", () => imageBlobOf(value, texts));
-  if (image === undefined) return `"${value}"`;
-  const base64 = () => value.slice(image.base64From);
+  // A stand-in (known-frame.ts) was made only with this fact known and its blob on disk.
+  const image = knownFact(texts, value, imageBlobFact, (text) => imageBlobOf(text, texts));
+  if (image === undefined) return `"${textOf(value)}"`;
+  const base64 = () => textOf(value).slice(image.base64From);
   const digest = blobs.put(() => Buffer.from(base64(), "base64"), image.digest, image.bytes);
   return referenceText(digest, image.mediaType, image.bytes, image.dataUrl);
 }
-
-/** What the reference to an image literal's value needs (never a piece of the value: it is remembered). */
-type ImageBlob = { mediaType: string; bytes: number; digest: string; dataUrl: boolean; base64From: number };
 
 function imageBlobOf(value: string, texts: TextHold | undefined): ImageBlob | undefined {
   const match = imageValue.exec(value);

@@ -234,7 +234,11 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
     written: (bytes) => budget.add(bytes),
   });
   const imageCache = createImageCache(config.images.cache_bytes);
-  const knownTexts = createKnownTexts();
+  // A known frame's text is rebuilt from its blob only when a stage asks for it (known-frame.ts).
+  const knownTexts = createKnownTexts(undefined, {
+    onDisk: (digest) => blobs.onDiskNow(digest),
+    read: (digest) => blobs.read(digest),
+  });
   const memory = createMemoryReclaimer({ thresholdBytes: reclaimAfterBytes });
   const episodes = createEpisodeStore({
     observer,

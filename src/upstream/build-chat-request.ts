@@ -4,10 +4,12 @@
  * a batch's tool-result images go into one user message right after that batch's
  * tool messages, each labelled with the call it belongs to.
  */
+
 import type { HubMessage, HubPart, HubRequest, HubTool } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
 import { deriveOnce } from "../lib/frozen-json.ts";
 import type { FrozenMemos } from "../lib/frozen-memos.ts";
+import { type FrameText, textOf as frameTextOf } from "../lib/known-frame.ts";
 import type { ChatContentPart, ChatMessage, ChatRequest } from "./chat-schema.ts";
 import { markCachePrefix } from "./mark-cache-prefix.ts";
 
@@ -23,8 +25,9 @@ export type ChatTarget = {
   cacheMarkers?: boolean;
 };
 
-function dataUrl(part: { mediaType: string; data: string }): string {
-  return `data:${part.mediaType};base64,${part.data}`;
+/** A stand-in still here (an image passed through unconverted) has its text rebuilt from its blob (known-frame.ts). */
+function dataUrl(part: { mediaType: string; data: FrameText }): string {
+  return `data:${part.mediaType};base64,${frameTextOf(part.data)}`;
 }
 
 function toChatParts(parts: HubPart[]): ChatContentPart[] {

@@ -4,12 +4,14 @@
  * them with codecs loaded on the main thread, and prints, as JSON, whether each WebP
  * decodes to exactly the PNG's pixels. Run from an empty directory with no node_modules.
  */
+
 import { loadCodecs } from "../../src/images/codecs.ts";
 import { createConversionPool } from "../../src/images/conversion-pool.ts";
 import { createImageConverter } from "../../src/images/convert-request.ts";
 import { greyPng, palettePng, rgbaTransparentPng, rgbNoisePng } from "../../src/images/generate-png.ts";
 import { createImageCache } from "../../src/images/image-cache.ts";
 import { webpSettingsSchema } from "../../src/images/settings.ts";
+import { textOf } from "../../src/lib/known-frame.ts";
 
 const codecs = await loadCodecs();
 const settings = webpSettingsSchema.parse({});
@@ -42,7 +44,7 @@ const results = samples.map((sample, i) => {
   const part = parts[i];
   if (part?.type !== "image") return { kind: sample.kind, pixelsEqual: false };
   const fromPng = codecs.decodePng(sample.png);
-  const fromWebp = codecs.decodeWebp(Uint8Array.fromBase64(part.data));
+  const fromWebp = codecs.decodeWebp(Uint8Array.fromBase64(textOf(part.data)));
   const pixelsEqual =
     part.mediaType === "image/webp" &&
     fromWebp.width === fromPng.width &&

@@ -12,6 +12,8 @@
  * request's strings stay registered once it is answered.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
+import { rmSync } from "node:fs";
+import { join } from "node:path";
 import { cameraLikeFrame } from "../../src/images/synthetic-frames.ts";
 import { writePng } from "../../src/images/write-png.ts";
 import { referencedDigests } from "../../src/records/image-references.ts";
@@ -21,6 +23,8 @@ import { createInProcessSidecar, type InProcessSidecar } from "../support/in-pro
 setDefaultTimeout(120_000);
 
 let s: InProcessSidecar;
+/** Every episode of this file: the image cache is emptied by releasing each. */
+const episodeIds: string[] = [];
 const upstreamBodies: string[] = [];
 beforeAll(async () => {
   s = await createInProcessSidecar({
@@ -107,9 +111,15 @@ const ingresses: Ingress[] = [
   },
 ];
 
+/**
+ * What happens to the process between two turns of the known run only (the full path
+ * forgets every fact anyway): a frame's blob deleted from disk, or the image cache emptied.
+ */
+type Between = { deleteBlobsOf?: string[]; emptyImageCache?: boolean };
+
 /** The histories of the turns: frames appended, then changed in each way a stale reuse would show. */
-function turns(): string[][] {
-  const f = Array.from({ length: 12 }, (_, i) => frame(700 + i));
+function turns(): { histories: string[][]; between: Map<number, Between> } {
+  const f = Array.from({ length: 13 }, (_, i) => frame(700 + i));
   const oneCharacter = (text: string) => {
     const at = Math.floor(text.length / 2);
     return text.slice(0, at) + (text[at] === "A" ? "B" : "A") + text.slice(at + 1);
@@ -134,9 +144,30 @@ function turns(): string[][] {
   // One base64 character changed in the newest frame (its text no longer the one seen).
   history.push(f[10] as string);
   out.push(history.slice());
+  // The blobs of the newest frame (sent upstream) and of the oldest (left out) deleted from disk.
+  const between = new Map<number, Between>();
+  between.set(out.length, { deleteBlobsOf: [f[10] as string, history[0] as string] });
+  history.push(f[11] as string);
+  out.push(history.slice());
+  // The image cache emptied: the frames sent are converted again, from their blobs.
+  between.set(out.length, { emptyImageCache: true });
+  history.push(f[12] as string);
+  out.push(history.slice());
+  // (f[10] with one character changed no longer decodes; not every such change is caught.)
   history[history.length - 1] = oneCharacter(f[10] as string);
   out.push(history.slice());
-  return out;
+  return { histories: out, between };
+}
+
+function sha256OfBase64(base64: string): string {
+  return new Bun.CryptoHasher("sha256").update(base64, "base64").digest("hex");
+}
+
+/** How many of a turn's frames (each time it occurs) were sent whole on an earlier turn, their blob still on disk. */
+function knownFrames(histories: string[][], turn: number, between: Map<number, Between>): number {
+  const deleted = new Set(between.get(turn)?.deleteBlobsOf ?? []);
+  const seen = new Set(histories.slice(0, turn).flat());
+  return (histories[turn] ?? []).filter((frame) => seen.has(frame) && !deleted.has(frame)).length;
 }
 
 /** The record lines of an exchange that hold the bodies, without what differs between episodes. */
@@ -157,7 +188,7 @@ function bodyLines(dataDir: string, episodeId: string): string[] {
 describe("a camera history's frames, known across turns by the digest of their text", () => {
   for (const ingress of ingresses) {
     test(`${ingress.name}: changed, swapped, dropped and repeated frames give the full path's upstream bodies and records`, async () => {
-      const histories = turns();
+      const { histories, between } = turns();
       const post = async (episode: { id: string; ingressKey: string }, body: string) => {
         const before = upstreamBodies.length;
         const res = await s.app.request(ingress.route(episode.id), {
@@ -175,6 +206,7 @@ describe("a camera history's frames, known across turns by the digest of their t
 
       // The full path: every fact forgotten before each request.
       const full = s.createEpisode();
+      episodeIds.push(full.id);
       const fullTurns = [];
       for (const history of histories) {
         s.knownTexts.forget();
@@ -186,14 +218,29 @@ describe("a camera history's frames, known across turns by the digest of their t
       // The same turns with the facts of earlier turns known.
       s.knownTexts.forget();
       const known = s.createEpisode();
+      episodeIds.push(known.id);
       const knownTurns = [];
       let reused = 0;
-      for (const history of histories) {
-        const before = s.knownTexts.counts().reused;
+      const standIns: number[] = [];
+      const materialisedBefore = s.knownTexts.counts().materialised;
+      for (const [turn, history] of histories.entries()) {
+        const change = between.get(turn);
+        for (const base64 of change?.deleteBlobsOf ?? [])
+          rmSync(join(s.dataDir, "blobs", "sha256", sha256OfBase64(base64)));
+        if (change?.emptyImageCache) {
+          for (const id of episodeIds) s.imageCache.release(id);
+          expect(s.imageCache.entries).toBe(0);
+        }
+        const before = s.knownTexts.counts();
         knownTurns.push(await post(known, ingress.body(history)));
-        reused += s.knownTexts.counts().reused - before;
+        reused += s.knownTexts.counts().reused - before.reused;
+        standIns.push(s.knownTexts.counts().standIns - before.standIns);
         expect(s.knownTexts.counts().live).toBe(0);
       }
+      // Every frame seen on an earlier turn came as a stand-in (known-frame.ts), except those
+      // whose blob was deleted; and no stage needed a stand-in's text.
+      expect(standIns).toEqual(histories.map((_history, turn) => knownFrames(histories, turn, between)));
+      expect(s.knownTexts.counts().materialised).toBe(materialisedBefore);
       // Facts were reused (the test would not show a stale reuse otherwise), and nothing was different.
       expect(reused).toBeGreaterThan(histories.length * 8);
       expect(knownTurns).toEqual(fullTurns);

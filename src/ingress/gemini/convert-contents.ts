@@ -24,6 +24,7 @@ import type { HubMessage, HubPart, HubToolCall, HubToolMessage } from "../../hub
 import { invalidField } from "../../lib/errors.ts";
 import { deepFreeze, deriveOnce } from "../../lib/frozen-json.ts";
 import type { FrozenMemos } from "../../lib/frozen-memos.ts";
+import type { FrameText } from "../../lib/known-frame.ts";
 import type { IgnoredFields } from "../ignored-fields.ts";
 import { liftErrorImages } from "./lift-error-images.ts";
 import { kindOf } from "./part-kind.ts";
@@ -31,7 +32,7 @@ import type { Content, GenerateContentRequest } from "./schema.ts";
 
 type PendingCall = { id: string; name: string; answered: boolean };
 
-function imageOf(blob: { mimeType: string; data: string }, param: string): HubPart {
+function imageOf(blob: { mimeType: string; data: FrameText }, param: string): HubPart {
   if (!blob.mimeType.startsWith("image/"))
     throw invalidField(
       `${param}.mimeType`,

@@ -7,8 +7,9 @@
  *       https://ai.google.dev/api/caching#Content
  */
 import { z } from "zod";
+import { frameTextSchema } from "../../lib/known-frame.ts";
 
-const blobSchema = z.strictObject({ mimeType: z.string(), data: z.string() });
+const blobSchema = z.strictObject({ mimeType: z.string(), data: frameTextSchema });
 
 export const functionCallSchema = z.strictObject({
   id: z.string().min(1).optional(),

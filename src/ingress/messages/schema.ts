@@ -18,6 +18,7 @@
  * before validation, so every path a 400 names points into block arrays.
  */
 import { z } from "zod";
+import { frameTextSchema } from "../../lib/known-frame.ts";
 
 const asTextBlocks = (value: unknown) =>
   typeof value === "string" ? [{ type: "text", text: value }] : value;
@@ -36,7 +37,9 @@ export const imageSourceSchema = z.discriminatedUnion("type", [
   z.strictObject({
     type: z.literal("base64"),
     media_type: z.enum(["image/jpeg", "image/png", "image/gif", "image/webp"]),
-    data: z.string().min(1),
+    data: frameTextSchema.refine((data) => data.length > 0, {
+      error: "Too small: expected string to have >=1 characters",
+    }),
   }),
   /** Parsed only to refuse it by name: the sidecar fetches nothing. */
   z.strictObject({ type: z.literal("url"), url: z.string() }),

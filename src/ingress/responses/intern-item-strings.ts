@@ -9,6 +9,7 @@
  * Values are unchanged, so resolution is byte-identical. Strings shorter than
  * `minInternChars` are left alone: looking them up would cost more than it saves.
  */
+import type { FrameText } from "../../lib/known-frame.ts";
 import type { ContentPart, InputItem } from "./schema.ts";
 
 /** Below this a string is kept as given (a frame's data URL is tens of KB and more). */
@@ -33,7 +34,8 @@ export function createItemInterner(): ItemInterner {
     kept.set(text, text);
     return text;
   };
-  const long = (text: string | null | undefined): text is string =>
+  // A stand-in (known-frame.ts) is not a string: it holds no text to share.
+  const long = (text: FrameText | null | undefined): text is string =>
     typeof text === "string" && text.length >= minInternChars;
 
   const part = (p: ContentPart): ContentPart => {

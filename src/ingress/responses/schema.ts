@@ -6,12 +6,13 @@
  * naming it. Items and parts are lenient (Codex adds `id` and `status` to every item).
  */
 import { z } from "zod";
+import { frameTextSchema } from "../../lib/known-frame.ts";
 
 export const inputTextPartSchema = z.object({ type: z.literal("input_text"), text: z.string() });
 export const outputTextPartSchema = z.object({ type: z.literal("output_text"), text: z.string() });
 export const inputImagePartSchema = z.object({
   type: z.literal("input_image"),
-  image_url: z.string().nullish(),
+  image_url: frameTextSchema.nullish(),
   file_id: z.string().nullish(),
   detail: z.string().nullish(),
 });

@@ -19,6 +19,7 @@ import type { HubMessage, HubPart, HubRequest, HubToolCall, HubToolChoice } from
 import { invalidField } from "../../lib/errors.ts";
 import { deepFreeze, deriveOnce } from "../../lib/frozen-json.ts";
 import type { FrozenMemos } from "../../lib/frozen-memos.ts";
+import type { FrameText } from "../../lib/known-frame.ts";
 import { knownFact, ownCopy, type TextHold } from "../../lib/known-texts.ts";
 import { createIgnoredFields, type IgnoredFields } from "../ignored-fields.ts";
 import { parseAt } from "../parse-at.ts";
@@ -43,15 +44,21 @@ const dataUrlPattern = /^data:([^;,]+)(?:;[^;,]+)*;base64,(.*)$/s;
  * media type and where the data starts, never a piece of the text.
  */
 function dataUrlParts(
-  url: string,
+  url: FrameText,
   texts: TextHold | undefined,
-): { mediaType: string; data: string } | undefined {
-  const parts = knownFact(texts, url, "data_url", () => {
-    const match = dataUrlPattern.exec(url);
+): { mediaType: string; data: FrameText } | undefined {
+  const parts = knownFact(texts, url, "data_url", (text) => {
+    const match = dataUrlPattern.exec(text);
     if (!match?.[1] || match[2] === undefined) return undefined;
-    return { mediaType: ownCopy(match[1]), dataFrom: url.length - match[2].length };
+    return { mediaType: ownCopy(match[1]), dataFrom: text.length - match[2].length };
   });
-  return parts && { mediaType: parts.mediaType, data: url.slice(parts.dataFrom) };
+  if (parts === undefined) return undefined;
+  // A stand-in's base64 after the comma is a stand-in too (its blob is the same image's).
+  if (typeof url !== "string")
+    return url.isDataUrl && url.length - url.payload().length === parts.dataFrom
+      ? { mediaType: parts.mediaType, data: url.payload() }
+      : { mediaType: parts.mediaType, data: url.text().slice(parts.dataFrom) };
+  return { mediaType: parts.mediaType, data: url.slice(parts.dataFrom) };
 }
 
 /** `texts`: the request's hold, where a resent frame's data URL is known (known-texts.ts). */
