@@ -2,6 +2,8 @@ import { expect, test } from "bun:test";
 import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { exchangeCost } from "../pricing/exchange-cost.ts";
+import { modelPriceSchema } from "../pricing/price-table.ts";
 import { recordsCommand } from "./records-command.ts";
 
 /** A data directory with one episode of one whole exchange, its exchanges.jsonl ending in a torn line (kill -9). */
@@ -98,4 +100,52 @@ test("list gives the state the restart files record, not the one episode.json wa
       "",
     ].join("\n"),
   );
+});
+
+test("show gives each priced exchange's cost and list each episode's, never adding two currencies", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "ura-records-command-"));
+  const priced = (currency: string, inputTokens: number) =>
+    exchangeCost({
+      model: "qwen3-vl-plus",
+      currency,
+      price: modelPriceSchema.parse({ input: 1, output: 10 }),
+      usages: [{ inputTokens, outputTokens: 100 }],
+      cache: "implicit",
+    });
+  const write = (id: string, costs: (ReturnType<typeof priced> | undefined)[]) => {
+    const dir = join(dataDir, "episodes", id);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(join(dir, "episode.json"), JSON.stringify({ id, state: "finished" }));
+    const lines = costs.map((cost, i) => ({
+      v: 3,
+      exchange: `ex_000${i + 1}`,
+      stage: "upstream_response",
+      attempts: [],
+      raw: null,
+      ...(cost ? { cost } : {}),
+    }));
+    writeFileSync(join(dir, "exchanges.jsonl"), lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+  };
+  // 1,000 input tokens at 1 and 100 output tokens at 10 per million: 0.002.
+  write("ep_cny", [priced("CNY", 1_000), undefined, priced("CNY", 3_000)]);
+  write("ep_two", [priced("CNY", 1_000), priced("USD", 1_000)]);
+  write("ep_none", [undefined]);
+
+  const show = await run(["show", "ep_cny", "--data-dir", dataDir]);
+  expect(show.code).toBe(0);
+  const shown = show.stdout.trim().split("\n");
+  expect(shown.map((line) => /cost=\S+ \S+/.exec(line)?.[0])).toEqual([
+    "cost=0.002 CNY",
+    undefined,
+    "cost=0.004 CNY",
+  ]);
+  expect(shown[0]).toMatch(/^ex_0001 unfinished .* cost=0\.002 CNY$/);
+
+  const list = await run(["list", "--data-dir", dataDir]);
+  expect(list.code).toBe(0);
+  expect(list.stdout.trim().split("\n")).toEqual([
+    "ep_cny exchanges=3 state=finished cost=0.006 CNY",
+    "ep_none exchanges=1 state=finished",
+    "ep_two exchanges=2 state=finished cost=0.002 CNY + 0.002 USD",
+  ]);
 });

@@ -1,8 +1,8 @@
 /**
  * `ura-sidecar records …`: reads a data directory's records offline (never a
  * running sidecar's memory), through src/records/read-records.ts.
- *   records list                                   episodes and their exchange counts
- *   records show EPISODE                           one line per exchange
+ *   records list                                   episodes, their exchange counts and costs
+ *   records show EPISODE                           one line per exchange (with its cost)
  *   records show EPISODE --exchange N [--part P]   the exact bytes of one body (P: client
  *                                                  the default, upstream, delivered)
  *   records export EPISODE --inline [--out FILE]   the exchange lines with every image inline
@@ -10,6 +10,7 @@
  */
 import { existsSync, writeFileSync } from "node:fs";
 import { errorMessage } from "../lib/error-message.ts";
+import { describeCosts, type ExchangeCost, sumByCurrency } from "../pricing/exchange-cost.ts";
 import type { ExchangeStage } from "../records/exchange-lines.ts";
 import { type EpisodeRecordsView, openRecords, type RecordedExchange } from "../records/read-records.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
@@ -36,9 +37,14 @@ function exchangeIdOf(value: string): string | undefined {
   return match ? `ex_${String(Number(match[1])).padStart(4, "0")}` : undefined;
 }
 
+/** The exchange's recorded cost (docs/pricing.md); undefined when it was not priced. */
+const costOf = (exchange: RecordedExchange): ExchangeCost | undefined =>
+  exchange.line("upstream_response")?.cost;
+
 function summaryLine(exchange: RecordedExchange): string {
   const status = exchange.line("status");
   const bytes = (stage: ExchangeStage) => exchange.stage(stage)?.text.length ?? 0;
+  const cost = costOf(exchange);
   return [
     exchange.id,
     status?.status ?? "unfinished",
@@ -46,7 +52,14 @@ function summaryLine(exchange: RecordedExchange): string {
     `images=${exchange.line("upstream_request")?.images?.images ?? 0}`,
     `record_bytes=${exchange.lines.reduce((sum, line) => sum + line.text.length + 1, 0)}`,
     `upstream_line_bytes=${bytes("upstream_request")}`,
+    ...(cost ? [`cost=${describeCosts([cost])}`] : []),
   ].join(" ");
+}
+
+/** The episode's recorded costs summed per currency, as `cost=…`; nothing when none was priced. */
+function episodeCost(episode: EpisodeRecordsView): string[] {
+  const sums = sumByCurrency(episode.exchanges.flatMap((exchange) => costOf(exchange) ?? []));
+  return sums.length > 0 ? [`cost=${describeCosts(sums)}`] : [];
 }
 
 /**
@@ -91,7 +104,10 @@ export async function recordsCommand(
       const lines = records.episodeIds().map((id) => {
         const episode = records.readEpisode(id);
         reportTornTails(episode, out);
-        return `${id} exchanges=${episode.exchanges.length} state=${episode.state ?? "?"}`;
+        return [
+          `${id} exchanges=${episode.exchanges.length} state=${episode.state ?? "?"}`,
+          ...episodeCost(episode),
+        ].join(" ");
       });
       await out.write(lines.map((line) => `${line}\n`).join(""));
       return 0;

@@ -139,6 +139,21 @@ export const episodeCostSchema = z.object({
 });
 export type EpisodeCost = z.infer<typeof episodeCostSchema>;
 
+/**
+ * Recorded costs summed per currency, in the order each currency first appears: costs
+ * in two currencies are never added together (a reader of records written under two
+ * price tables gets two totals).
+ */
+export function sumByCurrency(costs: readonly ExchangeCost[]): EpisodeCost[] {
+  const sums = new Map<string, EpisodeCost>();
+  for (const cost of costs) sums.set(cost.currency, addExchangeCost(sums.get(cost.currency), cost));
+  return [...sums.values()];
+}
+
+/** "0.0172 CNY", several currencies joined by " + ". */
+export const describeCosts = (sums: readonly Pick<EpisodeCost, "total" | "currency">[]): string =>
+  sums.map((sum) => `${sum.total} ${sum.currency}`).join(" + ");
+
 /** The episode's cost with one more exchange's. */
 export function addExchangeCost(sum: EpisodeCost | undefined, cost: ExchangeCost): EpisodeCost {
   const tokens = sum?.tokens ?? { input: 0, cache_hit: 0, cache_creation: 0, output: 0 };

@@ -7,6 +7,7 @@
  */
 import { afterAll, describe, expect, test } from "bun:test";
 import robotManifest from "../../manifests/tools/robot.json";
+import { openRecords } from "../../src/records/read-records.ts";
 import { driveSmokeEpisode, fileUpstream, waitFor } from "../support/lifecycle-kit.ts";
 import { type ReceivedSpan, spanKind, startOtlpReceiver } from "../support/otlp-receiver.ts";
 import { startSidecarProcess } from "../support/sidecar-process.ts";
@@ -20,6 +21,9 @@ describe("traces of the compiled binary", () => {
     const sidecar = await startSidecarProcess({
       upstreamUrl: upstream.url,
       args: ["--log-level", "debug"],
+      config: {
+        upstream: { prices: { currency: "CNY", models: { "qwen3-vl-plus": { input: 1, output: 10 } } } },
+      },
       env: {
         OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint,
         OTEL_SERVICE_NAME: "ura-under-test",
@@ -51,6 +55,20 @@ describe("traces of the compiled binary", () => {
 
     const chats = spans.filter((s) => s.name.startsWith("chat "));
     expect(chats).toHaveLength(4);
+    // Each chat span carries its exchange's recorded cost, in the table's currency.
+    const recorded = openRecords(sidecar.dataDir)
+      .readEpisode(episode.id)
+      .exchanges.map((x) => [x.id, Number(x.line("upstream_response")?.cost?.total), "CNY"]);
+    expect(recorded).toHaveLength(4);
+    expect(
+      chats
+        .map((c) => [
+          c.attributes["ura.exchange.id"],
+          c.attributes["ura.cost.total"],
+          c.attributes["ura.cost.currency"],
+        ])
+        .sort((a, b) => String(a[0]).localeCompare(String(b[0]))),
+    ).toEqual(recorded);
     for (const chat of chats) {
       expect(chat.name).toBe(`chat ${episode.model}`);
       expect(chat.kind).toBe(spanKind.client);

@@ -154,6 +154,11 @@ export function createOtelTracing(options: TracingOptions): Tracing {
         },
         active(),
       );
+      // The exchange's cost (every billed attempt's: docs/pricing.md) on its last attempt's span.
+      if (last && response.cost) {
+        span.setAttribute("ura.cost.total", Number(response.cost.total));
+        span.setAttribute("ura.cost.currency", response.cost.currency);
+      }
       // The span starts when the attempt was sent; the wait for its turn in the shared budget came before.
       if (attempt.queue_ms)
         span.addEvent("ura.upstream.queued", { "ura.upstream.queue_wait_ms": attempt.queue_ms }, start);
