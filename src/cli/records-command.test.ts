@@ -2,8 +2,7 @@ import { expect, test } from "bun:test";
 import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { exchangeCost } from "../pricing/exchange-cost.ts";
-import { modelPriceSchema } from "../pricing/price-table.ts";
+import { pricedAttempt } from "../../test/support/exchange-line-fields.ts";
 import { recordsCommand } from "./records-command.ts";
 
 /** A data directory with one episode of one whole exchange, its exchanges.jsonl ending in a torn line (kill -9). */
@@ -104,14 +103,7 @@ test("list gives the state the restart files record, not the one episode.json wa
 
 test("show gives each priced exchange's cost and list each episode's, never adding two currencies", async () => {
   const dataDir = mkdtempSync(join(tmpdir(), "ura-records-command-"));
-  const priced = (currency: string, inputTokens: number) =>
-    exchangeCost({
-      model: "qwen3-vl-plus",
-      currency,
-      price: modelPriceSchema.parse({ input: 1, output: 10 }),
-      usages: [{ inputTokens, outputTokens: 100 }],
-      cache: "implicit",
-    });
+  const priced = (currency: string, inputTokens: number) => pricedAttempt(currency, inputTokens, 100);
   const write = (id: string, costs: (ReturnType<typeof priced> | undefined)[]) => {
     const dir = join(dataDir, "episodes", id);
     mkdirSync(dir, { recursive: true });

@@ -44,9 +44,9 @@ import type { BlobStore } from "../records/blob-store.ts";
 import { readJsonLines } from "../records/jsonl-file.ts";
 import { listRestartFiles, openRestartRecords, stateAfterRestore } from "../records/restart-records.ts";
 import {
+  restoredCost,
   type StoredEpisode,
   storedContextPolicy,
-  storedCost,
   storedEpisodeSchema,
 } from "./stored-episode.ts";
 
@@ -183,6 +183,7 @@ export function restoreEpisode(dir: string, deps: RestoreDeps): Episode {
     ...earlierRestarts.flat().filter((l) => l.type === "exchange"),
   ]);
 
+  const { cost, perCurrency } = restoredCost(stored, entries["exchanges.jsonl"]);
   const episode = createEpisode({
     id: stored.id,
     createdAt: stored.created_at,
@@ -204,7 +205,7 @@ export function restoreEpisode(dir: string, deps: RestoreDeps): Episode {
       failure,
       result: stored.result ?? undefined,
       counters: stored.counters,
-      ...storedCost(stored),
+      ...(cost ? { cost } : {}),
       exchangeSeq,
       closedReason,
       report,
@@ -216,6 +217,13 @@ export function restoreEpisode(dir: string, deps: RestoreDeps): Episode {
       torn_tails: torn,
     });
   if (Object.keys(unreadable).length > 0) log.error("record files could not be read", { unreadable });
+  if (perCurrency)
+    log.warn(
+      "the records hold costs in more than one currency: not added together; the status keeps episode.json's",
+      {
+        costs: perCurrency.map((sum) => `${sum.total} ${sum.currency}`),
+      },
+    );
   if (uncertain.length > 0)
     log.warn(
       "uncertain tool calls: claimed before the restart without a receipt; they may or may not have run",

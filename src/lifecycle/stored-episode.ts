@@ -10,7 +10,8 @@ import { contextPolicySchema } from "../context/policy-schema.ts";
 import { clientKindSchema } from "../episodes/episode-options.ts";
 import { episodeIdPattern } from "../lib/ids.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
-import { type EpisodeCost, episodeCostSchema } from "../pricing/exchange-cost.ts";
+import { type EpisodeCost, episodeCostSchema, sumByCurrency } from "../pricing/exchange-cost.ts";
+import { readExchangeLine } from "../records/exchange-lines.ts";
 
 const sha256Hex = z.string().regex(/^[0-9a-f]{64}$/, "64 lower-case hex digits");
 
@@ -48,8 +49,28 @@ export function storedContextPolicy(stored: StoredEpisode) {
   return parsed.success ? parsed.data : contextPolicySchema.parse({ policy: "identity" });
 }
 
-/** The stored episode's cost so far, when it has one that parses (restored episodes keep showing it). */
-export function storedCost(stored: StoredEpisode): { cost?: EpisodeCost } {
+/** The stored episode's cost so far, when it has one that parses. */
+function storedCost(stored: StoredEpisode): EpisodeCost | undefined {
   const parsed = episodeCostSchema.safeParse(stored.cost);
-  return parsed.success ? { cost: parsed.data } : {};
+  return parsed.success ? parsed.data : undefined;
+}
+
+/**
+ * A restored episode's cost: the sum of the costs its exchange lines recorded, in the
+ * currency they were priced in, whatever the price table says now (a restored episode
+ * runs no exchange, so nothing is ever added to it in another currency). episode.json's
+ * may lag the records by its last 250 ms (it is rewritten at most that often), so it is
+ * taken only when the records hold no cost, or costs in more than one currency (records
+ * the sidecar never writes for one episode): those are never added together.
+ */
+export function restoredCost(
+  stored: StoredEpisode,
+  exchangeLines: readonly unknown[],
+): { cost?: EpisodeCost; perCurrency?: EpisodeCost[] } {
+  const costs = exchangeLines.flatMap((line) => readExchangeLine("upstream_response", line)?.cost ?? []);
+  const sums = sumByCurrency(costs);
+  const fromStatus = storedCost(stored);
+  if (sums.length > 1) return { ...(fromStatus ? { cost: fromStatus } : {}), perCurrency: sums };
+  const cost = sums[0] ?? fromStatus;
+  return cost ? { cost } : {};
 }

@@ -10,6 +10,7 @@ import { afterAll, beforeAll, expect, test } from "bun:test";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { costAmount, formatCost } from "../../src/pricing/exchange-cost.ts";
 import { openRecords } from "../../src/records/read-records.ts";
 import { responsesRequest } from "../support/lifecycle-kit.ts";
 import {
@@ -133,6 +134,34 @@ test("an episode restored after a restart keeps its cost", async () => {
     config: { upstream: { prices: { currency: "CNY", models: prices } } },
   });
   for (const [id, cost] of costs) expect((await sidecar.episode(id)).cost).toEqual(cost as never);
+});
+
+test("killed right after a priced exchange, then restarted with a table in another currency: the restored episode's cost is its records' sum, in the currency they were priced in", async () => {
+  const episode = await sidecar.createEpisode({ model: "qwen3-vl-plus" });
+  await turn(episode, 0);
+  // The status file has caught up with the first exchange's cost (it is rewritten every 250 ms at most)…
+  await Bun.sleep(600);
+  // …and not with the second's: the process is gone before it is written.
+  await turn(episode, 1);
+  await sidecar.stop("SIGKILL");
+  const recorded = openRecords(sidecar.dataDir)
+    .readEpisode(episode.id)
+    .exchanges.map((exchange) => exchange.line("upstream_response")?.cost);
+  expect(recorded.map((cost) => cost?.currency)).toEqual(["CNY", "CNY"]);
+  const sum = formatCost(recorded.reduce((total, cost) => total + costAmount(cost?.total ?? "x"), 0n));
+
+  sidecar = await startSidecarProcess({
+    dataDir: sidecar.dataDir,
+    config: { upstream: { prices: { currency: "USD", models: prices } } },
+  });
+  const restored = await sidecar.episode(episode.id);
+  expect(restored.state).toBe("interrupted");
+  expect(restored.cost).toMatchObject({ currency: "CNY", total: sum, exchanges: 2 });
+  // A new episode is priced by the new table; the restored one runs no exchange, so no sum mixes them.
+  const fresh = await sidecar.createEpisode({ model: "qwen3-vl-plus" });
+  await turn(fresh, 0);
+  expect((await sidecar.episode(fresh.id)).cost).toMatchObject({ currency: "USD", exchanges: 1 });
+  expect((await sidecar.episode(episode.id)).cost).toEqual(restored.cost);
 });
 
 test("a bad price table is refused at start-up, naming the key", async () => {

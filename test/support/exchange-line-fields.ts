@@ -2,6 +2,8 @@
  * Complete fields for exchange record lines (src/records/exchange-lines.ts), for
  * tests that write records through the verbs and care about other members.
  */
+import { type ExchangeCost, exchangeCost } from "../../src/pricing/exchange-cost.ts";
+import { modelPriceSchema } from "../../src/pricing/price-table.ts";
 import type {
   StatusFields,
   UpstreamRequestFields,
@@ -43,3 +45,13 @@ export const failedStatus: StatusFields = {
   error: { kind: "invalid_request", message: "refused", param: null, http_status: 400 },
   episode_state: "running",
 };
+
+/** The cost of one billed attempt of qwen3-vl-plus at 1 (input) and 10 (output) per million tokens. */
+export const pricedAttempt = (currency: string, inputTokens: number, outputTokens = 0): ExchangeCost =>
+  exchangeCost({
+    model: "qwen3-vl-plus",
+    currency,
+    price: modelPriceSchema.parse({ input: 1, output: 10 }),
+    usages: [{ inputTokens, outputTokens }],
+    cache: "implicit",
+  });
