@@ -19,8 +19,8 @@
 import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
-import { startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { spawnInstantUpstream, spawnPassThroughFloor } from "./spawn-server.ts";
+import { type SidecarProcess, startSidecarProcess } from "../test/support/sidecar-process.ts";
+import { type SpawnedServer, spawnInstantUpstream, spawnPassThroughFloor } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
 const firstExchanges = 300;
@@ -89,7 +89,8 @@ export async function untilReady(url: string): Promise<void> {
   }
 }
 
-async function post(url: string, headers: Record<string, string>, body: string): Promise<void> {
+/** POSTs a JSON body and reads the whole answer; anything but a 200 is an error naming the URL. */
+export async function post(url: string, headers: Record<string, string>, body: string): Promise<void> {
   const res = await fetch(url, {
     method: "POST",
     headers: { "content-type": "application/json", ...headers },
@@ -99,19 +100,44 @@ async function post(url: string, headers: Record<string, string>, body: string):
   if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status} ${text.slice(0, 300)}`);
 }
 
-export async function runExchangeCpuBench(
-  log: (line: string) => void = console.log,
-): Promise<Record<string, number>> {
-  const figures: Record<string, number> = {};
+/** The instant text upstream, the pass-through floor before it and the sidecar on it, ready. */
+export interface CpuBenchRig {
+  upstream: SpawnedServer;
+  floor: SpawnedServer;
+  sidecar: SidecarProcess;
+  stop(): Promise<void>;
+}
+
+/** Starts the rig the CPU benches measure on; its data directory is a new one named by `prefix`. */
+export async function startCpuBenchRig(prefix: string): Promise<CpuBenchRig> {
   const upstream = await spawnInstantUpstream("--text");
   const floor = await spawnPassThroughFloor(upstream.url);
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
-    dataDir: mkdtempSync(join(tmpdir(), "ura-bench-cpu-")),
+    dataDir: mkdtempSync(join(tmpdir(), prefix)),
     args: ["--log-level", "warn"],
   });
+  const stop = async () => {
+    await sidecar.stop();
+    floor.proc.kill();
+    upstream.proc.kill();
+  };
   try {
     await untilReady(sidecar.url);
+  } catch (error) {
+    await stop();
+    throw error;
+  }
+  return { upstream, floor, sidecar, stop };
+}
+
+export async function runExchangeCpuBench(
+  log: (line: string) => void = console.log,
+): Promise<Record<string, number>> {
+  const figures: Record<string, number> = {};
+  const rig = await startCpuBenchRig("ura-bench-cpu-");
+  const { floor, sidecar } = rig;
+  try {
     log(
       `CPU ms per exchange, all threads; first ${firstExchanges} exchanges after ready (JIT still compiling), and steady state (exchanges ${warmUp}–${warmUp + steadyExchanges}); the floor measured the same way.`,
     );
@@ -146,9 +172,7 @@ export async function runExchangeCpuBench(
       );
     }
   } finally {
-    await sidecar.stop();
-    floor.proc.kill();
-    upstream.proc.kill();
+    await rig.stop();
   }
   return figures;
 }

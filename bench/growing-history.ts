@@ -11,12 +11,9 @@
  * pass-through floor spends forwarding the same turn-50 body (goal ≤ 2×), same run.
  *   bun bench/growing-history.ts [episodes]
  */
-import { mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { cpuMs, untilReady } from "./exchange-cpu.ts";
-import { spawnInstantUpstream, spawnPassThroughFloor } from "./spawn-server.ts";
+import { cpuMs, post, startCpuBenchRig } from "./exchange-cpu.ts";
 
 const root = resolve(import.meta.dir, "..");
 const turns = 50;
@@ -125,30 +122,14 @@ function conversation(client: Client, episode: number): string[] {
 const median = (values: number[]) =>
   [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)] ?? Number.NaN;
 
-async function post(url: string, headers: Record<string, string>, body: string): Promise<void> {
-  const res = await fetch(url, {
-    method: "POST",
-    headers: { "content-type": "application/json", ...headers },
-    body,
-  });
-  const text = await res.text();
-  if (res.status !== 200) throw new Error(`${url}: HTTP ${res.status} ${text.slice(0, 300)}`);
-}
-
 export async function runGrowingHistoryBench(
   log: (line: string) => void = console.log,
   episodes = 15,
 ): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
-  const upstream = await spawnInstantUpstream("--text");
-  const floor = await spawnPassThroughFloor(upstream.url);
-  const sidecar = await startSidecarProcess({
-    upstreamUrl: upstream.url,
-    dataDir: mkdtempSync(join(tmpdir(), "ura-bench-growing-")),
-    args: ["--log-level", "warn"],
-  });
+  const rig = await startCpuBenchRig("ura-bench-growing-");
+  const { floor, sidecar } = rig;
   try {
-    await untilReady(sidecar.url);
     log(
       `Sidecar CPU ms per turn (all threads) of a growing ${turns}-turn conversation, each the mean of the three turns around it, median over ${episodes} episodes after ${warmUpEpisodes} warm-up episodes; the floor forwarding the same body, mean of ${floorRepeats}.`,
     );
@@ -197,9 +178,7 @@ export async function runGrowingHistoryBench(
       );
     }
   } finally {
-    await sidecar.stop();
-    floor.proc.kill();
-    upstream.proc.kill();
+    await rig.stop();
   }
   return figures;
 }
