@@ -8,7 +8,15 @@
 import { afterAll, describe, expect, test } from "bun:test";
 import robotManifest from "../../manifests/tools/robot.json";
 import { openRecords } from "../../src/records/read-records.ts";
-import { driveSmokeEpisode, fileUpstream, waitFor } from "../support/lifecycle-kit.ts";
+import {
+  driveSmokeEpisode,
+  fileUpstream,
+  injectFaults,
+  resetUpstream,
+  responsesRequest,
+  upstreamRequests,
+  waitFor,
+} from "../support/lifecycle-kit.ts";
 import { type ReceivedSpan, spanKind, startOtlpReceiver } from "../support/otlp-receiver.ts";
 import { startSidecarProcess } from "../support/sidecar-process.ts";
 
@@ -199,6 +207,36 @@ describe("traces of the compiled binary", () => {
     expect(limited).toHaveLength(1);
     expect(limited[0]?.attributes["error.type"]).toBe("rate_limited");
     expect(limited[0]?.events.at(-1)?.name).toBe("rate_limited");
+  });
+
+  test("an exchange cancelled while waiting to retry: its failed attempt's span says where and why", async () => {
+    const before = receiver.spans.length;
+    const sidecar = await startSidecarProcess({
+      upstreamUrl: upstream.url,
+      env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: "100" },
+    });
+    const episode = await sidecar.createEpisode({ client: "codex" });
+    await resetUpstream(upstream);
+    await injectFaults(upstream, [{ kind: "status", status: 503, retry_after: "5" }]);
+    const answered = responsesRequest(episode, [{ role: "user", content: "go" }]).then((r) => r.status);
+    await waitFor("the first attempt", async () =>
+      (await upstreamRequests(upstream)).length > 0 ? true : undefined,
+    );
+    await Bun.sleep(300);
+    expect((await sidecar.control(`/episodes/${episode.id}/cancel`, { method: "POST" })).status).toBe(200);
+    expect(await answered).toBe(400);
+    expect(await sidecar.stop("SIGTERM")).toBe(0);
+
+    const chats = receiver.spans.slice(before).filter((s) => s.name.startsWith("chat "));
+    expect(chats.map((c) => c.attributes)).toEqual([
+      expect.objectContaining({
+        "http.response.status_code": 503,
+        "ura.upstream.ended": "http_error",
+        "ura.upstream.retry_in_ms": 5_000,
+        "ura.upstream.cancelled_at": "backoff",
+        "ura.upstream.cancel_reason": "episode_cancelled",
+      }),
+    ]);
   });
 
   test("without OTEL_* settings nothing is exported and log lines carry no trace ids", async () => {

@@ -154,6 +154,11 @@ export function createOtelTracing(options: TracingOptions): Tracing {
         },
         active(),
       );
+      // An exchange cancelled before its answer: where and why, on its last attempt's span.
+      if (last && response.cancelled) {
+        span.setAttribute("ura.upstream.cancelled_at", response.cancelled.at);
+        span.setAttribute("ura.upstream.cancel_reason", response.cancelled.reason);
+      }
       // The exchange's cost (every billed attempt's: docs/pricing.md) on its last attempt's span.
       if (last && response.cost) {
         span.setAttribute("ura.cost.total", Number(response.cost.total));
