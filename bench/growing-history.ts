@@ -9,6 +9,9 @@
  * measured episodes: the machine is shared, and one turn's few milliseconds are noisy), their ratio (goal ≤ 1.3: the work per
  * turn is proportional to what is new), and the turn-50 figure against the CPU the
  * pass-through floor spends forwarding the same turn-50 body (goal ≤ 2×), same run.
+ * Two more rows grow the Gemini CLI and Codex requests with a tool call a turn instead
+ * (the model's text and one function call, then the call's text result), as an agent's
+ * history mostly grows.
  *   bun bench/growing-history.ts [episodes]
  */
 import { readFileSync } from "node:fs";
@@ -28,8 +31,11 @@ type Client = {
   fixture: string;
   url: (urls: Urls) => string;
   auth: (key: string) => Record<string, string>;
-  /** The recorded request with the history grown by one exchange (the model's answer, then the user's next message). */
-  grow: (body: Json, answer: string, next: string) => void;
+  /**
+   * The recorded request with the history grown by one exchange (the model's answer, then
+   * the user's next message, or a call's result); `turn` numbers the call.
+   */
+  grow: (body: Json, answer: string, next: string, turn: number) => void;
 };
 
 const list = (body: Json, key: string) => body[key] as unknown[];
@@ -79,6 +85,51 @@ const clients: Client[] = [
         { type: "message", role: "user", content: [{ type: "input_text", text: next }] },
       ),
   },
+  {
+    name: "gemini_calls",
+    fixture: "gemini/first-turn",
+    url: (u) => `${u.gemini}/v1beta/models/qwen3-vl-plus:streamGenerateContent?alt=sse`,
+    auth: (key) => ({ "x-goog-api-key": key }),
+    grow: (body, answer, next, turn) =>
+      list(body, "contents").push(
+        {
+          role: "model",
+          parts: [
+            { text: next },
+            {
+              functionCall: {
+                id: `call_${turn}_0`,
+                name: "read_file",
+                args: { file_path: `src/${turn}.ts` },
+              },
+            },
+          ],
+        },
+        {
+          role: "user",
+          parts: [
+            { functionResponse: { id: `call_${turn}_0`, name: "read_file", response: { output: answer } } },
+          ],
+        },
+      ),
+  },
+  {
+    name: "codex_calls",
+    fixture: "responses/codex-namespace-turn",
+    url: (u) => `${u.responses}/responses`,
+    auth: (key) => ({ authorization: `Bearer ${key}` }),
+    grow: (body, answer, next, turn) =>
+      list(body, "input").push(
+        { type: "message", role: "assistant", content: [{ type: "output_text", text: next }] },
+        {
+          type: "function_call",
+          call_id: `call_${turn}_0`,
+          name: "exec_command",
+          arguments: JSON.stringify({ cmd: `cat src/${turn}.ts` }),
+        },
+        { type: "function_call_output", call_id: `call_${turn}_0`, output: answer },
+      ),
+  },
 ];
 
 /** Deterministic prose of about `length` characters, different for every seed. */
@@ -113,7 +164,7 @@ function conversation(client: Client, episode: number): string[] {
   ) as Json;
   const bodies = [JSON.stringify(body)];
   for (let t = 2; t <= turns; t++) {
-    client.grow(body, prose(episode * 1000 + t, 1200), prose(episode * 1000 + t + 500, 200));
+    client.grow(body, prose(episode * 1000 + t, 1200), prose(episode * 1000 + t + 500, 200), t);
     bodies.push(JSON.stringify(body));
   }
   return bodies;
