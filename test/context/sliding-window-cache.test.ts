@@ -13,6 +13,7 @@ import { rgbNoisePng } from "../../src/images/generate-png.ts";
 import { sha256OfBase64 } from "../../src/lib/sha256.ts";
 import { openRecords } from "../../src/records/read-records.ts";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
+import { observeResponsesRequest } from "../support/observe-responses-request.ts";
 
 let s: InProcessSidecar;
 const bodies: string[] = [];
@@ -30,29 +31,13 @@ type Result = { text?: string; images: string[] };
 
 /** A Responses request: the instruction, then one observe call per result, each result's text and PNGs. */
 function historyRequest(results: Result[]) {
-  const input: unknown[] = [
-    { type: "message", role: "user", content: [{ type: "input_text", text: "Observe every turn." }] },
-  ];
-  results.forEach((result, i) => {
-    input.push({ type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" });
-    input.push({
-      type: "function_call_output",
-      call_id: `call_${i}`,
-      output: [
-        { type: "input_text", text: result.text ?? `frame ${i}` },
-        ...result.images.map((png) => ({ type: "input_image", image_url: `data:image/png;base64,${png}` })),
-      ],
-    });
-  });
-  return {
-    model: "ura-qwen",
-    stream: false,
-    store: false,
-    input,
-    tools: [
-      { type: "function", name: "ura_observe", description: "observe", parameters: { type: "object" } },
-    ],
-  };
+  return observeResponsesRequest(
+    "Observe every turn.",
+    results.map((result, i) => [
+      { type: "input_text", text: result.text ?? `frame ${i}` },
+      ...result.images.map((png) => ({ type: "input_image", image_url: `data:image/png;base64,${png}` })),
+    ]),
+  );
 }
 
 /** A sliding_window episode; `post` sends a history and returns the body upstream got and the PNGs converted. */

@@ -8,29 +8,18 @@ import { afterAll, beforeAll, describe, expect, test } from "bun:test";
 import type { Episode } from "../../src/episodes/episode.ts";
 import { openRecords } from "../../src/records/read-records.ts";
 import { createInProcessSidecar, type InProcessSidecar, postJson } from "../support/in-process-sidecar.ts";
+import { observeResponsesRequest } from "../support/observe-responses-request.ts";
 
 const prices = { currency: "CNY", models: { "qwen3-vl-plus": { input: "1.6", output: 4 } } };
 /** Long enough (~1,000 tokens) for the implicit cache's 256-token prefix. */
 const instruction = `Observe the bench and report. ${"The arm rests at home; the tray holds three parts. ".repeat(80)}`;
 
-function turns(n: number) {
-  const input: unknown[] = [
-    { type: "message", role: "user", content: [{ type: "input_text", text: instruction }] },
-  ];
-  for (let i = 0; i < n; i++) {
-    input.push({ type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" });
-    input.push({ type: "function_call_output", call_id: `call_${i}`, output: `frame ${i}: nothing moved` });
-  }
-  return {
-    model: "ura-qwen",
-    stream: false,
-    store: false,
-    input,
-    tools: [
-      { type: "function", name: "ura_observe", description: "observe", parameters: { type: "object" } },
-    ],
-  };
-}
+/** The instruction, then `n` observe calls each answered with its frame's text. */
+const turns = (n: number) =>
+  observeResponsesRequest(
+    instruction,
+    Array.from({ length: n }, (_, i) => `frame ${i}: nothing moved`),
+  );
 
 /** Turn `n` through the Responses ingress. */
 const send = (s: InProcessSidecar, episode: Episode, n: number) =>

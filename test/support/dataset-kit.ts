@@ -16,6 +16,7 @@ import { webpSettingsSchema } from "../../src/images/settings.ts";
 import { createBlobStore } from "../../src/records/blob-store.ts";
 import { createEpisodeRecords } from "../../src/records/episode-records.ts";
 import { identicalRequest } from "../../src/records/exchange-lines.ts";
+import { noImages } from "./exchange-line-fields.ts";
 import { hubResponse } from "./hub-kit.ts";
 
 export const observeTool = {
@@ -69,17 +70,6 @@ const colours: [number, number, number][] = [
 export function createDataDir(): string {
   return mkdtempSync(join(tmpdir(), "ura-dataset-"));
 }
-
-const noImages = {
-  images: 0,
-  converted: 0,
-  cacheHits: 0,
-  passedThrough: {},
-  bytesBefore: 0,
-  bytesAfter: 0,
-  encodeMs: 0,
-  leftOut: 0,
-};
 
 /** Writes one episode; returns its records directory. */
 export function writeEpisode(dataDir: string, spec: EpisodeSpec, codecs: Codecs): string {
