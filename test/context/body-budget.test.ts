@@ -13,6 +13,7 @@ import {
   type InProcessSidecar,
   inProcessControlPassword,
 } from "../support/in-process-sidecar.ts";
+import { frameOutput, observeInput } from "../support/observe-responses-request.ts";
 
 const limit = 500_000;
 let s: InProcessSidecar;
@@ -31,24 +32,10 @@ afterAll(() => s.stop());
 const frames = Array.from({ length: 20 }, (_, i) => rgbNoisePng(160, 120, i + 1).png.toBase64());
 
 function turnRequest(turns: number) {
-  const input: unknown[] = [
-    {
-      type: "message",
-      role: "user",
-      content: [{ type: "input_text", text: "Watch the table; observe every turn." }],
-    },
-  ];
-  for (let i = 0; i < turns; i++) {
-    input.push({ type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" });
-    input.push({
-      type: "function_call_output",
-      call_id: `call_${i}`,
-      output: [
-        { type: "input_text", text: `frame ${i}` },
-        { type: "input_image", image_url: `data:image/png;base64,${frames[i]}` },
-      ],
-    });
-  }
+  const input = observeInput(
+    [{ type: "input_text", text: "Watch the table; observe every turn." }],
+    Array.from({ length: turns }, (_, i) => frameOutput(i, frames[i])),
+  );
   return {
     model: "ura-qwen",
     stream: true,

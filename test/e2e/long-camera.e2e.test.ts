@@ -25,8 +25,7 @@ import { join } from "node:path";
 import { loadCodecs } from "../../src/images/codecs.ts";
 import { directoryBytes } from "../../src/records/data-dir-budget.ts";
 import {
-  expectFramesPixelExact,
-  expectRecordsRebuildEpisode,
+  expectEpisodeRebuiltPixelExact,
   withCodexCameraEpisode,
 } from "../support/camera-episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
@@ -37,7 +36,6 @@ import {
 
 const timeoutMs = 240_000;
 const observations = 30;
-const providerLimit = 6 * 1024 * 1024;
 
 describeInLoopbackNamespace(
   "long camera episode end to end",
@@ -50,7 +48,8 @@ describeInLoopbackNamespace(
           const codecs = await loadCodecs();
           await withCodexCameraEpisode(
             { observations, profile, timeoutMs: timeoutMs - 30_000, recordSizes: true },
-            async ({ controller, upstream, sidecar, proxy, episode, turns }) => {
+            async (camera) => {
+              const { sidecar, proxy, episode } = camera;
               // Linear records: what turn k added (request k+1 saw it all written) is about the same
               // at the end as at the start. Turns 2…31 each carry one new frame (its PNG and WebP).
               const finalBytes = directoryBytes(sidecar.dataDir);
@@ -76,20 +75,12 @@ describeInLoopbackNamespace(
               // Quadratic records (each history recorded whole) would be ~15× the images by turn 30.
               expect(finalBytes / distinctImages).toBeLessThan(1.3);
 
-              // Byte-exact reconstruction from the records and blobs, by the binary's own reader.
-              const upstreamBodies = await expectRecordsRebuildEpisode({
-                dataDir: sidecar.dataDir,
-                episodeId: episode.id,
-                clientBodies: proxy.bodies,
-                received: upstream.scripted.received,
-                turns,
-                providerLimitBytes: providerLimit,
-              });
               // The records refer to images; the client's requests resent ~0.8 MB per frame each turn.
               expect(readFileSync(join(episode.records_dir, "exchanges.jsonl"), "utf8")).not.toContain(
                 "iVBORw0KGgo",
               );
-              expectFramesPixelExact(codecs, upstreamBodies, controller.frames, observations);
+              // Byte-exact reconstruction from the records and blobs, by the binary's own reader.
+              await expectEpisodeRebuiltPixelExact(codecs, camera, observations);
             },
           );
         },

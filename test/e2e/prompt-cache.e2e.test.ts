@@ -27,8 +27,7 @@ import { openRecords } from "../../src/records/read-records.ts";
 import { measureCacheEfficiency } from "../../src/upstream/cache-efficiency.ts";
 import { listPromptBlocks } from "../../src/upstream/prompt-blocks.ts";
 import {
-  expectFramesPixelExact,
-  expectRecordsRebuildEpisode,
+  expectEpisodeRebuiltPixelExact,
   withCodexCameraEpisode,
 } from "../support/camera-episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
@@ -40,7 +39,6 @@ import {
 
 const timeoutMs = 300_000;
 const observations = 30;
-const providerLimit = 6 * 1024 * 1024;
 
 const frame1280 = (n: number) =>
   writePng({
@@ -68,7 +66,8 @@ describeInLoopbackNamespace(
               frame: frame1280,
               config: { upstream: { models: { "qwen3-vl-plus": { cache: "explicit" } } } },
             },
-            async ({ controller, upstream, sidecar, proxy, episode, run, turns }) => {
+            async (camera) => {
+              const { upstream, sidecar, episode, run, turns } = camera;
               // The requests answered whole, one per turn: the cache accounting each turn's answer reported.
               const received = upstream.scripted.received.filter(answeredWhole);
 
@@ -119,15 +118,7 @@ describeInLoopbackNamespace(
               });
 
               // Byte-exact reconstruction from the records and blobs, by the binary's own reader.
-              const upstreamBodies = await expectRecordsRebuildEpisode({
-                dataDir: sidecar.dataDir,
-                episodeId: episode.id,
-                clientBodies: proxy.bodies,
-                received: upstream.scripted.received,
-                turns,
-                providerLimitBytes: providerLimit,
-              });
-              expectFramesPixelExact(codecs, upstreamBodies, controller.frames, observations);
+              await expectEpisodeRebuiltPixelExact(codecs, camera, observations);
             },
           );
         },

@@ -11,6 +11,7 @@ import { rgbNoisePng } from "../../src/images/generate-png.ts";
 import type { OutputItem } from "../../src/ingress/responses/from-hub.ts";
 import { outputAsInput } from "../../src/ingress/responses/stored-responses.ts";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
+import { frameOutput, observeInput } from "../support/observe-responses-request.ts";
 
 let s: InProcessSidecar;
 beforeAll(async () => {
@@ -28,19 +29,10 @@ const frameChars = framesOf(1).reduce((sum, frame) => sum + frame.length, 0);
 
 /** The instruction, then one observe call and its result (text and frame) per turn so far. */
 function history(upTo: number, frames: string[]): unknown[] {
-  const input: unknown[] = [{ type: "message", role: "user", content: "Observe every turn." }];
-  for (let i = 0; i < upTo; i++) {
-    input.push({ type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" });
-    input.push({
-      type: "function_call_output",
-      call_id: `call_${i}`,
-      output: [
-        { type: "input_text", text: `frame ${i}` },
-        { type: "input_image", image_url: `data:image/png;base64,${frames[i]}` },
-      ],
-    });
-  }
-  return input;
+  return observeInput(
+    "Observe every turn.",
+    Array.from({ length: upTo }, (_, i) => frameOutput(i, frames[i])),
+  );
 }
 
 function episodeClient() {

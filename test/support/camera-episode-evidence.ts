@@ -158,6 +158,31 @@ export function expectFramesPixelExact(
   expect(new Set(frames).size).toBe(observations);
 }
 
+/** Model Studio's limit on a request body: every upstream body of a camera episode stays under it. */
+export const providerLimitBytes = 6 * 1024 * 1024;
+
+/**
+ * A finished camera episode's records rebuild it byte for byte, under the provider's limit
+ * (expectRecordsRebuildEpisode), and every frame the camera made reached the upstream
+ * pixel-exact (expectFramesPixelExact). Returns the upstream bodies, one per turn.
+ */
+export async function expectEpisodeRebuiltPixelExact(
+  codecs: Codecs,
+  camera: CameraEpisode,
+  observations: number,
+): Promise<string[]> {
+  const upstreamBodies = await expectRecordsRebuildEpisode({
+    dataDir: camera.sidecar.dataDir,
+    episodeId: camera.episode.id,
+    clientBodies: camera.proxy.bodies,
+    received: camera.upstream.scripted.received,
+    turns: camera.turns,
+    providerLimitBytes,
+  });
+  expectFramesPixelExact(codecs, upstreamBodies, camera.controller.frames, observations);
+  return upstreamBodies;
+}
+
 /** A finished camera episode: everything that took part, for the test's own checks. */
 export interface CameraEpisode {
   /** The robot's camera: every frame it made, in order. */
