@@ -2,7 +2,7 @@ import { expect, test } from "bun:test";
 import { appendFileSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { pricedAttempt } from "../../test/support/exchange-line-fields.ts";
+import { failedAttempt, pricedAttempt } from "../../test/support/exchange-line-fields.ts";
 import { recordsCommand } from "./records-command.ts";
 
 /** A data directory with one episode of one whole exchange, its exchanges.jsonl ending in a torn line (kill -9). */
@@ -140,4 +140,36 @@ test("show gives each priced exchange's cost and list each episode's, never addi
     "ep_none exchanges=1 state=finished",
     "ep_two exchanges=2 state=finished cost=0.002 CNY + 0.002 USD",
   ]);
+});
+
+test("show says where and why an exchange was cancelled, from a line of today and from an older one", async () => {
+  const dataDir = mkdtempSync(join(tmpdir(), "ura-records-command-"));
+  const dir = join(dataDir, "episodes", "ep_cancelled");
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, "episode.json"), JSON.stringify({ id: "ep_cancelled", state: "running" }));
+  const response = (exchange: string, members: Record<string, unknown>) => ({
+    v: 3,
+    exchange,
+    stage: "upstream_response",
+    attempts: [failedAttempt],
+    raw: null,
+    ...members,
+  });
+  const lines = [
+    response("ex_0001", {
+      error: "upstream request cancelled: the episode was cancelled",
+      cancelled: { at: "queue", reason: "episode_cancelled" },
+    }),
+    response("ex_0002", { error: "upstream request cancelled: the client closed the request" }),
+    response("ex_0003", { error: "HTTP 503" }),
+  ];
+  writeFileSync(join(dir, "exchanges.jsonl"), lines.map((line) => `${JSON.stringify(line)}\n`).join(""));
+  const show = await run(["show", "ep_cancelled", "--data-dir", dataDir]);
+  expect(show.code).toBe(0);
+  expect(
+    show.stdout
+      .trim()
+      .split("\n")
+      .map((line) => /cancelled=\S+/.exec(line)?.[0]),
+  ).toEqual(["cancelled=queue/episode_cancelled", "cancelled=backoff/client_closed", undefined]);
 });

@@ -2,7 +2,7 @@
  * `ura-sidecar records …`: reads a data directory's records offline (never a
  * running sidecar's memory), through src/records/read-records.ts.
  *   records list                                   episodes, their exchange counts and costs
- *   records show EPISODE                           one line per exchange (with its cost)
+ *   records show EPISODE                           one line per exchange (a cancel, its cost)
  *   records show EPISODE --exchange N [--part P]   the exact bytes of one body (P: client
  *                                                  the default, upstream, delivered)
  *   records export EPISODE --inline [--out FILE]   the exchange lines with every image inline
@@ -13,6 +13,7 @@ import { errorMessage } from "../lib/error-message.ts";
 import { describeCosts, type ExchangeCost, sumByCurrency } from "../pricing/exchange-cost.ts";
 import type { ExchangeStage } from "../records/exchange-lines.ts";
 import { type EpisodeRecordsView, openRecords, type RecordedExchange } from "../records/read-records.ts";
+import { recordedCancel } from "../records/upstream-cancel.ts";
 import { parseFlags, usageError } from "./command-flags.ts";
 
 export const usage = `usage: ura-sidecar records list [--data-dir DIR]
@@ -45,6 +46,7 @@ function summaryLine(exchange: RecordedExchange): string {
   const status = exchange.line("status");
   const bytes = (stage: ExchangeStage) => exchange.stage(stage)?.text.length ?? 0;
   const cost = costOf(exchange);
+  const cancelled = recordedCancel(exchange.line("upstream_response"));
   return [
     exchange.id,
     status?.status ?? "unfinished",
@@ -52,6 +54,7 @@ function summaryLine(exchange: RecordedExchange): string {
     `images=${exchange.line("upstream_request")?.images?.images ?? 0}`,
     `record_bytes=${exchange.lines.reduce((sum, line) => sum + line.text.length + 1, 0)}`,
     `upstream_line_bytes=${bytes("upstream_request")}`,
+    ...(cancelled ? [`cancelled=${cancelled.at}${cancelled.reason ? `/${cancelled.reason}` : ""}`] : []),
     ...(cost ? [`cost=${describeCosts([cost])}`] : []),
   ].join(" ");
 }
