@@ -6,14 +6,15 @@
  * transitions as events, and the trace id in the JSON log lines. Needs `make build`.
  */
 import { afterAll, describe, expect, test } from "bun:test";
-import robotManifest from "../../manifests/tools/robot.json";
 import { openRecords } from "../../src/records/read-records.ts";
 import {
+  awaitApprovals,
   driveSmokeEpisode,
   fileUpstream,
   injectFaults,
   resetUpstream,
   responsesRequest,
+  robotManifestWith,
   upstreamRequests,
   waitFor,
 } from "../support/lifecycle-kit.ts";
@@ -161,24 +162,13 @@ describe("traces of the compiled binary", () => {
       upstreamUrl: upstream.url,
       env: { OTEL_EXPORTER_OTLP_ENDPOINT: receiver.endpoint, OTEL_BSP_SCHEDULE_DELAY: "100" },
     });
-    const manifest = {
-      ...robotManifest,
-      tools: robotManifest.tools.map((tool) =>
-        tool.name === "observe"
-          ? { ...tool, approval: "always" }
-          : tool.name === "record"
-            ? { ...tool, rate: { min_interval_ms: 600_000 } }
-            : tool,
-      ),
-    };
+    const manifest = robotManifestWith({
+      observe: { approval: "always" },
+      record: { rate: { min_interval_ms: 600_000 } },
+    });
     const episode = await sidecar.createEpisode({ client: "codex", manifest });
     const driving = driveSmokeEpisode(episode);
-    const [pending] = await waitFor("the observe call to await approval", async () => {
-      const { approvals } = (await (await sidecar.control(`/episodes/${episode.id}/approvals`)).json()) as {
-        approvals: { call_id: string }[];
-      };
-      return approvals.length > 0 ? approvals : undefined;
-    });
+    const [pending] = await awaitApprovals(sidecar, episode.id);
     const decided = await sidecar.control(`/episodes/${episode.id}/approvals/${pending?.call_id}`, {
       method: "POST",
       body: JSON.stringify({ decision: "approve" }),

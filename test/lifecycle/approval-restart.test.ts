@@ -6,9 +6,9 @@
  */
 import { describe, expect, test } from "bun:test";
 import { join } from "node:path";
-import robotManifest from "../../manifests/tools/robot.json";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import {
+  awaitApprovals,
   callback,
   connectMcp,
   fileUpstream,
@@ -17,19 +17,14 @@ import {
   ledgerEvents,
   movedTo,
   resultText,
+  robotManifestWith,
   startSidecar,
-  waitFor,
 } from "../support/lifecycle-kit.ts";
 
 const upstream = await fileUpstream(30_000);
 
 /** The robot manifest with `observe` (the scripted model's first call) held for approval. */
-const manifest = {
-  ...robotManifest,
-  tools: robotManifest.tools.map((tool) =>
-    tool.name === "observe" ? { ...tool, approval: "always" } : tool,
-  ),
-};
+const manifest = robotManifestWith({ observe: { approval: "always" } });
 
 describe("kill -9 while a call awaits approval", () => {
   test("after a restart the call is refused, never runnable; nothing ran", async () => {
@@ -38,11 +33,7 @@ describe("kill -9 while a call awaits approval", () => {
     const call = await firstTurn(episode);
     const client = await connectMcp(episode.urls.mcp, episode.mcp_token);
     const waiting = callback(client, call).catch(() => undefined);
-    const pending = await waitFor("the call to await approval", async () => {
-      const res = await first.control(`/episodes/${episode.id}/approvals`);
-      const { approvals } = (await res.json()) as { approvals: { call_id: string }[] };
-      return approvals.length > 0 ? approvals : undefined;
-    });
+    const pending = await awaitApprovals(first, episode.id);
     expect(pending.map((p) => p.call_id)).toEqual([call.call_id]);
     first.proc.kill("SIGKILL");
     await first.proc.exited;

@@ -10,6 +10,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
+import robotManifest from "../../manifests/tools/robot.json";
 import { readJsonLines } from "../../src/records/jsonl-file.ts";
 import {
   type ServedScriptedUpstream,
@@ -234,4 +235,21 @@ export async function driveSmokeEpisode(episode: LaunchInfo): Promise<number> {
   } finally {
     await client?.close().catch(() => {});
   }
+}
+
+/** The robot manifest (manifests/tools/robot.json) with the named tools' policies added (`approval`, `rate`, …). */
+export function robotManifestWith(policies: Record<string, Record<string, unknown>>) {
+  return {
+    ...robotManifest,
+    tools: robotManifest.tools.map((tool) => ({ ...tool, ...policies[tool.name] })),
+  };
+}
+
+/** Until the episode lists a call awaiting approval (control API); returns what it lists. */
+export function awaitApprovals(sidecar: SidecarProcess, episodeId: string): Promise<{ call_id: string }[]> {
+  return waitFor("a call to await approval", async () => {
+    const res = await sidecar.control(`/episodes/${episodeId}/approvals`);
+    const { approvals } = (await res.json()) as { approvals: { call_id: string }[] };
+    return approvals.length > 0 ? approvals : undefined;
+  });
 }
