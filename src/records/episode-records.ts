@@ -123,7 +123,11 @@ export function formatRecordLine(
   const spliceJson = (pieces: BodyPiece[], split: SplitText | undefined) => {
     if (inline) return split ? wholeText(split) : pieces.map((piece) => piece.text).join("");
     const own = split ? externalizedSplit(split) : externalized;
-    return externalizePieces(pieces, options.texts, (text) => recurring(own(text)));
+    // Everything either step replaces is a string token (an image, a placeholder, a long
+    // string): a piece without a quote (the comma between two known items) has none.
+    return externalizePieces(pieces, options.texts, (text) =>
+      text.includes('"') ? recurring(own(text)) : text,
+    );
   };
   const members = [
     ...jsons.map(([key, pieces, split]) => `${JSON.stringify(key)}:${spliceJson(pieces, split)}`),
