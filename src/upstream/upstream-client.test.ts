@@ -385,6 +385,7 @@ describe("upstream client against the scripted upstream", () => {
     const cancelled = await pending.catch((error: unknown) => error);
     expect(cancelled).toBeInstanceOf(UpstreamCancelled);
     expect((cancelled as UpstreamCancelled).message).toBe("shutdown");
+    expect((cancelled as UpstreamCancelled).at).toBe("attempt");
     expect((cancelled as UpstreamCancelled).attempts).toEqual([
       expect.objectContaining({ ended: "cancelled" }),
     ]);
@@ -400,7 +401,36 @@ describe("upstream client against the scripted upstream", () => {
     const retrying = waiting.complete(smokeRequest, second.signal, { episodeId: "e1" });
     await Bun.sleep(100);
     second.abort(new Error("cancelled during backoff"));
-    await expect(retrying).rejects.toThrow("cancelled during backoff");
+    const inBackoff = await retrying.catch((error: unknown) => error);
+    expect(inBackoff).toBeInstanceOf(UpstreamCancelled);
+    expect(inBackoff).toMatchObject({ message: "cancelled during backoff", at: "backoff" });
+    expect((inBackoff as UpstreamCancelled).attempts).toEqual([
+      expect.objectContaining({ ended: "http_error", status: 503, retry_in_ms: expect.any(Number) }),
+    ]);
     expect(Date.now() - started).toBeLessThan(5_000);
+  });
+
+  test("a retry cancelled while it waits at the gate says so: the queue, after the failed attempt", async () => {
+    let admitted = 0;
+    // The first attempt goes at once; the retry's turn never comes.
+    const gate = {
+      admit: ({ signal }: { signal: AbortSignal }) =>
+        admitted++ === 0
+          ? Promise.resolve({ waitedMs: 0, release() {} })
+          : new Promise<never>((_, reject) => signal.addEventListener("abort", () => reject(signal.reason))),
+    };
+    const controller = new AbortController();
+    upstream.scripted.enqueueFaults([{ kind: "status", status: 503 }]);
+    const retry = retrySchema.parse({ max_attempts: 3, initial_backoff_ms: 1, max_backoff_ms: 1 });
+    const pending = client({ gate, retry }).complete(smokeRequest, controller.signal, { episodeId: "e1" });
+    await until(() => admitted === 2);
+    controller.abort(new Error("the client closed the request"));
+    const cancelled = await pending.catch((error: unknown) => error);
+    expect(cancelled).toBeInstanceOf(UpstreamCancelled);
+    expect(cancelled).toMatchObject({ at: "queue" });
+    expect((cancelled as UpstreamCancelled).attempts).toEqual([
+      expect.objectContaining({ ended: "http_error", status: 503 }),
+    ]);
+    expect(upstream.scripted.received).toHaveLength(1);
   });
 });
