@@ -102,6 +102,8 @@ const clients: Client[] = [
                 name: "read_file",
                 args: { file_path: `src/${turn}.ts` },
               },
+              // As Gemini CLI signs a turn's first call.
+              thoughtSignature: "skip_thought_signature_validator",
             },
           ],
         },

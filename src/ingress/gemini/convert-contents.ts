@@ -27,7 +27,7 @@ import type { FrozenMemos } from "../../lib/frozen-memos.ts";
 import type { FrameText } from "../../lib/known-frame.ts";
 import type { IgnoredFields } from "../ignored-fields.ts";
 import { liftErrorImages } from "./lift-error-images.ts";
-import { kindOf } from "./part-kind.ts";
+import { droppedSignatureNote, kindOf } from "./part-kind.ts";
 import type { Content, GenerateContentRequest } from "./schema.ts";
 
 type PendingCall = { id: string; name: string; answered: boolean };
@@ -201,11 +201,13 @@ function isPlainText(content: Content): boolean {
 }
 
 /**
- * A model content of text and function calls only, with no thought signature: its hub
- * message depends on itself, its position (a call without an id is named by it, each
- * call's source names it) and the arguments text the episode delivered for each call id.
- * A resent one is translated once per episode and position, reused while every call id's
- * delivered text is what it was; the calls it leaves pending are its message's.
+ * A model content of text and function calls only: its hub message depends on itself,
+ * its position (a call without an id is named by it, each call's source names it) and the
+ * arguments text the episode delivered for each call id. A resent one is translated once
+ * per episode and position, reused while every call id's delivered text is what it was;
+ * the calls it leaves pending are its message's. Gemini CLI marks a turn's first call
+ * with its placeholder signature: a kept content was translated, so its signatures were
+ * that placeholder, and the one note they leave is taken again.
  */
 function hasOnlyTextAndCalls(content: Content): boolean {
   return (
@@ -213,7 +215,6 @@ function hasOnlyTextAndCalls(content: Content): boolean {
     content.parts.some((part) => part.functionCall !== undefined) &&
     content.parts.every(
       (part) =>
-        part.thoughtSignature === undefined &&
         part.inlineData === undefined &&
         part.functionResponse === undefined &&
         (part.text !== undefined) !== (part.functionCall !== undefined),
@@ -225,6 +226,8 @@ type KeptCalls = {
   index: number;
   message: Extract<HubMessage, { role: "assistant" }>;
   delivered: (string | undefined)[];
+  /** Whether a part carried the placeholder signature (its note is taken again). */
+  signed: boolean;
 };
 
 function sameDelivered(kept: KeptCalls, delivered: DeliveredArguments): boolean {
@@ -310,6 +313,7 @@ export function convertContents(
       const keptCalls = keep ? memos.table<Content, KeptCalls>(hasOnlyTextAndCalls) : undefined;
       const kept = keptCalls?.get(content);
       if (kept !== undefined && kept.index === i && sameDelivered(kept, delivered)) {
+        if (kept.signed) notes.add(droppedSignatureNote);
         messages.push(kept.message);
         pending = kept.message.toolCalls.map((c) => ({ id: c.id, name: c.name, answered: false }));
         return;
@@ -320,6 +324,7 @@ export function convertContents(
           index: i,
           message: deepFreeze(message),
           delivered: message.toolCalls.map((c) => delivered(c.id)),
+          signed: content.parts.some((part) => part.thoughtSignature !== undefined),
         });
       messages.push(message);
       pending = calls;

@@ -23,8 +23,16 @@ const textPart = fc.oneof(
 );
 const role = fc.constantFrom("user" as const, "model" as const);
 
-const call = (n: number, withId: boolean) => ({
+/** Gemini CLI's placeholder signature on a turn's first call, or now and then another (refused). */
+const signature = fc.oneof(
+  { arbitrary: fc.constant(undefined), weight: 2 },
+  { arbitrary: fc.constant("skip_thought_signature_validator"), weight: 3 },
+  { arbitrary: fc.constant("a-real-signature"), weight: 1 },
+);
+
+const call = (n: number, withId: boolean, signed?: string) => ({
   functionCall: { name: `f${n}`, args: { n }, ...(withId ? { id: `call_${n}` } : {}) },
+  ...(signed === undefined ? {} : { thoughtSignature: signed }),
 });
 /** A failed call's error text with a long base64 run in it: its conversion replaces the run and notes it (lift-error-images.ts). */
 const base64Error = `failed: ${"QUJD".repeat(80)}`;
@@ -37,17 +45,24 @@ const responseOf = (n: number, withId: boolean, output: string, failed: boolean)
   },
 });
 
-/** One or two calls (text before them or not), and their responses in one content, each with or without its id. */
+/**
+ * One or two calls (text before them or not, the first signed as Gemini CLI signs it or
+ * not), and their responses in one content, each with or without its id.
+ */
 const callsAndResponses: fc.Arbitrary<Content[]> = fc
   .tuple(
     fc.array(fc.tuple(fc.nat({ max: 3 }), fc.boolean(), text, fc.boolean()), { minLength: 1, maxLength: 2 }),
     fc.option(text, { nil: undefined }),
     fc.boolean(),
+    signature,
   )
-  .map(([calls, before, answered]): Content[] => [
+  .map(([calls, before, answered, signed]): Content[] => [
     {
       role: "model",
-      parts: [...(before === undefined ? [] : [{ text: before }]), ...calls.map(([n, id]) => call(n, id))],
+      parts: [
+        ...(before === undefined ? [] : [{ text: before }]),
+        ...calls.map(([n, id], k) => call(n, id, k === 0 ? signed : undefined)),
+      ],
     },
     ...(answered
       ? [

@@ -10,6 +10,9 @@ import type { Part } from "./schema.ts";
 
 const skipThoughtSignature = "skip_thought_signature_validator";
 
+/** The note a part with Gemini CLI's placeholder signature leaves (the same for every such part). */
+export const droppedSignatureNote = `thoughtSignature "${skipThoughtSignature}" (dropped)`;
+
 type PartKind = "text" | "inlineData" | "functionCall" | "functionResponse";
 const partKinds: readonly PartKind[] = ["text", "inlineData", "functionCall", "functionResponse"];
 
@@ -21,7 +24,7 @@ export function kindOf(part: Part, param: string, notes: IgnoredFields): PartKin
         "only Gemini CLI's placeholder signature is accepted; the sidecar holds no Google reasoning state",
       );
     }
-    notes.add(`thoughtSignature "${skipThoughtSignature}" (dropped)`);
+    notes.add(droppedSignatureNote);
   }
   const present = partKinds.filter((k) => part[k] !== undefined);
   const [kind] = present;
