@@ -1,6 +1,6 @@
 /**
  * A growing Messages history translated with the episode's memos (its resent items
- * reused, frozen; a plain text message translated once, to-hub.ts) gives, turn after
+ * reused, frozen; a plain text message, system ones too, translated once, to-hub.ts) gives, turn after
  * turn and whatever the client did to its history, exactly what a fresh request gives.
  */
 import { describe, expect, test } from "bun:test";
@@ -11,7 +11,7 @@ import { createRepeatedMembers, parseJsonBody } from "../../body/parse-json-body
 import { buildChatRequest } from "../../upstream/build-chat-request.ts";
 import { toHub } from "./to-hub.ts";
 
-type Message = { role: "user" | "assistant"; content: unknown };
+type Message = { role: "user" | "assistant" | "system"; content: unknown };
 
 const text = fc.oneof(fc.string({ maxLength: 8 }), fc.constantFrom('quote " \\ ☕', "a\nb", ""));
 const textBlock = fc.record(
@@ -23,9 +23,10 @@ const textBlock = fc.record(
   },
   { requiredKeys: ["type", "text"] },
 );
-const role = fc.constantFrom("user" as const, "assistant" as const);
+/** Claude Code also sends mid-conversation system messages. */
+const role = fc.constantFrom("user" as const, "assistant" as const, "system" as const);
 
-/** One turn's new items: plain or noted text, thinking only, or a tool call and its result. */
+/** One turn's new items: plain or noted text (a user, assistant or system message), thinking only, or a tool call and its result. */
 const newItems: fc.Arbitrary<Message[]> = fc.oneof(
   fc.record({ role, content: text }).map((m) => [m]),
   fc.record({ role, content: fc.array(textBlock, { maxLength: 3 }) }).map((m) => [m]),

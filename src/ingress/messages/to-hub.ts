@@ -148,13 +148,14 @@ function toHubSystem(blocks: readonly TextBlock[]): HubMessage {
 const hasCacheControl = (block: { cache_control?: unknown }) => block.cache_control !== undefined;
 
 /**
- * A user or assistant message of text blocks only, none with `cache_control` or citations:
- * its hub message depends on nothing but itself (nothing is noted, no tool call is paired,
- * no position is named), so a resent one (frozen) is translated once per episode, and the
- * same frozen hub message then keys its measured size and its Chat message's JSON.
+ * A user, assistant or mid-conversation system message of text blocks only, none with
+ * `cache_control` or citations: its hub message depends on nothing but itself (nothing is
+ * noted, no tool call is paired, no position is named), so a resent one (frozen) is
+ * translated once per episode, and the same frozen hub message then keys its measured
+ * size and its Chat message's JSON.
  */
 function isPlainText(message: MessagesMessage): boolean {
-  if ((message.role !== "user" && message.role !== "assistant") || message.content.length === 0) return false;
+  if (message.content.length === 0) return false;
   return message.content.every(
     (block) =>
       block.type === "text" &&
@@ -206,11 +207,10 @@ function hasOnlyTextResults(message: MessagesMessage): boolean {
 
 type KeptResults = { index: number; messages: HubMessage[] };
 
-type PlainTextMessage = Extract<MessagesMessage, { role: "user" | "assistant" }>;
-
 /** The hub message of a plain text message (isPlainText): what the full translation below gives it. */
-function plainTextToHub(message: PlainTextMessage): HubMessage {
+function plainTextToHub(message: MessagesMessage): HubMessage {
   const texts = message.content as TextBlock[];
+  if (message.role === "system") return { role: "system", content: texts.map(toTextPart) };
   if (message.role === "user") return { role: "user", content: texts.map(toTextPart) };
   return { role: "assistant", text: texts.map((block) => block.text).join("\n"), toolCalls: [] };
 }
@@ -261,7 +261,7 @@ function requestToHub(
   request.messages.forEach((message, i) => {
     // Only a resent one, with the episode's memos: any other goes the full way below.
     if (memos !== undefined && Object.isFrozen(message) && isPlainText(message)) {
-      messages.push(deriveOnce(memos, plainTextToHub, message as PlainTextMessage));
+      messages.push(deriveOnce(memos, plainTextToHub, message));
       return;
     }
     const at = (j: number) => `messages[${i}].content[${j}]`;
