@@ -5,11 +5,13 @@
  * different one does. Histories that change between turns in the ways that would
  * expose a stale reuse (a frame changed by one pixel in the middle, two frames
  * swapped, a frame dropped, the same frame twice, one base64 character changed in a
- * frame) go through body_budget with a provider limit that leaves the oldest frames
- * out, for the Responses and the Gemini ingress: each turn's upstream body and
- * record lines are the full path's byte for byte (the same turns with every fact
- * forgotten before each request), the records rebuild the bodies sent, and no
- * request's strings stay registered once it is answered.
+ * frame), and a process that loses a frame's blob or its image cache between turns, go
+ * through body_budget with a provider limit that leaves the oldest frames out, for the
+ * Responses, the Messages and the Gemini ingress: each turn's upstream body and record
+ * lines are the full path's byte for byte (the same turns with every fact forgotten
+ * before each request), the records rebuild the bodies sent, every frame seen before
+ * came as a stand-in that never became a string (src/lib/known-frame.ts) unless its blob
+ * was gone, and no request's strings stay registered once it is answered.
  */
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { rmSync } from "node:fs";
@@ -77,6 +79,40 @@ const ingresses: Ingress[] = [
               output: [
                 { type: "input_text", text: `frame ${i}` },
                 { type: "input_image", image_url: `data:image/png;base64,${data}` },
+              ],
+            },
+          ]),
+        ],
+      }),
+  },
+  {
+    name: "Messages",
+    route: (id) => `/e/${id}/anthropic/v1/messages?beta=true`,
+    headers: (key) => ({ "x-api-key": key, "anthropic-version": "2023-06-01" }),
+    body: (frames) =>
+      JSON.stringify({
+        model: "claude-sonnet-4-5",
+        max_tokens: 1024,
+        stream: true,
+        tools: [{ name: "observe", input_schema: { type: "object", properties: {} } }],
+        messages: [
+          { role: "user", content: [{ type: "text", text: "watch" }] },
+          ...frames.flatMap((data, i) => [
+            {
+              role: "assistant",
+              content: [{ type: "tool_use", id: `toolu_${i}`, name: "observe", input: {} }],
+            },
+            {
+              role: "user",
+              content: [
+                {
+                  type: "tool_result",
+                  tool_use_id: `toolu_${i}`,
+                  content: [
+                    { type: "text", text: `frame ${i}` },
+                    { type: "image", source: { type: "base64", media_type: "image/png", data } },
+                  ],
+                },
               ],
             },
           ]),
