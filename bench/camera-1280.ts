@@ -22,7 +22,7 @@
  * with the history (the whole ~170 MB history is resent at turn 200).
  *   bun bench/camera-1280.ts [turns]
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cameraLikeFrame } from "../src/images/synthetic-frames.ts";
@@ -216,6 +216,8 @@ async function runEpisode(
     };
   } finally {
     await sidecar.stop();
+    // Its records are read above: a 200-turn episode leaves ~0.2 GB of blobs, a full run ~0.5 GB.
+    rmSync(dataDir, { recursive: true, force: true });
   }
 }
 
