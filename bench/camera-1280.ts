@@ -215,7 +215,7 @@ async function runEpisode(
         : {}),
     };
   } finally {
-    await sidecar.stop();
+    await sidecar.stopAndRemove();
     // Its records are read above: a 200-turn episode leaves ~0.2 GB of blobs, a full run ~0.5 GB.
     rmSync(dataDir, { recursive: true, force: true });
   }

@@ -124,7 +124,7 @@ export async function runConcurrentCameraBench(
       concurrent_camera_conversions: conversions,
     };
   } finally {
-    await sidecar.stop();
+    await sidecar.stopAndRemove();
     upstream.proc.kill();
   }
 }

@@ -16,7 +16,7 @@
  * To profile: set URA_BINARY to a script that runs
  * `bun --cpu-prof --cpu-prof-dir=DIR src/main.ts "$@"` and run `bun bench/exchange-cpu.ts`.
  */
-import { mkdtempSync, readdirSync, readFileSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { type SidecarProcess, startSidecarProcess } from "../test/support/sidecar-process.ts";
@@ -108,19 +108,29 @@ export interface CpuBenchRig {
   stop(): Promise<void>;
 }
 
-/** Starts the rig the CPU benches measure on; its data directory is a new one named by `prefix`. */
+/**
+ * Starts the rig the CPU benches measure on; its data directory is a new one named by
+ * `prefix`, removed by `stop` once the sidecar has exited.
+ */
 export async function startCpuBenchRig(prefix: string): Promise<CpuBenchRig> {
   const upstream = await spawnInstantUpstream("--text");
   const floor = await spawnPassThroughFloor(upstream.url);
+  const dataDir = mkdtempSync(join(tmpdir(), prefix));
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
-    dataDir: mkdtempSync(join(tmpdir(), prefix)),
+    dataDir,
     args: ["--log-level", "warn"],
-  });
-  const stop = async () => {
-    await sidecar.stop();
+  }).catch((error: unknown) => {
     floor.proc.kill();
     upstream.proc.kill();
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  });
+  const stop = async () => {
+    await sidecar.stopAndRemove();
+    floor.proc.kill();
+    upstream.proc.kill();
+    rmSync(dataDir, { recursive: true, force: true });
   };
   try {
     await untilReady(sidecar.url);

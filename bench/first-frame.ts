@@ -76,7 +76,7 @@ async function round(binary: string, upstreamUrl: string, seed: number): Promise
     for (let i = 1; i <= 5; i++) later.push(await sendFrame(sidecar, episode, seed + i));
     return { ready, firstAnswer, first, steady: median(later) };
   } finally {
-    await sidecar.stop();
+    await sidecar.stopAndRemove();
   }
 }
 
@@ -151,7 +151,7 @@ async function idleWorker(log: (line: string) => void, upstreamUrl: string): Pro
       idle_worker_next_frame_vs_steady_ratio: next / steadyMs,
     };
   } finally {
-    await sidecar.stop();
+    await sidecar.stopAndRemove();
   }
 }
 

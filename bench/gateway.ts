@@ -447,11 +447,12 @@ export async function runGatewayBench(
       `memory: RSS idle after the load ${figures.rss_idle_mb.toFixed(1)} MB (goal ≤ 100), with 50 episodes × 30-image history ${figures.rss_50_episodes_30_images_mb.toFixed(1)} MB`,
     );
   } finally {
-    await sidecar.stop();
-    await sidecarNoFsync.stop();
+    await sidecar.stopAndRemove();
+    await sidecarNoFsync.stopAndRemove();
     portkey.proc.kill();
     floor.proc.kill();
     upstream.proc.kill();
+    rmSync(dataDir, { recursive: true, force: true });
   }
 
   if (only.length === 0) Object.assign(figures, await measureColdStart(log));
@@ -494,27 +495,33 @@ async function measureColdStart(log: (line: string) => void): Promise<Record<str
   const samples = new Map(
     builds.map((b) => [b.name, { live: [] as number[], ready: [] as number[], rss: [] as number[] }]),
   );
-  for (let i = 0; i < 5; i++) {
-    for (const build of builds) {
-      const t0 = performance.now();
-      const p = await startSidecarProcess({ args: ["--log-level", "warn"], binary: build.path });
-      const live = (await untilAnswers(`${p.url}/health/live`)) - t0;
-      const ready = (await untilAnswers(`${p.url}/health/ready`)) - t0;
-      const sample = samples.get(build.name);
-      sample?.live.push(live);
-      sample?.ready.push(ready);
-      if (build.path === binaryPath) {
-        // Idle, as after the load: start-up's own garbage collected (src/body/reclaim-memory.ts waits 2 s).
-        await Bun.sleep(3_000);
-        const status = readFileSync(`/proc/${p.proc.pid}/status`, "utf8");
-        sample?.rss.push(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
+  try {
+    for (let i = 0; i < 5; i++) {
+      for (const build of builds) {
+        const t0 = performance.now();
+        const p = await startSidecarProcess({ args: ["--log-level", "warn"], binary: build.path });
+        try {
+          const live = (await untilAnswers(`${p.url}/health/live`)) - t0;
+          const ready = (await untilAnswers(`${p.url}/health/ready`)) - t0;
+          const sample = samples.get(build.name);
+          sample?.live.push(live);
+          sample?.ready.push(ready);
+          if (build.path === binaryPath) {
+            // Idle, as after the load: start-up's own garbage collected (src/body/reclaim-memory.ts waits 2 s).
+            await Bun.sleep(3_000);
+            const status = readFileSync(`/proc/${p.proc.pid}/status`, "utf8");
+            sample?.rss.push(Number(/VmRSS:\s+(\d+)/.exec(status)?.[1] ?? 0) / 1024);
+          }
+        } finally {
+          await p.stopAndRemove();
+        }
       }
-      await p.stop();
     }
+  } finally {
+    // The other build is ~110 MB: not left behind in the temporary directory.
+    for (const build of builds)
+      if (build.path !== binaryPath) rmSync(dirname(build.path), { recursive: true, force: true });
   }
-  // The other build is ~110 MB: not left behind in the temporary directory.
-  for (const build of builds)
-    if (build.path !== binaryPath) rmSync(dirname(build.path), { recursive: true, force: true });
   const figures: Record<string, number> = {};
   for (const build of builds) {
     const sample = samples.get(build.name);

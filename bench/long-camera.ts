@@ -21,7 +21,7 @@
  * the body it gets): an upper bound on the time the sidecar adds.
  *   bun bench/long-camera.ts [turns]
  */
-import { mkdtempSync, readFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { cameraLikePng } from "../src/images/synthetic-frames.ts";
@@ -170,7 +170,9 @@ async function runEpisode(
         `${idleRss.toFixed(0)} → ${rssAfter.toFixed(0)} MB, peak ${rssPeak.toFixed(0)} MB (≤ 300) | ${conversions} | ${requestMb.at(-1)?.toFixed(1)} MB |`,
     );
   } finally {
-    await sidecar.stop();
+    await sidecar.stopAndRemove();
+    // Its records are read above: a 100-turn episode leaves its whole camera history behind.
+    rmSync(dataDir, { recursive: true, force: true });
   }
   return figures;
 }
@@ -252,7 +254,7 @@ async function runStall(
       [`${p}_text_p99_added_ms`]: added,
     };
   } finally {
-    await sidecar.stop();
+    await sidecar.stopAndRemove();
   }
 }
 

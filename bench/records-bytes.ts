@@ -7,7 +7,7 @@
  * on, docs/records.md), the exchange lines (exchanges.jsonl) and the blobs added.
  *   bun bench/records-bytes.ts
  */
-import { mkdtempSync, readdirSync, readFileSync, statSync } from "node:fs";
+import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
@@ -103,8 +103,9 @@ export async function runRecordsBytesBench(
       );
     }
   } finally {
-    await sidecar.stop();
+    await sidecar.stopAndRemove();
     upstream.proc.kill();
+    rmSync(dataDir, { recursive: true, force: true });
   }
   return figures;
 }

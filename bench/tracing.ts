@@ -5,7 +5,7 @@
  * /health/ready 200; per exchange is one non-streamed Responses text turn against
  * the instant upstream, sequential, after a warm-up. Ratios are on / off.
  */
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { spawnInstantUpstream, spawnServer } from "./spawn-server.ts";
@@ -19,10 +19,10 @@ function median(values: number[]): number {
   return sorted[Math.floor(sorted.length / 2)] ?? Number.NaN;
 }
 
-async function startSidecar(upstream: string, env: Record<string, string>) {
+async function startSidecar(upstream: string, dataRoot: string, env: Record<string, string>) {
   const started = performance.now();
   const { url, proc } = await spawnServer(
-    [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", mkdtempSync(join(tmpdir(), "ura-bench-"))],
+    [binary, "serve", "--listen", "127.0.0.1:0", "--data-dir", mkdtempSync(join(dataRoot, "run-"))],
     /listening on (http:\/\/\S+)/,
     {
       env: {
@@ -80,20 +80,26 @@ export async function runTracingBench(log: (line: string) => void): Promise<Reco
     off: { start: [], exchange: [] },
     on: { start: [], exchange: [] },
   };
+  // Every sidecar's data directory lives under this one, removed when the bench ends.
+  const dataRoot = mkdtempSync(join(tmpdir(), "ura-bench-tracing-"));
   try {
     // Alternating rounds, so that load from elsewhere on the machine falls on both modes alike.
     for (let round = 0; round < 3; round++) {
       for (const [mode, env] of Object.entries(modes)) {
-        const sidecar = await startSidecar(upstream, env);
-        figures[mode]?.start.push(sidecar.startMs);
-        figures[mode]?.exchange.push(...(await exchangeMs(sidecar.url, 20, 100)));
-        sidecar.proc.kill("SIGTERM");
-        await sidecar.proc.exited;
+        const sidecar = await startSidecar(upstream, dataRoot, env);
+        try {
+          figures[mode]?.start.push(sidecar.startMs);
+          figures[mode]?.exchange.push(...(await exchangeMs(sidecar.url, 20, 100)));
+        } finally {
+          sidecar.proc.kill("SIGTERM");
+          await sidecar.proc.exited;
+        }
       }
     }
   } finally {
     sink.stop(true);
     upstreamProc.kill();
+    rmSync(dataRoot, { recursive: true, force: true });
   }
   const off = { start: median(figures.off?.start ?? []), exchange: median(figures.off?.exchange ?? []) };
   const on = { start: median(figures.on?.start ?? []), exchange: median(figures.on?.exchange ?? []) };

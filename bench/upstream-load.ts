@@ -105,7 +105,7 @@ async function runEpisodes(profile: "loaded" | "instant"): Promise<Run> {
       seconds,
     };
   } finally {
-    await sidecar.stop();
+    await sidecar.stopAndRemove();
     upstream.proc.kill();
   }
 }

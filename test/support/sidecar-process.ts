@@ -2,12 +2,14 @@
  * Starts the compiled binary (dist/ura-sidecar) for end-to-end tests: on a free
  * loopback port, a temporary data directory, a given upstream and, if given, a
  * config object (written to a file of its own for --config). Reads the URL from
- * its banner; stops it with SIGTERM and reports the exit code.
+ * its banner; stops it with SIGTERM and reports the exit code. A test's temporary
+ * directories go when its run ends (run-temp-root.ts); a bench, which has no such
+ * root, stops it with stopAndRemove so the directories made here go with it.
  */
 
-import { mkdtempSync, writeFileSync } from "node:fs";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, resolve } from "node:path";
+import { dirname, join, resolve } from "node:path";
 import { type EpisodeStatus, episodeStatusSchema } from "../../src/episodes/episode-status.ts";
 
 export const binaryPath = process.env.URA_BINARY ?? resolve(import.meta.dir, "../../dist/ura-sidecar");
@@ -60,6 +62,11 @@ export type SidecarProcess = {
   stop: (signal?: NodeJS.Signals) => Promise<number>;
   /** SIGTERM and wait; throws with the exit code, the signal and everything it printed unless it exited 0. */
   stopCleanly: () => Promise<void>;
+  /**
+   * stop, then remove the directories made here for it: its data directory unless the
+   * caller gave one (the caller owns that), and its config file's directory.
+   */
+  stopAndRemove: () => Promise<number>;
 };
 
 export type LaunchInfo = {
@@ -91,6 +98,14 @@ export async function startSidecarProcess(
   } = {},
 ): Promise<SidecarProcess> {
   const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "ura-e2e-"));
+  const configPath = options.config ? writeConfigFile(options.config) : undefined;
+  const madeHere = [
+    ...(options.dataDir === undefined ? [dataDir] : []),
+    ...(configPath ? [dirname(configPath)] : []),
+  ];
+  const removeMadeHere = () => {
+    for (const dir of madeHere) rmSync(dir, { recursive: true, force: true });
+  };
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
     HOME: process.env.HOME ?? "/tmp",
@@ -108,7 +123,7 @@ export async function startSidecarProcess(
       "127.0.0.1:0",
       "--data-dir",
       dataDir,
-      ...(options.config ? ["--config", writeConfigFile(options.config)] : []),
+      ...(configPath ? ["--config", configPath] : []),
       ...(options.args ?? []),
     ],
     {
@@ -136,6 +151,8 @@ export async function startSidecarProcess(
       proc.kill();
       // An exit can be seen before its last output was read: read to the end (bounded) first.
       await Promise.race([pumped, Bun.sleep(2_000)]);
+      await proc.exited;
+      removeMadeHere();
       throw new Error(`sidecar did not start (exit ${proc.exitCode}):\n${output}`);
     }
     await Bun.sleep(20);
@@ -173,6 +190,11 @@ export async function startSidecarProcess(
       return episodeStatusSchema.parse(await res.json());
     },
     stop,
+    async stopAndRemove() {
+      const code = await stop();
+      removeMadeHere();
+      return code;
+    },
     async stopCleanly() {
       const code = await stop();
       if (code === 0) return;
