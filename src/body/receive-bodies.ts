@@ -39,6 +39,8 @@ export type BodyReceiverDeps = {
    * bodyArriving): a declared one before it is read, a chunked one once it has arrived.
    */
   bodyArriving?: (bodyBytes: number) => void;
+  /** Told the bytes of each piece of a body as it arrives (the memory reclaimer's bodyReceived). */
+  bodyReceived?: (bytes: number) => void;
   /** Bounds the bytes of large model request bodies processed at once (body_bytes_in_flight). */
   admission?: BodyAdmission;
   /** The process's facts of long strings: a split body's are registered while it is processed. */
@@ -83,6 +85,7 @@ export function receiveBodies(deps: BodyReceiverDeps, form: BodyForm): Middlewar
         ...(deps.knownTexts ? { knownTexts: deps.knownTexts } : {}),
         limitBytes: deps.bodyLimitBytes,
         ...(limits ? { deadlineMs: limits.body_timeout_seconds * 1000 } : {}),
+        ...(deps.bodyReceived ? { onBytes: deps.bodyReceived } : {}),
       });
       if (received.kind === "over_limit") {
         deps.logger.warn("request body over the limit", {

@@ -39,6 +39,8 @@ export async function receiveBody(
     limitBytes: number;
     /** From now until the last body byte; none when no server serves the app (app.request()). */
     deadlineMs?: number;
+    /** Told the bytes of each piece of the body as it arrives (the memory reclaimer's bodyReceived). */
+    onBytes?: (bytes: number) => void;
   },
 ): Promise<ReceivedBody> {
   const declared = declaredBodyLength(request);
@@ -52,6 +54,7 @@ export async function receiveBody(
     signal: stop.signal,
     onBytes: (bytes) => {
       counted += bytes;
+      options.onBytes?.(bytes);
     },
   };
   const reading: Promise<ReceivedBody> = options.split

@@ -129,3 +129,29 @@ test("after stop nothing is collected", async () => {
   await Bun.sleep(100);
   expect(collections).toEqual([]);
 });
+
+test("a long body asks for a concurrent collection every duringBodyBytes received; a full one restarts the count", () => {
+  const collections: boolean[] = [];
+  const reclaimer = createMemoryReclaimer({
+    thresholdBytes: 1000,
+    duringBodyBytes: 100,
+    idleMs: 60_000,
+    collect: (full) => collections.push(full),
+  });
+  reclaimer.bodyReceived(60);
+  expect(collections).toEqual([]);
+  reclaimer.bodyReceived(40);
+  expect(collections).toEqual([false]);
+  reclaimer.bodyReceived(99);
+  expect(collections).toEqual([false]);
+  reclaimer.bodyReceived(1);
+  expect(collections).toEqual([false, false]);
+  reclaimer.requestEnded(5000);
+  reclaimer.bodyArriving(5000);
+  expect(collections).toEqual([false, false, true]);
+  reclaimer.bodyReceived(99);
+  expect(collections).toEqual([false, false, true]);
+  reclaimer.stop();
+  reclaimer.bodyReceived(1000);
+  expect(collections).toEqual([false, false, true]);
+});

@@ -21,6 +21,12 @@
  * for it, so this one runs only after `idleMs` without any request starting or
  * finishing, and never twice without a request in between: never in the middle of a
  * busy (c=16) run.
+ *
+ * While a long body arrives. The chunks a request arrives in are hashed and then
+ * garbage, but nothing collects them before the collection after the request, so
+ * they pile up on top of everything else at the peak of a long episode. So every
+ * `duringBodyBytes` of body received, a concurrent collection is asked for: it
+ * returns at once and stalls no one.
  */
 export type MemoryReclaimer = {
   /** Wraps one request's handling by the server (until its handler returned a response). */
@@ -37,6 +43,8 @@ export type MemoryReclaimer = {
    * only once it has arrived: it is told then, before the route works on it.
    */
   bodyArriving(bodyBytes: number): void;
+  /** Called as a body arrives, with the bytes of each piece received. */
+  bodyReceived(bytes: number): void;
   /** Large memory was let go outside any request (an ended episode's cached frames). */
   released(): void;
   /** No collection runs after this (the server stopped). */
@@ -50,21 +58,32 @@ export type MemoryReclaimerOptions = {
   delayMs?: number;
   /** How long the server is idle before its one full collection. */
   idleMs?: number;
+  /** Every this many body bytes received, a concurrent collection is asked for. */
+  duringBodyBytes?: number;
   /** Runs a collection: synchronous and full, or concurrent. */
   collect?: (full: boolean) => void;
 };
 
 export function createMemoryReclaimer(options: MemoryReclaimerOptions): MemoryReclaimer {
-  const { thresholdBytes, delayMs = 20, idleMs = 2_000, collect = (full: boolean) => Bun.gc(full) } = options;
+  const {
+    thresholdBytes,
+    delayMs = 20,
+    idleMs = 2_000,
+    duringBodyBytes = 32 * 1024 * 1024,
+    collect = (full: boolean) => Bun.gc(full),
+  } = options;
   let inFlight = 0;
   let stopped = false;
   let afterLarge: ReturnType<typeof setTimeout> | undefined;
   let whenIdle: ReturnType<typeof setTimeout> | undefined;
   // Large memory was let go and no full collection has run since.
   let owed = false;
+  // Body bytes received since the last collection.
+  let receivedSince = 0;
 
   function collectNow(full: boolean): void {
     if (full) owed = false;
+    receivedSince = 0;
     collect(full);
   }
   function collectSoon(): void {
@@ -105,6 +124,11 @@ export function createMemoryReclaimer(options: MemoryReclaimerOptions): MemoryRe
       clearTimeout(afterLarge);
       afterLarge = undefined;
       collectNow(true);
+    },
+    bodyReceived(bytes) {
+      receivedSince += bytes;
+      if (stopped || receivedSince < duringBodyBytes) return;
+      collectNow(false);
     },
     released: collectSoon,
     stop() {

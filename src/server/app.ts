@@ -126,7 +126,12 @@ export function createApp(deps: AppDeps): Hono<BodyEnv> {
             ),
             413,
           ),
-        ...(deps.memory ? { bodyArriving: (bytes: number) => deps.memory?.bodyArriving(bytes) } : {}),
+        ...(deps.memory
+          ? {
+              bodyArriving: (bytes: number) => deps.memory?.bodyArriving(bytes),
+              bodyReceived: (bytes: number) => deps.memory?.bodyReceived(bytes),
+            }
+          : {}),
         ...(deps.admission ? { admission: deps.admission } : {}),
         ...(deps.knownTexts ? { knownTexts: deps.knownTexts } : {}),
       },

@@ -27,7 +27,7 @@ const deps: RequestLimitsDeps = {
   },
 };
 
-function limitedApp(bodyArriving?: (bodyBytes: number) => void) {
+function limitedApp(bodyArriving?: (bodyBytes: number) => void, bodyReceived?: (bytes: number) => void) {
   const app = new Hono<BodyEnv>();
   app.use("*", admitRequests(deps));
   app.use(
@@ -42,6 +42,7 @@ function limitedApp(bodyArriving?: (bodyBytes: number) => void) {
       return new Response("too large", { status: 413 });
     },
     ...(bodyArriving ? { bodyArriving } : {}),
+    ...(bodyReceived ? { bodyReceived } : {}),
   };
   app.use("/text", receiveBodies(receiver, "text"));
   app.use("/raw", receiveBodies(receiver, "raw"));
@@ -186,4 +187,23 @@ test("bodyArriving is told a sized body's length before it is read, a chunked on
     { bytes: 310, sentBefore: 0 },
     { bytes: 1024 * 1024, sentBefore: 1024 * 1024 },
   ]);
+});
+
+test("bodyReceived is told each piece of a large body as it arrives, split and sized or text and chunked", async () => {
+  const pieces: number[] = [];
+  const { app } = limitedApp(undefined, (bytes) => pieces.push(bytes));
+  const json = JSON.stringify({ a: "b".repeat(2 * 1024 * 1024) });
+  const sized = await app.request("/split", {
+    method: "POST",
+    headers: { "content-length": String(json.length) },
+    body: json,
+  });
+  expect(sized.status).toBe(200);
+  expect(pieces.reduce((sum, bytes) => sum + bytes, 0)).toBe(json.length);
+  pieces.length = 0;
+  const { body } = chunkedBody(1024 * 1024);
+  const chunked = await app.request("/text", { method: "POST", body, duplex: "half" } as RequestInit);
+  expect(chunked.status).toBe(200);
+  expect(pieces.length).toBeGreaterThan(1);
+  expect(pieces.reduce((sum, bytes) => sum + bytes, 0)).toBe(1024 * 1024);
 });
