@@ -21,6 +21,7 @@
  */
 import { z } from "zod";
 import type { TextFacts } from "./known-texts.ts";
+import { sha256Hex } from "./sha256.ts";
 
 /**
  * What the blob reference to an image literal needs (src/records/image-references.ts), kept
@@ -150,10 +151,7 @@ export class KnownFrame {
     // A data URL's base64 (a derived text, `<digest>#<offset>`) is the base64 of the checked
     // bytes; a whole text is checked against the SHA-256 it arrived with.
     const derived = this.facts.digest.includes("#");
-    if (
-      text.length !== this.length ||
-      (!derived && new Bun.CryptoHasher("sha256").update(text).digest("hex") !== this.facts.digest)
-    )
+    if (text.length !== this.length || (!derived && sha256Hex(text) !== this.facts.digest))
       throw new Error(
         `a known frame's text rebuilt from blob sha256:${this.#source.blob} is not the one received`,
       );

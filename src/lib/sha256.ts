@@ -1,8 +1,8 @@
 import type { FrameText } from "./known-frame.ts";
 import { knownFact, type TextHold } from "./known-texts.ts";
 
-/** The SHA-256 of bytes as 64 lowercase hex characters (Bun's native hasher). */
-export function sha256Hex(bytes: Uint8Array): string {
+/** The SHA-256 of bytes (a string: of its UTF-8) as 64 lowercase hex characters (Bun's native hasher). */
+export function sha256Hex(bytes: Uint8Array | string): string {
   return new Bun.CryptoHasher("sha256").update(bytes).digest("hex");
 }
 

@@ -1,0 +1,38 @@
+/**
+ * A known frame's text is rebuilt from its blob only when it matches the identity the
+ * text arrived with: the same length and the same SHA-256; any other blob is refused.
+ */
+import { describe, expect, test } from "bun:test";
+import { KnownFrame } from "./known-frame.ts";
+import { sha256Hex } from "./sha256.ts";
+
+const bytes = new Uint8Array(Array.from({ length: 3000 }, (_, i) => (i * 7) % 256));
+const text = Buffer.from(bytes).toString("base64");
+
+function frameFrom(blobBytes: Uint8Array): { frame: KnownFrame; materialised: () => number } {
+  let materialised = 0;
+  const frame = new KnownFrame(
+    { digest: sha256Hex(text), values: new Map() },
+    text.length,
+    { blob: "b", head: "", prefix: text.slice(0, 128) },
+    { onDisk: () => true, read: () => blobBytes },
+    { reused: () => {}, materialised: () => materialised++ },
+  );
+  return { frame, materialised: () => materialised };
+}
+
+describe("KnownFrame.text", () => {
+  test("rebuilds the text it arrived as from its blob, and counts it", () => {
+    const { frame, materialised } = frameFrom(bytes);
+    expect(frame.text()).toBe(text);
+    expect(`${frame}`).toBe(text);
+    expect(materialised()).toBe(2);
+  });
+
+  test("refuses a blob whose base64 is not the text that arrived, even of the same length", () => {
+    const changed = bytes.slice();
+    changed[1500] = (changed[1500] ?? 0) ^ 1;
+    expect(() => frameFrom(changed).frame.text()).toThrow("is not the one received");
+    expect(() => frameFrom(bytes.slice(3)).frame.text()).toThrow("is not the one received");
+  });
+});
