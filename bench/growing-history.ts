@@ -13,6 +13,7 @@
  * (the model's text and one function call, then the call's text result), as an agent's
  * history mostly grows.
  *   bun bench/growing-history.ts [episodes]
+ * URA_BENCH_GROWING_ROWS (names, comma-separated, e.g. gemini_calls,codex_calls) runs only those rows.
  */
 import { readFileSync } from "node:fs";
 import { join, resolve } from "node:path";
@@ -40,7 +41,7 @@ type Client = {
 
 const list = (body: Json, key: string) => body[key] as unknown[];
 
-const clients: Client[] = [
+export const clients: Client[] = [
   {
     name: "claude_messages",
     fixture: "messages/main-turn",
@@ -160,7 +161,7 @@ function prose(seed: number, length: number): string {
 }
 
 /** The 50 bodies of one conversation, compact JSON as the client sends it. */
-function conversation(client: Client, episode: number): string[] {
+export function conversation(client: Client, episode: number): string[] {
   const body = JSON.parse(
     readFileSync(join(root, "fixtures", client.fixture, "client-request.json"), "utf8"),
   ) as Json;
@@ -190,7 +191,8 @@ export async function runGrowingHistoryBench(
       "| client | bytes turn 5 / 50 | turn 5 | turn 50 | 50 ÷ 5 (goal ≤ 1.3) | floor at 50 | 50 ÷ floor (goal ≤ 2) |",
     );
     log("|---|---|---|---|---|---|---|");
-    for (const client of clients) {
+    const only = process.env.URA_BENCH_GROWING_ROWS?.split(",").filter((name) => name !== "");
+    for (const client of clients.filter((row) => only === undefined || only.includes(row.name))) {
       const perEpisode: number[][] = [];
       let last: string[] = [];
       for (let e = 0; e < warmUpEpisodes + episodes; e++) {

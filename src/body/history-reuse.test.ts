@@ -157,9 +157,30 @@ describe("a history resent with new items", () => {
     expect(two?.[0]).toBe(one?.[0] as object);
     expect(two?.[1]).toBe(one?.[1] as object);
     expect(Object.isFrozen(two?.[0])).toBe(true);
+    // Sent compact, the items it repeats are one known span: the last history's items, in one compare.
     expect(
-      second.known?.map((span) => JSON.parse(second.received.reduced.slice(span.start, span.end))),
-    ).toEqual([a, b]);
+      second.known?.map((span) => JSON.parse(`[${second.received.reduced.slice(span.start, span.end)}]`)),
+    ).toEqual([[a, b]]);
+    // The next turn's span is the longer prefix, naming the one it extends.
+    const grownBody = parseJsonBody(JSON.stringify({ messages: [a, b, c, a] }), repeated);
+    const [grown] = (grownBody.parsed && grownBody.known) || [];
+    expect(grown?.extends).toEqual({
+      key: second.known?.[0]?.key as object,
+      end: JSON.stringify([a, b]).length - 2,
+    });
+    // An item edited: the prefix is not the history's; the items before the edit are compared
+    // one by one, each its own span, extending nothing.
+    const edited = parseJsonBody(JSON.stringify({ messages: [a, b, { ...c, content: "C" }, a] }), repeated);
+    if (!edited.parsed) throw new Error("not parsed");
+    expect(
+      edited.known?.map((span) => [
+        JSON.parse(edited.received.reduced.slice(span.start, span.end)),
+        span.extends,
+      ]),
+    ).toEqual([
+      [a, undefined],
+      [b, undefined],
+    ]);
     // An edited first item: nothing before it to reuse, the whole history parsed afresh.
     const third = parseJsonBody(JSON.stringify({ messages: [{ ...a, content: "A" }, b, c] }), repeated);
     if (!third.parsed) throw new Error("not parsed");

@@ -18,6 +18,12 @@
  * parsed. The bytes are compared (memory speed), never assumed: the first item that
  * differs (the client compacted, edited or dropped one) and every item after it is
  * parsed afresh. Each reused item is a known span, so the records reuse their scan of it.
+ *
+ * A client that only appends resends the whole of the last history first: the episode
+ * also keeps that history's items as one text (`KnownPrefix`, when it was sent compact),
+ * so such a body is recognised in one compare rather than one per item, and the reused
+ * items are one known span, which names the prefix it grew from (`extends`): the records
+ * then scan only what the last turn added to it (known-spans.ts).
  */
 
 import { errorMessage } from "../lib/error-message.ts";
@@ -57,6 +63,22 @@ export type RepeatedMembers = {
   history?: string;
   /** The latest history's items, in order (none: the next history is parsed whole). */
   items?: readonly KnownItem[];
+  /** The same items as one text, when the history was sent compact (none: compared item by item). */
+  prefix?: KnownPrefix;
+};
+
+/**
+ * A history's items as one text, exactly as sent: the items joined by commas. Its `key`
+ * stands for that text (the records' scan of it is kept by it); `extends` names the
+ * prefix of the history before, when this one is that one's text, a comma, and more items.
+ */
+export type KnownPrefix = {
+  text: string;
+  /** How many items the text holds, and their deepest nesting. */
+  items: number;
+  depth: number;
+  key: object;
+  extends?: { key: object; end: number };
 };
 
 /** One item of a history as a request carried it: its exact text and its parsed value (frozen), its nesting depth. */
@@ -68,6 +90,13 @@ export type KnownItem = { text: string; value: unknown; depth: number };
  * is parsed whole, as is any history holding images (their base64 is never kept).
  */
 export const maxKeptHistoryChars = 4 * 1024 * 1024;
+
+/**
+ * A history's items are also kept as one text (`KnownPrefix`) only while it stays under
+ * this: the text is held about three times more between turns (docs/design.md), at two
+ * bytes a character once any item has a character outside Latin-1.
+ */
+export const maxPrefixChars = 1024 * 1024;
 
 /** Members shorter than this are parsed every time: reusing them saves less than it costs. */
 const smallestRepeatedMember = 1024;
@@ -124,7 +153,7 @@ type MemberSpan = {
   end: number;
   known?: KnownMember;
   /** The history member: how many leading items are the known ones, and where the last of them ends. */
-  reused?: { items: number; end: number };
+  reused?: { items: number; end: number; prefix?: KnownPrefix };
 };
 
 type Scan = {
@@ -192,9 +221,10 @@ function scanJson(text: string, repeated?: RepeatedMembers): Scan {
         while (start < text.length && isJsonSpace(text.charCodeAt(start))) start++;
         open = { start, end: start };
         members.set(key, open);
-        const reused = reusedItems(text, start, repeated.items);
+        const reused = reusedPrefix(text, start, repeated.prefix) ?? reusedItems(text, start, repeated.items);
         if (reused !== undefined) {
           open.reused = { items: reused.items, end: reused.end };
+          if (reused.prefix !== undefined) open.reused.prefix = reused.prefix;
           // Inside the array, past its known items: the scan goes on from the separator after them.
           depth = 2;
           if (2 + reused.depth > deepest) deepest = 2 + reused.depth;
@@ -220,6 +250,26 @@ function scanJson(text: string, repeated?: RepeatedMembers): Scan {
   return { depth: deepest, members: tracking ? members : new Map() };
 }
 
+/** How many known items a history begins with, where the last of them ends, their deepest nesting, and the prefix that held them. */
+type ReusedItems = { items: number; end: number; depth: number; prefix?: KnownPrefix };
+
+/**
+ * The known prefix, when the array at `start` begins with its text, byte for byte, followed
+ * by `,` or `]` (then the array holds exactly those items there): all of its items in one compare.
+ */
+function reusedPrefix(text: string, start: number, prefix: KnownPrefix | undefined): ReusedItems | undefined {
+  if (
+    prefix === undefined ||
+    text.charCodeAt(start) !== 91 /* [ */ ||
+    !text.startsWith(prefix.text, start + 1)
+  )
+    return undefined;
+  const end = start + 1 + prefix.text.length;
+  const next = text.charCodeAt(end);
+  if (next !== 44 /* , */ && next !== 93 /* ] */) return undefined;
+  return { items: prefix.items, end, depth: prefix.depth, prefix };
+}
+
 /**
  * How many of the known items the array at `start` begins with, byte for byte, each
  * followed by `,` or `]` (then the array holds exactly that item there), where the
@@ -229,7 +279,7 @@ function reusedItems(
   text: string,
   start: number,
   items: readonly KnownItem[] | undefined,
-): { items: number; end: number; depth: number } | undefined {
+): ReusedItems | undefined {
   if (items === undefined || items.length === 0 || text.charCodeAt(start) !== 91 /* [ */) return undefined;
   let at = start + 1;
   let count = 0;
@@ -351,7 +401,10 @@ export function parseJsonBody(body: string | SplitText, repeated?: RepeatedMembe
         history === undefined ? undefined : historyItems(text, history, object, repeated, received.nonce);
       for (const item of items?.reused ?? []) known.push(item);
     }
-  } else if (repeated?.history !== undefined) repeated.items = undefined;
+  } else if (repeated?.history !== undefined) {
+    repeated.items = undefined;
+    repeated.prefix = undefined;
+  }
   const parsedBody: Extract<JsonBody, { parsed: true }> = { parsed: true, value, received };
   if (known.length > 0) parsedBody.known = known.sort((a, b) => a.start - b.start);
   if (repeated !== undefined) parsedBody.memos = repeated.memos;
@@ -372,7 +425,9 @@ function historyItems(
   nonce: string,
 ): { reused: KnownSpan[] } | undefined {
   const before = repeated.items ?? [];
+  const beforePrefix = span.reused?.prefix;
   repeated.items = undefined;
+  repeated.prefix = undefined;
   const parsed = object[repeated.history as string];
   const count = span.reused?.items ?? 0;
   if (count > 0)
@@ -382,15 +437,23 @@ function historyItems(
     ];
   const reused: KnownSpan[] = [];
   let at = span.start + 1;
-  for (const item of before.slice(0, count)) {
-    reused.push({ start: at, end: at + item.text.length, key: item, text: item.text });
-    at += item.text.length + 1;
-  }
+  if (beforePrefix !== undefined) {
+    const { key, text: prefixText } = beforePrefix;
+    reused.push({ start: at, end: at + prefixText.length, key, text: prefixText });
+    if (beforePrefix.extends !== undefined) (reused[0] as KnownSpan).extends = beforePrefix.extends;
+  } else
+    for (const item of before.slice(0, count)) {
+      reused.push({ start: at, end: at + item.text.length, key: item, text: item.text });
+      at += item.text.length + 1;
+    }
   if (!Array.isArray(parsed) || span.end <= span.start || text.charCodeAt(span.end - 1) !== 93 /* ] */)
     return { reused };
   const fresh = arrayItems(text, span.reused?.end ?? span.start + 1, span.end - 1);
   if (fresh.length !== parsed.length) return { reused };
-  let chars = before.slice(0, count).reduce((sum, item) => sum + item.text.length, 0);
+  let chars =
+    beforePrefix !== undefined
+      ? beforePrefix.text.length - (count - 1)
+      : before.slice(0, count).reduce((sum, item) => sum + item.text.length, 0);
   const items = before.slice(0, count);
   for (const [index, where] of fresh.entries()) {
     const itemText = text.slice(where.start, where.end);
@@ -402,12 +465,48 @@ function historyItems(
       hasLongBase64String(itemText)
     )
       return { reused };
-    // A flat copy: a slice may keep the whole request text alive with it.
+    // A flat copy: a slice may keep the whole request text alive with it. (The copy is also
+    // one byte a character when it can be, even where the request's text is two.)
     const copy = JSON.parse(JSON.stringify(itemText)) as string;
     items.push({ text: copy, value: deepFreeze(parsed[index]), depth: where.depth });
   }
+  const last = fresh.at(-1)?.end ?? span.reused?.end;
+  // Compact (the items joined by single commas, as clients send them): kept as one text too.
+  const joined = chars + items.length - 1;
+  if (last !== undefined && last - (span.start + 1) === joined && joined <= maxPrefixChars) {
+    const prefix = prefixOf(items, beforePrefix);
+    repeated.prefix = prefix;
+    // The span's text as a slice of the longer one that begins with it: the records' scan of
+    // the span then holds no text of its own once the episode has moved on to the longer one.
+    if (beforePrefix !== undefined && prefix !== beforePrefix && reused[0] !== undefined)
+      reused[0].text = prefix.text.slice(0, beforePrefix.text.length);
+  }
   repeated.items = items;
   return { reused };
+}
+
+/**
+ * The items as one text: the prefix they began with when all of it was reused (the same
+ * one again when nothing was added), else a new one, which extends that prefix when there
+ * was one. The text is the episode's own (one join of the items' own copies: a flat
+ * string of the history alone), and each item's text becomes a slice of it, so the
+ * history's text is held once.
+ */
+function prefixOf(items: KnownItem[], before: KnownPrefix | undefined): KnownPrefix {
+  if (before !== undefined && before.items === items.length) return before;
+  const added = items.slice(before?.items ?? 0);
+  const parts = [...(before === undefined ? [] : [before.text]), ...added.map((item) => item.text)];
+  const text = parts.join(",");
+  let at = 0;
+  for (const item of items) {
+    const end = at + item.text.length;
+    item.text = text.slice(at, end);
+    at = end + 1;
+  }
+  const depth = added.reduce((deepest, item) => Math.max(deepest, item.depth), before?.depth ?? 0);
+  const prefix: KnownPrefix = { text, items: items.length, depth, key: {} };
+  if (before !== undefined) prefix.extends = { key: before.key, end: before.text.length };
+  return prefix;
 }
 
 /** The text with each cut replaced (a reused member's value by `null`): the rest is parsed, the reused values put back after. */

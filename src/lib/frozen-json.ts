@@ -51,6 +51,12 @@ export type KnownSpan = {
    * keep that one string rather than a copy of their own; compared before it is used.
    */
   text?: string;
+  /**
+   * The span's text begins with the text of the span known by `key` (`end` characters,
+   * outside any string), then a comma: what the records made of that one is reused for
+   * its part, once both texts are compared.
+   */
+  extends?: { key: object; end: number };
 };
 
 /** A JSON text and its known spans (in order, not overlapping). */

@@ -103,4 +103,45 @@ describe("record lines of bodies with known spans", () => {
       expect(line).toContain(`"body":${body.text}`);
     }
   });
+
+  test("a span that extends another is scanned past it only, and never takes a result for other text", () => {
+    const item = (n: number, seed = "item") =>
+      JSON.stringify({ role: "user", content: long(`${seed} ${n}`) });
+    const history = (items: string[]) => {
+      const text = `{"model":"m","messages":[${items.join(",")}]}`;
+      return { text, start: text.indexOf("[") + 1, end: text.length - 2 };
+    };
+    const w = writer();
+    const plain = writer();
+    const scanned: number[] = [];
+    const externalize = w.texts.externalize.bind(w.texts);
+    w.texts.externalize = (json) => {
+      scanned.push(json.length);
+      return externalize(json);
+    };
+    const base = { key: {} };
+    const one = history([item(1), item(2)]);
+    const oneSpan = { start: one.start, end: one.end, key: base.key };
+    // Twice: its strings stored, its result settled.
+    for (let i = 0; i < 2; i++)
+      expect(w.line({ text: one.text, known: [oneSpan] })).toBe(plain.line(one.text));
+    const two = history([item(1), item(2), item(3)]);
+    const extending = { key: {}, extends: { key: base.key, end: one.end - one.start } };
+    scanned.length = 0;
+    expect(w.line({ text: two.text, known: [{ start: two.start, end: two.end, ...extending }] })).toBe(
+      plain.line(two.text),
+    );
+    // Only the comma and the item added were scanned, not the text before them.
+    expect(scanned).toContain(item(3).length + 1);
+    expect(scanned).not.toContain(two.end - two.start);
+    // A span naming that key for a text that does not begin with its text (one character
+    // changed, the same length) is scanned whole: its result is the whole text's.
+    const changed = history([item(1), item(2, "itex"), item(3)]);
+    const misNamed = { key: {}, extends: { key: base.key, end: one.end - one.start } };
+    scanned.length = 0;
+    expect(
+      w.line({ text: changed.text, known: [{ start: changed.start, end: changed.end, ...misNamed }] }),
+    ).toBe(plain.line(changed.text));
+    expect(scanned).toContain(changed.end - changed.start);
+  });
 });

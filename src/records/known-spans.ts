@@ -12,12 +12,19 @@
  *   stored already (RecurringTexts.firstSightings did not move), so a later scan
  *   would give the same text. References point at blobs, which are never removed.
  * - A key stands for one text; the text is still compared before a result is reused.
+ * - A span that extends another (a history resent with items added: its text is the
+ *   other's, a comma, then more) is scanned only past the other's text when the other's
+ *   result is settled and its text, compared, is where it says: the comma begins outside
+ *   any string, so the two results joined are the whole text's.
  */
-import type { JsonText } from "../lib/frozen-json.ts";
+import type { JsonText, KnownSpan } from "../lib/frozen-json.ts";
 import type { KnownSpanScan, RecurringTexts } from "./text-references.ts";
 
-/** A piece of a spliced body: text between known spans, or a known span with its scan. */
-export type BodyPiece = { text: string; scan?: KnownSpanScan };
+/**
+ * A piece of a spliced body: text between known spans, or a known span with its scan (and,
+ * for a span first met, the settled scan of the span its text extends, checked).
+ */
+export type BodyPiece = { text: string; scan?: KnownSpanScan; extends?: KnownSpanScan };
 
 /** The body cut at its known spans; each span's scan kept in `texts` (none: the whole text is one piece). */
 export function bodyPieces(
@@ -46,14 +53,33 @@ export function bodyPieces(
         text.startsWith(span.text, span.start)
           ? span.text
           : Buffer.from(text.slice(span.start, span.end)).toString();
-      scan = { text: own, referenceForm: hasReferenceForm(own) };
+      const base = extendedScan(own, span, texts);
+      // A reference form has no comma: none lies across the one where the other text ends.
+      const referenceForm = base
+        ? base.referenceForm || hasReferenceForm(own.slice(base.text.length))
+        : hasReferenceForm(own);
+      scan = { text: own, referenceForm };
       texts.spans.set(span.key, scan);
-    }
-    pieces.push({ text: scan.text, scan });
+      pieces.push(base ? { text: own, scan, extends: base } : { text: own, scan });
+    } else pieces.push({ text: scan.text, scan });
     at = span.end;
   }
   if (at < text.length) pieces.push({ text: text.slice(at) });
   return pieces;
+}
+
+/** The settled scan of the span this one's text extends, when that text is where the span says. */
+function extendedScan(own: string, span: KnownSpan, texts: RecurringTexts): KnownSpanScan | undefined {
+  if (span.extends === undefined) return undefined;
+  const base = texts.spans.get(span.extends.key);
+  if (
+    base?.externalized === undefined ||
+    base.text.length !== span.extends.end ||
+    own.charCodeAt(base.text.length) !== 44 /* , */ ||
+    !own.startsWith(base.text)
+  )
+    return undefined;
+  return base;
 }
 
 /** `externalize` of each piece, joined: a known span's settled result reused, an unsettled one scanned again. */
@@ -71,7 +97,11 @@ export function externalizePieces(
     }
     if (scan.externalized === undefined) {
       const before = texts.firstSightings;
-      const externalized = externalize(piece.text);
+      const base = piece.extends;
+      const externalized =
+        base?.externalized !== undefined
+          ? base.externalized + externalize(piece.text.slice(base.text.length))
+          : externalize(piece.text);
       if (texts.firstSightings === before) scan.externalized = externalized;
       out.push(externalized);
     } else out.push(scan.externalized);
