@@ -12,19 +12,11 @@
  * time until both blobs are durable (what a record line referring to them waits
  * for, overlapping the upstream wait). `bun bench/blob-writes.ts [rounds]`.
  */
-import {
-  closeSync,
-  fsyncSync,
-  mkdirSync,
-  mkdtempSync,
-  openSync,
-  renameSync,
-  rmSync,
-  writeSync,
-} from "node:fs";
+import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { sha256Hex } from "../src/lib/sha256.ts";
 import { createBlobStore } from "../src/records/blob-store.ts";
+import { temporaryDirectory } from "../test/support/exit-cleanup.ts";
 
 const framesPerRound = 10;
 const pngBytes = 1_800_000;
@@ -60,7 +52,7 @@ export async function runBlobWritesBench(
 ): Promise<Record<string, number>> {
   const root = resolve(import.meta.dir, ".durability");
   mkdirSync(root, { recursive: true });
-  const dir = mkdtempSync(join(root, "blobs-"));
+  const dir = temporaryDirectory("blobs-", root);
   const baselineLoop: number[] = [];
   const storeLoop: number[] = [];
   const storeDurable: number[] = [];

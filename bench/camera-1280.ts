@@ -22,15 +22,14 @@
  * with the history (the whole ~170 MB history is resent at turn 200).
  *   bun bench/camera-1280.ts [turns]
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { rmSync } from "node:fs";
 import { cameraLikeFrame } from "../src/images/synthetic-frames.ts";
 import { writePng } from "../src/images/write-png.ts";
 import { openRecords } from "../src/records/read-records.ts";
 import { createScriptedUpstream } from "../src/scripted-upstream/create-scripted-upstream.ts";
 import { measureCacheEfficiency } from "../src/upstream/cache-efficiency.ts";
 import { listPromptBlocks, type PromptBlock } from "../src/upstream/prompt-blocks.ts";
+import { temporaryDirectory } from "../test/support/exit-cleanup.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { geminiCameraHistory, responsesCameraHistory } from "./camera-history.ts";
 import { rssMb } from "./long-camera.ts";
@@ -144,7 +143,7 @@ async function runEpisode(
 ): Promise<Record<string, number>> {
   const turns = frames.length;
   upstream.reset();
-  const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-camera1280-"));
+  const dataDir = temporaryDirectory("ura-bench-camera1280-");
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
     dataDir,

@@ -11,10 +11,11 @@
  * Ratios are against the baseline of the same run. `bun bench/durability.ts`
  * prints a table; `runDurabilityBench()` returns the figures.
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { openAppendFile } from "../src/records/append-file.ts";
 import { createGroupCommit } from "../src/records/group-commit.ts";
+import { temporaryDirectory } from "../test/support/exit-cleanup.ts";
 
 const claims = 400;
 const episodes = 16;
@@ -29,7 +30,7 @@ export async function runDurabilityBench(
 ): Promise<Record<string, number>> {
   const root = resolve(import.meta.dir, ".durability");
   mkdirSync(root, { recursive: true });
-  const dir = mkdtempSync(join(root, "run-"));
+  const dir = temporaryDirectory("run-", root);
   try {
     // Baseline: append only.
     const plain = openAppendFile(join(dir, "plain.jsonl"), { groupCommit: undefined });

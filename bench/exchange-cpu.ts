@@ -16,9 +16,9 @@
  * To profile: set URA_BINARY to a script that runs
  * `bun --cpu-prof --cpu-prof-dir=DIR src/main.ts "$@"` and run `bun bench/exchange-cpu.ts`.
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, rmSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { temporaryDirectory } from "../test/support/exit-cleanup.ts";
 import { type SidecarProcess, startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { type SpawnedServer, spawnInstantUpstream, spawnPassThroughFloor } from "./spawn-server.ts";
 
@@ -115,7 +115,7 @@ export interface CpuBenchRig {
 export async function startCpuBenchRig(prefix: string): Promise<CpuBenchRig> {
   const upstream = await spawnInstantUpstream("--text");
   const floor = await spawnPassThroughFloor(upstream.url);
-  const dataDir = mkdtempSync(join(tmpdir(), prefix));
+  const dataDir = temporaryDirectory(prefix);
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
     dataDir,

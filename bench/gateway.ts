@@ -22,10 +22,10 @@
  * All servers listen on 127.0.0.1 only; every loop is bounded.
  * `bun bench/gateway.ts text20_json_c16 …` runs only the named cases (no memory, no cold start).
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { rgbNoisePng } from "../src/images/generate-png.ts";
+import { killAtExit, temporaryDirectory } from "../test/support/exit-cleanup.ts";
 import { binaryPath, startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { spawnInstantUpstream, spawnPassThroughFloor, untilAnswers } from "./spawn-server.ts";
 
@@ -134,6 +134,7 @@ async function startPortkey(): Promise<{ url: string; proc: ReturnType<typeof Bu
     ],
     { cwd: root, stdout: "ignore", stderr: "ignore" },
   );
+  killAtExit(proc);
   const url = `http://127.0.0.1:${port}`;
   const deadline = Date.now() + 20_000;
   while (Date.now() < deadline) {
@@ -166,7 +167,7 @@ export async function runGatewayBench(
   const upstream = await spawnInstantUpstream();
   const floor = await spawnPassThroughFloor(upstream.url);
   const portkey = await startPortkey();
-  const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-"));
+  const dataDir = temporaryDirectory("ura-bench-");
   // The shared upstream budget (default 8 in flight) would queue the c=16 runs: this bench
   // measures the sidecar's own cost against gateways that have no queue, so it lets all 16 through.
   const unqueued = { upstream: { budget: { max_concurrent: 64 } } };
@@ -461,7 +462,7 @@ export async function runGatewayBench(
 
 /** The same sources built the other way than the Makefile does (with or without --bytecode). */
 function buildOtherWay(bytecode: boolean): string {
-  const out = join(mkdtempSync(join(tmpdir(), "ura-bench-build-")), "ura-sidecar");
+  const out = join(temporaryDirectory("ura-bench-build-"), "ura-sidecar");
   const built = Bun.spawnSync(
     [
       "node_modules/.bin/bun",

@@ -8,8 +8,7 @@
  * Goals (so that conversion never dominates a turn): within 1.3× of native encode time; turn 30 within 1.5× of turn 1.
  * `bun bench/images.ts` prints tables; `runImageBench()` returns flat figures.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { configSchema } from "../src/config/schema.ts";
 import type { HubMessage, HubRequest } from "../src/hub/schema.ts";
@@ -20,6 +19,7 @@ import { createImageCache } from "../src/images/image-cache.ts";
 import { convertOnThisThread } from "../src/images/png-to-webp.ts";
 import { type WebpSettings, webpSettingsSchema } from "../src/images/settings.ts";
 import { warmUpCodecs } from "../src/images/warm-up.ts";
+import { temporaryDirectory } from "../test/support/exit-cleanup.ts";
 
 const runs = 7;
 const turns = 30;
@@ -165,7 +165,7 @@ export async function runImageBench(log: (line: string) => void = () => {}): Pro
   ];
   const cwebp = cwebpPath();
   if (!cwebp) log("SKIP native comparison: cwebp not found (apt-get install -y webp)");
-  const dir = mkdtempSync(join(tmpdir(), "ura-images-bench-"));
+  const dir = temporaryDirectory("ura-images-bench-");
   try {
     log("frame       level  ours ms  cwebp ms  ours/cwebp  (min/min)  % of PNG (ours/cwebp) PNG bytes");
     for (const [name, frame] of frames) {

@@ -15,11 +15,11 @@
  * measures another tree's ledger, e.g. the one before a change); `runLedgerBench()`
  * returns the figures.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync } from "node:fs";
 import { join, resolve } from "node:path";
 import type { createEpisodeLedger as CreateEpisodeLedger } from "../src/ledger/episode-ledger.ts";
 import { openAppendFile } from "../src/records/append-file.ts";
+import { temporaryDirectory } from "../test/support/exit-cleanup.ts";
 
 const sizes = [1_000, 5_000, 10_000, 20_000] as const;
 /** Calls per timed window; the figure at N is the median of the windows in the 1,000 calls ending at N. */
@@ -30,7 +30,7 @@ type CreateLedger = typeof CreateEpisodeLedger;
 
 /** One episode of `calls` calls; the µs per call of each `window` calls, by the call that ends it. */
 async function runEpisode(createEpisodeLedger: CreateLedger, calls: number): Promise<Map<number, number>> {
-  const dir = mkdtempSync(join(tmpdir(), "ledger-bench-"));
+  const dir = temporaryDirectory("ledger-bench-");
   const file = openAppendFile(join(dir, "ledger.jsonl"), { groupCommit: undefined });
   try {
     const ledger = createEpisodeLedger({

@@ -21,13 +21,13 @@
  * the body it gets): an upper bound on the time the sidecar adds.
  *   bun bench/long-camera.ts [turns]
  */
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readFileSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { cameraLikePng } from "../src/images/synthetic-frames.ts";
 import { directoryBytes } from "../src/records/data-dir-budget.ts";
 import type { ExchangeStage } from "../src/records/exchange-lines.ts";
 import { openRecords, type RecordedExchange } from "../src/records/read-records.ts";
+import { temporaryDirectory } from "../test/support/exit-cleanup.ts";
 import { imageTurnRequest } from "../test/support/image-turn.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { type CameraHistory, geminiCameraHistory, responsesCameraHistory } from "./camera-history.ts";
@@ -76,7 +76,7 @@ async function runEpisode(
   log: (line: string) => void,
 ): Promise<Record<string, number>> {
   const turns = frames.length;
-  const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-camera-"));
+  const dataDir = temporaryDirectory("ura-bench-camera-");
   // The default client body limit (body_limit_bytes) holds the whole 100-frame history (~80 MB).
   const sidecar = await startSidecarProcess({
     upstreamUrl,

@@ -7,9 +7,9 @@
  * on, docs/records.md), the exchange lines (exchanges.jsonl) and the blobs added.
  *   bun bench/records-bytes.ts
  */
-import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
+import { temporaryDirectory } from "../test/support/exit-cleanup.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { spawnInstantUpstream } from "./spawn-server.ts";
 
@@ -61,7 +61,7 @@ export async function runRecordsBytesBench(
 ): Promise<Record<string, number>> {
   const figures: Record<string, number> = {};
   const upstream = await spawnInstantUpstream("--text");
-  const dataDir = mkdtempSync(join(tmpdir(), "ura-bench-records-"));
+  const dataDir = temporaryDirectory("ura-bench-records-");
   const sidecar = await startSidecarProcess({
     upstreamUrl: upstream.url,
     dataDir,

@@ -1,9 +1,11 @@
 /**
  * Starts a server process for a bench and resolves with the URL its start-up banner
  * prints (15 s at most, else it is killed). The rest of its stdout is drained, so a
- * chatty server never blocks on a full pipe while it is measured.
+ * chatty server never blocks on a full pipe while it is measured. One still running
+ * when the bench ends (an exit, SIGINT, SIGTERM) is killed then (exit-cleanup.ts).
  */
 import { resolve } from "node:path";
+import { killAtExit } from "../test/support/exit-cleanup.ts";
 
 const root = resolve(import.meta.dir, "..");
 
@@ -20,6 +22,7 @@ export async function spawnServer(
     stdout: "pipe",
     stderr: options.stderr ?? "inherit",
   });
+  killAtExit(proc);
   const decoder = new TextDecoder();
   let out = "";
   const reader = (proc.stdout as ReadableStream<Uint8Array>).getReader();

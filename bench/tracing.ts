@@ -6,8 +6,8 @@
  * the instant upstream, sequential, after a warm-up. Ratios are on / off.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { temporaryDirectory } from "../test/support/exit-cleanup.ts";
 import { spawnInstantUpstream, spawnServer } from "./spawn-server.ts";
 
 const root = resolve(import.meta.dir, "..");
@@ -81,7 +81,7 @@ export async function runTracingBench(log: (line: string) => void): Promise<Reco
     on: { start: [], exchange: [] },
   };
   // Every sidecar's data directory lives under this one, removed when the bench ends.
-  const dataRoot = mkdtempSync(join(tmpdir(), "ura-bench-tracing-"));
+  const dataRoot = temporaryDirectory("ura-bench-tracing-");
   try {
     // Alternating rounds, so that load from elsewhere on the machine falls on both modes alike.
     for (let round = 0; round < 3; round++) {

@@ -13,7 +13,8 @@
  * rate and against what the budget allows at the measured answer time
  * (min(RPM, max_concurrent × 60 s / mean attempt)); and the sidecar's CPU per
  * exchange (all threads) loaded and unloaded.
- * Alone: `bun bench/upstream-load.ts` (needs `make build`; about six minutes).
+ * Alone: `bun bench/upstream-load.ts` (needs `make build`; about six minutes);
+ * `bun bench/upstream-load.ts 2 2` runs 2 episodes × 2 turns (a check of the bench itself).
  */
 import OpenAI from "openai";
 import type { ReceivedRequest } from "../src/scripted-upstream/create-scripted-upstream.ts";
@@ -22,8 +23,9 @@ import { startSidecarProcess } from "../test/support/sidecar-process.ts";
 import { cpuMs, untilReady } from "./exchange-cpu.ts";
 import { spawnServer } from "./spawn-server.ts";
 
-const episodes = 20;
-const turns = 10;
+/** The full run's size; `bun bench/upstream-load.ts <episodes> <turns>` runs a smaller one. */
+const fullSize = { episodes: 20, turns: 10 };
+type Size = typeof fullSize;
 /** The sidecar's share: the loaded profile's whole key quota (one sidecar on the key). */
 const budget = { max_concurrent: 4, requests_per_minute: 60, tokens_per_minute: 200_000 };
 /**
@@ -48,7 +50,7 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)] ?? 0;
 }
 
-async function runEpisodes(profile: "loaded" | "instant"): Promise<Run> {
+async function runEpisodes(profile: "loaded" | "instant", { episodes, turns }: Size): Promise<Run> {
   const upstream = await spawnServer(
     ["node_modules/.bin/bun", "src/scripted-upstream/serve-scripted-upstream.ts", "--profile", profile],
     /listening: (http:\/\/\S+)/,
@@ -105,16 +107,24 @@ async function runEpisodes(profile: "loaded" | "instant"): Promise<Run> {
       seconds,
     };
   } finally {
-    await sidecar.stopAndRemove();
-    upstream.proc.kill();
+    // The upstream goes even when the sidecar's stop fails; a sidecar that did not exit 0
+    // (its drain overran, it was killed) is said, not passed over.
+    try {
+      const code = await sidecar.stopAndRemove();
+      if (code !== 0) console.error(`the ${profile} run's sidecar exited ${code} when stopped`);
+    } finally {
+      upstream.proc.kill();
+    }
   }
 }
 
 export async function runUpstreamLoadBench(
   log: (line: string) => void = console.log,
+  size: Size = fullSize,
 ): Promise<Record<string, number>> {
-  const loaded = await runEpisodes("loaded");
-  const unloaded = await runEpisodes("instant");
+  const { episodes, turns } = size;
+  const loaded = await runEpisodes("loaded", size);
+  const unloaded = await runEpisodes("instant", size);
 
   const requests = loaded.upstreamRequests;
   const throttled = requests.filter(
@@ -179,7 +189,11 @@ export async function runUpstreamLoadBench(
 }
 
 if (import.meta.main) {
-  const figures = await runUpstreamLoadBench();
+  const [episodes, turns] = process.argv.slice(2).map(Number);
+  const figures = await runUpstreamLoadBench(console.log, {
+    episodes: episodes ?? fullSize.episodes,
+    turns: turns ?? fullSize.turns,
+  });
   for (const [k, v] of Object.entries(figures))
     console.log(`${k} = ${Number.isInteger(v) ? v : v.toFixed(3)}`);
   process.exit(0);

@@ -9,7 +9,6 @@
  */
 import { expect } from "bun:test";
 import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
 import { createRepeatedMembers, type JsonBody, parseJsonBody } from "../../src/body/parse-json-body.ts";
@@ -22,6 +21,7 @@ import { formatRecordLine } from "../../src/records/episode-records.ts";
 import { createGrowingText, knownSpansOfGrowingText } from "../../src/records/growing-text-spans.ts";
 import { createRecurringTexts } from "../../src/records/text-references.ts";
 import { buildChatRequest } from "../../src/upstream/build-chat-request.ts";
+import { temporaryDirectory } from "./exit-cleanup.ts";
 import { chatTarget } from "./hub-kit.ts";
 
 /** One turn's change to a history of items of type T. */
@@ -106,7 +106,7 @@ export type GrowingHistory<T> = {
 };
 
 export function expectGrowingHistoryAsFresh<T>(spec: GrowingHistory<T>, numRuns = 300): void {
-  const root = mkdtempSync(join(tmpdir(), "ura-growing-history-"));
+  const root = temporaryDirectory("ura-growing-history-");
   try {
     fc.assert(
       fc.property(fc.array(historyChanges(spec.newItems), { minLength: 1, maxLength: 10 }), (changes) => {

@@ -4,13 +4,15 @@
  * config object (written to a file of its own for --config). Reads the URL from
  * its banner; stops it with SIGTERM and reports the exit code. A test's temporary
  * directories go when its run ends (run-temp-root.ts); a bench, which has no such
- * root, stops it with stopAndRemove so the directories made here go with it.
+ * root, stops it with stopAndRemove so the directories made here go with it. A sidecar
+ * still running and the directories made here still present when this process ends
+ * (an exit, SIGINT, SIGTERM) are killed and removed then (exit-cleanup.ts).
  */
 
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { dirname, join, resolve } from "node:path";
 import { type EpisodeStatus, episodeStatusSchema } from "../../src/episodes/episode-status.ts";
+import { killAtExit, removeDirectoryNow, temporaryDirectory } from "./exit-cleanup.ts";
 
 export const binaryPath = process.env.URA_BINARY ?? resolve(import.meta.dir, "../../dist/ura-sidecar");
 export const controlPassword = "test-control-password-0123456789";
@@ -32,24 +34,6 @@ export async function runBinary(
   ]);
   return { stdout, stderr, code };
 }
-
-/**
- * Sidecars started here that have not exited: killed when this process exits, so a
- * test that failed before it stopped its sidecar does not leave one running after
- * the run (they were found still running an hour later, their data directories gone).
- */
-const running = new Set<ReturnType<typeof Bun.spawn>>();
-function killAtExit(proc: ReturnType<typeof Bun.spawn>): void {
-  if (running.size === 0 && !killAtExit.installed) {
-    killAtExit.installed = true;
-    process.once("exit", () => {
-      for (const leftover of running) leftover.kill("SIGKILL");
-    });
-  }
-  running.add(proc);
-  void proc.exited.then(() => running.delete(proc));
-}
-killAtExit.installed = false;
 
 export type SidecarProcess = {
   url: string;
@@ -80,7 +64,7 @@ export type { EpisodeStatus };
 
 /** Writes a config object as the JSON file --config reads, in a temporary directory of its own. */
 function writeConfigFile(config: Record<string, unknown>): string {
-  const path = join(mkdtempSync(join(tmpdir(), "ura-e2e-config-")), "config.json");
+  const path = join(temporaryDirectory("ura-e2e-config-"), "config.json");
   writeFileSync(path, JSON.stringify(config));
   return path;
 }
@@ -97,14 +81,14 @@ export async function startSidecarProcess(
     binary?: string;
   } = {},
 ): Promise<SidecarProcess> {
-  const dataDir = options.dataDir ?? mkdtempSync(join(tmpdir(), "ura-e2e-"));
+  const dataDir = options.dataDir ?? temporaryDirectory("ura-e2e-");
   const configPath = options.config ? writeConfigFile(options.config) : undefined;
   const madeHere = [
     ...(options.dataDir === undefined ? [dataDir] : []),
     ...(configPath ? [dirname(configPath)] : []),
   ];
   const removeMadeHere = () => {
-    for (const dir of madeHere) rmSync(dir, { recursive: true, force: true });
+    for (const dir of madeHere) removeDirectoryNow(dir);
   };
   const env: Record<string, string> = {
     PATH: process.env.PATH ?? "/usr/bin:/bin",
