@@ -19,9 +19,11 @@
 import { expect, test } from "bun:test";
 import type { ClientName } from "../../src/clients/client-manifests.ts";
 import type { UpstreamProfileChoice } from "../../src/config/upstream-profile.ts";
+import { recordedCancel } from "../../src/records/upstream-cancel.ts";
 import type { ReceivedRequest } from "../../src/scripted-upstream/create-scripted-upstream.ts";
 import { serveScriptedUpstream } from "../../src/scripted-upstream/serve-scripted-upstream.ts";
 import { checkSmokeEpisode, readSmokeRecords } from "../../src/validate/smoke-checks.ts";
+import { readEpisodeRecords } from "../../src/validate/upstream-evidence.ts";
 import { assertPrerequisites, runClient, type Upstream } from "../support/client-run.ts";
 import { type Line, records } from "../support/episode-evidence.ts";
 import { describeInLoopbackNamespace } from "../support/loopback-namespace.ts";
@@ -99,15 +101,22 @@ function expectFinishedOnce(run: EpisodeRun, options: { clientMayCancelTitle?: b
   expect(failed).toEqual([]);
   // OpenCode asks for a session title beside the model turns and, once the episode is done,
   // exits without waiting for it: a title still throttled then is cancelled by the client.
-  const requestOf = (s: Line) =>
-    run.exchanges.find((l) => l.stage === "client_request" && l.exchange === s.exchange)?.body;
-  const cancelledTitle = (s: Line) =>
-    options.clientMayCancelTitle === true &&
-    run.client === "opencode" &&
-    s.status === "failed" &&
-    !hasTools(requestOf(s)) &&
-    (s.error as { message?: string } | undefined)?.message ===
-      "upstream request cancelled: the client closed the request";
+  // The cancellation is read from the line's structured `cancelled` member through the reader
+  // every other reader uses, not from the wording of its message.
+  const recorded = readEpisodeRecords(run.recordsDir).exchanges;
+  const exchangeOf = (s: Line) => recorded.find((e) => e.id === s.exchange);
+  const cancelledTitle = (s: Line) => {
+    const exchange = exchangeOf(s);
+    const answer = exchange?.line("upstream_response");
+    return (
+      options.clientMayCancelTitle === true &&
+      run.client === "opencode" &&
+      s.status === "failed" &&
+      !hasTools(exchange?.line("client_request")?.body) &&
+      answer?.cancelled !== undefined &&
+      recordedCancel(answer)?.reason === "client_closed"
+    );
+  };
   const all = run.exchanges.filter((l) => l.stage === "status");
   const statuses = all.filter((l) => !cancelledTitle(l));
   expect(statuses.map((s) => s.status)).toEqual(statuses.map(() => "delivered"));
