@@ -1,10 +1,12 @@
 /**
  * A known frame's text is rebuilt from its blob only when it matches the identity the
- * text arrived with: the same length and the same SHA-256; any other blob is refused.
+ * text arrived with: the same length and the same SHA-256; any other blob is refused. A
+ * blob gone from disk since the frame was kept is a retryable error saying so.
  */
 import { describe, expect, test } from "bun:test";
 import { KnownFrame } from "./known-frame.ts";
 import { sha256Hex } from "./sha256.ts";
+import { sidecarErrorOf } from "./sidecar-error-of.ts";
 
 const bytes = new Uint8Array(Array.from({ length: 3000 }, (_, i) => (i * 7) % 256));
 const text = Buffer.from(bytes).toString("base64");
@@ -34,5 +36,35 @@ describe("KnownFrame.text", () => {
     changed[1500] = (changed[1500] ?? 0) ^ 1;
     expect(() => frameFrom(changed).frame.text()).toThrow("is not the one received");
     expect(() => frameFrom(bytes.slice(3)).frame.text()).toThrow("is not the one received");
+  });
+});
+
+describe("KnownFrame.bytes", () => {
+  const frameOver = (onDisk: boolean) =>
+    new KnownFrame(
+      { digest: sha256Hex(text), values: new Map() },
+      text.length,
+      { blob: "b", head: "", prefix: text.slice(0, 128) },
+      {
+        onDisk: () => onDisk,
+        read: () => {
+          throw new Error(onDisk ? "blob sha256:b is damaged" : "blob sha256:b is missing from /data/blobs");
+        },
+      },
+    );
+
+  test("a blob removed since the frame was kept: retryable, named by its digest, no path", () => {
+    const error = sidecarErrorOf(() => frameOver(false).text());
+    expect({ kind: error.kind, status: error.status, retryable: error.retryable }).toEqual({
+      kind: "unavailable",
+      status: 503,
+      retryable: true,
+    });
+    expect(error.message).toContain("(sha256:b) was removed");
+    expect(error.message).not.toContain("/data");
+  });
+
+  test("a blob still on disk that cannot be read: the read's own error", () => {
+    expect(() => frameOver(true).bytes()).toThrow("blob sha256:b is damaged");
   });
 });

@@ -20,6 +20,7 @@
  * `String()`, JSON.stringify) gets that same verified text, never a wrong one.
  */
 import { z } from "zod";
+import { SidecarError } from "./errors.ts";
 import type { TextFacts } from "./known-texts.ts";
 import { sha256Hex } from "./sha256.ts";
 
@@ -139,9 +140,24 @@ export class KnownFrame {
       : this.text().slice(0, n);
   }
 
-  /** The bytes the base64 decodes to: the blob's, checked against their digest. */
+  /**
+   * The bytes the base64 decodes to: the blob's, checked against their digest. A blob removed
+   * since the splitter found it on disk (retention, an operator) fails this exchange as
+   * retryable: the bytes that arrived were dropped, and the same request sent again finds no
+   * blob, so its frame is kept as text. A damaged blob is still on disk: that stays the read's error.
+   */
   bytes(): Uint8Array {
-    return this.#blobs.read(this.#source.blob);
+    const digest = this.#source.blob;
+    try {
+      return this.#blobs.read(digest);
+    } catch (error) {
+      if (this.#blobs.onDisk(digest)) throw error;
+      throw new SidecarError(
+        "unavailable",
+        `an image of this request (sha256:${digest}) was removed from the sidecar's blob store while the request was processed; nothing was delivered, send the request again`,
+        { cause: error },
+      );
+    }
   }
 
   /** The text itself, rebuilt from the blob and checked against the identity (costly: counted). */

@@ -16,10 +16,9 @@
 import { afterAll, beforeAll, describe, expect, setDefaultTimeout, test } from "bun:test";
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import { cameraLikeFrame } from "../../src/images/synthetic-frames.ts";
-import { writePng } from "../../src/images/write-png.ts";
 import { referencedDigests } from "../../src/records/image-references.ts";
 import { openRecords } from "../../src/records/read-records.ts";
+import { cameraFrame, responsesCameraHistory } from "../support/camera-history-body.ts";
 import { createInProcessSidecar, type InProcessSidecar } from "../support/in-process-sidecar.ts";
 
 setDefaultTimeout(120_000);
@@ -42,15 +41,6 @@ beforeAll(async () => {
 });
 afterAll(() => s.stop());
 
-/** A noisy 320×240 camera-like frame as base64 PNG (~190 KB: a body of 8 is over a MiB, so it is split). */
-function frame(seed: number, changedPixel?: number): string {
-  const { data } = cameraLikeFrame(320, 240, seed, 8);
-  const rgb = new Uint8Array((data.length / 4) * 3);
-  for (let i = 0, j = 0; i < data.length; i += 4, j += 3) rgb.set(data.subarray(i, i + 3), j);
-  if (changedPixel !== undefined) rgb[changedPixel * 3] = ((rgb[changedPixel * 3] ?? 0) + 1) % 256;
-  return writePng({ width: 320, height: 240, colourType: 2, bitDepth: 8, rows: rgb }).toBase64();
-}
-
 type Ingress = {
   name: string;
   route: (id: string) => string;
@@ -63,27 +53,7 @@ const ingresses: Ingress[] = [
     name: "Responses",
     route: (id) => `/e/${id}/v1/responses`,
     headers: (key) => ({ authorization: `Bearer ${key}` }),
-    body: (frames) =>
-      JSON.stringify({
-        model: "ura-qwen",
-        stream: true,
-        store: false,
-        tools: [{ type: "function", name: "ura_observe", parameters: { type: "object", properties: {} } }],
-        input: [
-          { type: "message", role: "user", content: [{ type: "input_text", text: "watch" }] },
-          ...frames.flatMap((data, i) => [
-            { type: "function_call", call_id: `call_${i}`, name: "ura_observe", arguments: "{}" },
-            {
-              type: "function_call_output",
-              call_id: `call_${i}`,
-              output: [
-                { type: "input_text", text: `frame ${i}` },
-                { type: "input_image", image_url: `data:image/png;base64,${data}` },
-              ],
-            },
-          ]),
-        ],
-      }),
+    body: (frames) => responsesCameraHistory(frames, { stream: true }),
   },
   {
     name: "Messages",
@@ -155,7 +125,7 @@ type Between = { deleteBlobsOf?: string[]; emptyImageCache?: boolean };
 
 /** The histories of the turns: frames appended, then changed in each way a stale reuse would show. */
 function turns(): { histories: string[][]; between: Map<number, Between> } {
-  const f = Array.from({ length: 13 }, (_, i) => frame(700 + i));
+  const f = Array.from({ length: 13 }, (_, i) => cameraFrame(700 + i));
   const oneCharacter = (text: string) => {
     const at = Math.floor(text.length / 2);
     return text.slice(0, at) + (text[at] === "A" ? "B" : "A") + text.slice(at + 1);
@@ -165,7 +135,7 @@ function turns(): { histories: string[][]; between: Map<number, Between> } {
   history.push(f[8] as string);
   out.push(history.slice());
   // One pixel changed in a frame in the middle: another PNG of the same size.
-  history[4] = frame(704, 320 * 120 + 160);
+  history[4] = cameraFrame(704, 320 * 120 + 160);
   out.push(history.slice());
   // Two frames swapped.
   [history[2], history[3]] = [history[3] as string, history[2] as string];
