@@ -63,7 +63,13 @@ export const ledgerSummarySchema = z.object({
   batches: z.number(),
   calls: z.number(),
   counts: callStatusCountsSchema,
+  /**
+   * The most recent claimed calls (at most 100), in claim order; every claim is in the
+   * episode's ledger.jsonl. In a status written before `claimedTotal` existed: every claimed call.
+   */
   claimed: z.array(z.string()).readonly(),
+  /** How many calls were ever claimed; absent in statuses written before (2026-12-05): `claimed`'s length. */
+  claimedTotal: z.number().optional(),
   unfinished: z.array(z.string()).readonly(),
   uncertain: z.array(z.string()).readonly(),
   /** Calls waiting for an operator's decision (docs/approvals.md); absent in descriptions written before. */

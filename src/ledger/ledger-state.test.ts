@@ -4,10 +4,12 @@ import { SidecarError } from "../lib/errors.ts";
 import { ledgerEventSchema } from "./events.ts";
 import {
   checkBatchOrder,
+  jobsInFlight,
   registerBatch,
   replayJournal,
   skipUnclaimedPredecessors,
   summarizeLedger,
+  summaryClaimedLimit,
 } from "./ledger-state.ts";
 import { matchCallback } from "./match-callback.ts";
 
@@ -239,5 +241,30 @@ describe("a transition that is never committed", () => {
     expect(admittedId(next.outcome)).toBe("c1");
     expect(next.state.calls.get("c1")).toMatchObject({ status: "claimed", claimOrder: 1 });
     expect(admittedId(matchCallback(next.state, byArgs("record", { nonce: "n1" })).outcome)).toBe("c2");
+  });
+});
+
+describe("summarizeLedger of a long episode", () => {
+  test("lists the most recent claims by id and counts them all; unfinished and jobs in flight stay whole", () => {
+    const l = run();
+    const claims = 250;
+    for (let n = 1; n <= claims; n++) {
+      l.register({ batchId: `b${n}`, calls: [observe(`c${n}`)] });
+      l.deliver(`b${n}`);
+      expect(admittedId(l.match(byId("observe", {}, `c${n}`)))).toBe(`c${n}`);
+      // Every call ends with its receipt except c3 (left acknowledged) and c200 (left claimed).
+      if (n === 200) continue;
+      l.execute(`c${n}`, { type: "submitted" });
+      l.execute(`c${n}`, { type: "acknowledged", jobId: `j${n}` });
+      if (n !== 3) l.execute(`c${n}`, { type: "receipt", result: {} });
+    }
+    const summary = summarizeLedger(l.state);
+    expect(summary.claimed).toEqual(
+      Array.from({ length: summaryClaimedLimit }, (_, i) => `c${claims - summaryClaimedLimit + 1 + i}`),
+    );
+    expect(summary.claimedTotal).toBe(claims);
+    expect(summary.unfinished).toEqual(["c3", "c200"]);
+    expect(jobsInFlight(l.state)).toEqual([{ callId: "c3", jobId: "j3" }]);
+    expect(summarizeLedger(replayJournal(l.journal)).uncertain).toEqual(["c3", "c200"]);
   });
 });

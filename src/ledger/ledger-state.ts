@@ -16,7 +16,8 @@
  * write failed is still whole. Matching needs no scan either: `matchGroups` indexes the
  * calls by tool and canonical arguments, newest first, and counts those still open.
  * The summary (the episode's status, written several times a second) reads counts and
- * indexes kept with each event (`statusCounts`, `claimOrder`), not every call.
+ * indexes kept with each event (`statusCounts`, `claimOrder`), not every call, and lists
+ * only the most recent claims by id, so its cost does not grow with the episode.
  * See docs/design.md §5.
  */
 import { SidecarError } from "../lib/errors.ts";
@@ -194,8 +195,14 @@ export interface LedgerSummary {
   readonly batches: number;
   readonly calls: number;
   readonly counts: Readonly<Record<CallStatus, number>>;
-  /** Every call ever claimed, in claim order. */
+  /**
+   * The most recent claimed calls (at most `summaryClaimedLimit`), in claim order: the status
+   * is rewritten several times a second, so what it carries must not grow with the episode.
+   * Every claim is in the episode's ledger journal (ledger.jsonl).
+   */
   readonly claimed: readonly string[];
+  /** How many calls were ever claimed. */
+  readonly claimedTotal: number;
   /** Claimed calls without a receipt or failure, in claim order. */
   readonly unfinished: readonly string[];
   /** After a restart: the unfinished calls, which may or may not have run. */
@@ -408,10 +415,8 @@ export function limitRate(
 
 /** Calls the executor acknowledged and has not finished: the jobs a stop can name. */
 export function jobsInFlight(state: LedgerState): { callId: string; jobId: string }[] {
-  return claimedCalls(state).flatMap((call) =>
-    call.status === "acknowledged" && call.jobId !== undefined
-      ? [{ callId: call.id, jobId: call.jobId }]
-      : [],
+  return claimedWhere(state, ["acknowledged"]).flatMap((call) =>
+    call.jobId !== undefined ? [{ callId: call.id, jobId: call.jobId }] : [],
   );
 }
 
@@ -524,6 +529,9 @@ export function foldJournal(events: readonly LedgerEventBody[]): LedgerState {
   return state;
 }
 
+/** How many of the most recent claimed calls the summary lists by id. */
+export const summaryClaimedLimit = 100;
+
 export function summarizeLedger(state: LedgerState): LedgerSummary {
   const unfinished = unfinishedCalls(state);
   return {
@@ -532,7 +540,8 @@ export function summarizeLedger(state: LedgerState): LedgerSummary {
     batches: state.batches.size,
     calls: state.calls.size,
     counts: { ...state.statusCounts },
-    claimed: claimedCalls(state).map((call) => call.id),
+    claimed: recentClaimedIds(state, summaryClaimedLimit),
+    claimedTotal: state.claims,
     unfinished,
     uncertain: state.interrupted ? unfinished : [],
     awaitingApproval:
@@ -543,9 +552,7 @@ export function summarizeLedger(state: LedgerState): LedgerSummary {
 
 /** Claimed calls without receipt or failure, in claim order. */
 export function unfinishedCalls(state: LedgerState): string[] {
-  return claimedCalls(state)
-    .filter((call) => runningStatuses.includes(call.status))
-    .map((call) => call.id);
+  return claimedWhere(state, runningStatuses).map((call) => call.id);
 }
 
 /** Every call in delivery order: batch order, then position in the batch. */
@@ -703,12 +710,28 @@ function isUnavailable(call: LedgerCall): boolean {
   return call.status === "revoked" || call.status === "skipped";
 }
 
-/** Every claimed call in claim order (`claimOrder` runs 1 to `claims`), without visiting the others. */
-function claimedCalls(state: LedgerState): LedgerCall[] {
-  const claimed: LedgerCall[] = new Array(state.claims);
-  for (let order = 1; order <= state.claims; order++)
-    claimed[order - 1] = requireCall(state, state.claimOrder.get(order) ?? "");
-  return claimed;
+/** The ids of the `limit` most recent claims, in claim order (`claimOrder` runs 1 to `claims`). */
+function recentClaimedIds(state: LedgerState, limit: number): string[] {
+  const ids: string[] = [];
+  for (let order = Math.max(1, state.claims - limit + 1); order <= state.claims; order++)
+    ids.push(state.claimOrder.get(order) ?? "");
+  return ids;
+}
+
+/**
+ * The claimed calls in one of `statuses`, in claim order. Walks back from the newest claim
+ * only until the counts kept with each event say all of them were found: calls end soon
+ * after their claim, so this visits the recent claims, not the episode's every one.
+ */
+function claimedWhere(state: LedgerState, statuses: readonly CallStatus[]): LedgerCall[] {
+  let wanted = 0;
+  for (const status of statuses) wanted += state.statusCounts[status];
+  const found: LedgerCall[] = [];
+  for (let order = state.claims; order >= 1 && found.length < wanted; order--) {
+    const call = requireCall(state, state.claimOrder.get(order) ?? "");
+    if (statuses.includes(call.status)) found.push(call);
+  }
+  return found.reverse();
 }
 
 function requireBatch(state: LedgerState, batchId: string): LedgerBatch {

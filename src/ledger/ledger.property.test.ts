@@ -38,6 +38,7 @@ import {
   runningStatuses,
   skipUnclaimedPredecessors,
   summarizeLedger,
+  summaryClaimedLimit,
   type Transition,
 } from "./ledger-state.ts";
 import {
@@ -455,7 +456,8 @@ function summaryOfEveryCall(state: LedgerState) {
     batches: state.batches.size,
     calls: state.calls.size,
     counts,
-    claimed: claimed.map((call) => call.id),
+    claimed: claimed.slice(-summaryClaimedLimit).map((call) => call.id),
+    claimedTotal: claimed.length,
     unfinished,
     uncertain: state.interrupted ? unfinished : [],
     awaitingApproval: callsInDeliveryOrder(state)
