@@ -188,6 +188,30 @@ describe("a history resent with new items", () => {
     expect(third.known ?? []).toEqual([]);
   });
 
+  test("a history grown turn after turn is one known span each turn, its runs joined again past 64", () => {
+    const repeated = createRepeatedMembers([], "messages");
+    const incremental = recordWriter();
+    const full = recordWriter();
+    const history: Item[] = [];
+    for (let turn = 0; turn < 150; turn++) {
+      history.push({
+        role: turn % 2 ? "assistant" : "user",
+        content: `turn ${turn} “said” ${"x".repeat(30)}`,
+        n: turn,
+      });
+      const sent = body(history, turn, false);
+      const reusing = parseJsonBody(sent, repeated);
+      const fresh = parseJsonBody(sent);
+      if (!reusing.parsed || !fresh.parsed) throw new Error("not parsed");
+      expect(reusing.value).toEqual(fresh.value);
+      expect(incremental(reusing)).toBe(full(fresh));
+      if (turn > 0) expect(reusing.known).toHaveLength(1);
+      if (turn > 1) expect(reusing.known?.[0]?.extends).toBeDefined();
+      expect(repeated.prefix?.chunks.length).toBeLessThanOrEqual(64);
+      expect(repeated.prefix?.chunks.join(",")).toBe(JSON.stringify(history).slice(1, -1));
+    }
+  });
+
   test("a history holding an image is not kept: its base64 stays the request's own", () => {
     const repeated = createRepeatedMembers([], "input");
     const image = {

@@ -68,12 +68,17 @@ export type RepeatedMembers = {
 };
 
 /**
- * A history's items as one text, exactly as sent: the items joined by commas. Its `key`
- * stands for that text (the records' scan of it is kept by it); `extends` names the
- * prefix of the history before, when this one is that one's text, a comma, and more items.
+ * A history's items as one text, exactly as sent: the items joined by commas, held in
+ * runs (the items a turn added, joined: the episode's own strings, each item's text a
+ * slice of its run), so that a longer history is never copied whole. Its `key` stands for
+ * that text (the records' scan of it is kept by it); `extends` names the prefix of the
+ * history before, when this one is that one's text, a comma, and more items.
  */
 export type KnownPrefix = {
-  text: string;
+  /** The runs: joined by commas, they are the text. */
+  chunks: readonly string[];
+  /** The text's length. */
+  chars: number;
   /** How many items the text holds, and their deepest nesting. */
   items: number;
   depth: number;
@@ -91,12 +96,8 @@ export type KnownItem = { text: string; value: unknown; depth: number };
  */
 export const maxKeptHistoryChars = 4 * 1024 * 1024;
 
-/**
- * A history's items are also kept as one text (`KnownPrefix`) only while it stays under
- * this: the text is held about three times more between turns (docs/design.md), at two
- * bytes a character once any item has a character outside Latin-1.
- */
-export const maxPrefixChars = 1024 * 1024;
+/** A prefix of more runs than this is joined into one at its next growth (a compare per run, a copy now and then). */
+const maxPrefixChunks = 64;
 
 /** Members shorter than this are parsed every time: reusing them saves less than it costs. */
 const smallestRepeatedMember = 1024;
@@ -258,13 +259,17 @@ type ReusedItems = { items: number; end: number; depth: number; prefix?: KnownPr
  * by `,` or `]` (then the array holds exactly those items there): all of its items in one compare.
  */
 function reusedPrefix(text: string, start: number, prefix: KnownPrefix | undefined): ReusedItems | undefined {
-  if (
-    prefix === undefined ||
-    text.charCodeAt(start) !== 91 /* [ */ ||
-    !text.startsWith(prefix.text, start + 1)
-  )
-    return undefined;
-  const end = start + 1 + prefix.text.length;
+  if (prefix === undefined || text.charCodeAt(start) !== 91 /* [ */) return undefined;
+  let at = start + 1;
+  for (const [i, chunk] of prefix.chunks.entries()) {
+    if (i > 0) {
+      if (text.charCodeAt(at) !== 44 /* , */) return undefined;
+      at += 1;
+    }
+    if (!text.startsWith(chunk, at)) return undefined;
+    at += chunk.length;
+  }
+  const end = at;
   const next = text.charCodeAt(end);
   if (next !== 44 /* , */ && next !== 93 /* ] */) return undefined;
   return { items: prefix.items, end, depth: prefix.depth, prefix };
@@ -438,8 +443,8 @@ function historyItems(
   const reused: KnownSpan[] = [];
   let at = span.start + 1;
   if (beforePrefix !== undefined) {
-    const { key, text: prefixText } = beforePrefix;
-    reused.push({ start: at, end: at + prefixText.length, key, text: prefixText });
+    const { key, chunks, chars } = beforePrefix;
+    reused.push({ start: at, end: at + chars, key, parts: chunks });
     if (beforePrefix.extends !== undefined) (reused[0] as KnownSpan).extends = beforePrefix.extends;
   } else
     for (const item of before.slice(0, count)) {
@@ -452,7 +457,7 @@ function historyItems(
   if (fresh.length !== parsed.length) return { reused };
   let chars =
     beforePrefix !== undefined
-      ? beforePrefix.text.length - (count - 1)
+      ? beforePrefix.chars - (count - 1)
       : before.slice(0, count).reduce((sum, item) => sum + item.text.length, 0);
   const items = before.slice(0, count);
   for (const [index, where] of fresh.entries()) {
@@ -472,40 +477,40 @@ function historyItems(
   }
   const last = fresh.at(-1)?.end ?? span.reused?.end;
   // Compact (the items joined by single commas, as clients send them): kept as one text too.
-  const joined = chars + items.length - 1;
-  if (last !== undefined && last - (span.start + 1) === joined && joined <= maxPrefixChars) {
-    const prefix = prefixOf(items, beforePrefix);
-    repeated.prefix = prefix;
-    // The span's text as a slice of the longer one that begins with it: the records' scan of
-    // the span then holds no text of its own once the episode has moved on to the longer one.
-    if (beforePrefix !== undefined && prefix !== beforePrefix && reused[0] !== undefined)
-      reused[0].text = prefix.text.slice(0, beforePrefix.text.length);
-  }
+  if (last !== undefined && last - (span.start + 1) === chars + items.length - 1)
+    repeated.prefix = prefixOf(items, beforePrefix);
   repeated.items = items;
   return { reused };
 }
 
 /**
  * The items as one text: the prefix they began with when all of it was reused (the same
- * one again when nothing was added), else a new one, which extends that prefix when there
- * was one. The text is the episode's own (one join of the items' own copies: a flat
- * string of the history alone), and each item's text becomes a slice of it, so the
- * history's text is held once.
+ * one again when nothing was added), else one that extends it by a run of the items added,
+ * or, with no prefix before them or one of too many runs, a new one of one run.
  */
 function prefixOf(items: KnownItem[], before: KnownPrefix | undefined): KnownPrefix {
   if (before !== undefined && before.items === items.length) return before;
-  const added = items.slice(before?.items ?? 0);
-  const parts = [...(before === undefined ? [] : [before.text]), ...added.map((item) => item.text)];
-  const text = parts.join(",");
+  const grows = before !== undefined && before.chunks.length < maxPrefixChunks;
+  const added = items.slice(grows ? before.items : 0);
+  // One join of the items' own strings: the run holds nothing of the request it came from.
+  const chunk = added.map((item) => item.text).join(",");
   let at = 0;
-  for (const item of items) {
+  for (const item of added) {
     const end = at + item.text.length;
-    item.text = text.slice(at, end);
+    item.text = chunk.slice(at, end);
     at = end + 1;
   }
-  const depth = added.reduce((deepest, item) => Math.max(deepest, item.depth), before?.depth ?? 0);
-  const prefix: KnownPrefix = { text, items: items.length, depth, key: {} };
-  if (before !== undefined) prefix.extends = { key: before.key, end: before.text.length };
+  const depth = added.reduce((deepest, item) => Math.max(deepest, item.depth), grows ? before.depth : 0);
+  const prefix: KnownPrefix = grows
+    ? {
+        chunks: [...before.chunks, chunk],
+        chars: before.chars + 1 + chunk.length,
+        items: items.length,
+        depth,
+        key: {},
+      }
+    : { chunks: [chunk], chars: chunk.length, items: items.length, depth, key: {} };
+  if (before !== undefined) prefix.extends = { key: before.key, end: before.chars };
   return prefix;
 }
 

@@ -51,6 +51,8 @@ export type KnownSpan = {
    * keep that one string rather than a copy of their own; compared before it is used.
    */
   text?: string;
+  /** The same held in parts: the span's text is these strings joined by commas. */
+  parts?: readonly string[];
   /**
    * The span's text begins with the text of the span known by `key` (`end` characters,
    * outside any string), then a comma: what the records made of that one is reused for

@@ -24,7 +24,34 @@ import type { KnownSpanScan, RecurringTexts } from "./text-references.ts";
  * A piece of a spliced body: text between known spans, or a known span with its scan (and,
  * for a span first met, the settled scan of the span its text extends, checked).
  */
-export type BodyPiece = { text: string; scan?: KnownSpanScan; extends?: KnownSpanScan };
+export type BodyPiece = {
+  /** The piece's text (a known span's may be a slice of the body: only read while the line is made). */
+  text: string;
+  scan?: KnownSpanScan;
+  /** The settled scan this span's text begins with, and the rest of the text after it (its own string). */
+  extends?: { scan: KnownSpanScan; rest: string };
+};
+
+/** The length of these strings joined by commas. */
+export function joinedLength(parts: readonly string[]): number {
+  let length = parts.length - 1;
+  for (const part of parts) length += part.length;
+  return length;
+}
+
+/** Whether `text` reads `parts` joined by commas at `at` (a compare per part, nothing joined). */
+function readsAt(text: string, at: number, parts: readonly string[]): boolean {
+  let from = at;
+  for (const [i, part] of parts.entries()) {
+    if (i > 0) {
+      if (text.charCodeAt(from) !== 44 /* , */) return false;
+      from += 1;
+    }
+    if (!text.startsWith(part, from)) return false;
+    from += part.length;
+  }
+  return true;
+}
 
 /** The body cut at its known spans; each span's scan kept in `texts` (none: the whole text is one piece). */
 export function bodyPieces(
@@ -39,47 +66,77 @@ export function bodyPieces(
   let at = 0;
   for (const span of json.known) {
     if (span.start > at) pieces.push({ text: text.slice(at, span.start) });
+    const length = span.end - span.start;
     let scan = texts.spans.get(span.key);
-    if (
-      scan === undefined ||
-      scan.text.length !== span.end - span.start ||
-      !text.startsWith(scan.text, span.start)
-    ) {
-      // The text its knower holds, when it is the span's (one string for both); else a flat
-      // copy: a slice would keep this whole body alive with the key.
-      const own =
-        span.text !== undefined &&
-        span.text.length === span.end - span.start &&
-        text.startsWith(span.text, span.start)
-          ? span.text
-          : Buffer.from(text.slice(span.start, span.end)).toString();
-      const base = extendedScan(own, span, texts);
+    if (scan === undefined || scan.length !== length || !readsAt(text, span.start, scan.parts)) {
+      // The text its knower holds, when it is the span's (the same strings for both); else a
+      // flat copy: a slice would keep this whole body alive with the key.
+      const known = span.parts ?? (span.text === undefined ? undefined : [span.text]);
+      const parts =
+        known !== undefined && joinedLength(known) === length && readsAt(text, span.start, known)
+          ? known
+          : [Buffer.from(text.slice(span.start, span.end)).toString()];
+      const base = extendedScan(text, span, parts, texts);
       // A reference form has no comma: none lies across the one where the other text ends.
       const referenceForm = base
-        ? base.referenceForm || hasReferenceForm(own.slice(base.text.length))
-        : hasReferenceForm(own);
-      scan = { text: own, referenceForm };
+        ? base.referenceForm || hasReferenceForm(text.slice(span.start + base.length, span.end))
+        : parts.some(hasReferenceForm);
+      scan = { parts, length, referenceForm };
       texts.spans.set(span.key, scan);
-      pieces.push(base ? { text: own, scan, extends: base } : { text: own, scan });
-    } else pieces.push({ text: scan.text, scan });
+      const own = parts.length === 1 ? (parts[0] as string) : text.slice(span.start, span.end);
+      pieces.push(
+        base
+          ? { text: own, scan, extends: { scan: base, rest: restAfter(base, parts, text, span) } }
+          : { text: own, scan },
+      );
+    } else
+      pieces.push({
+        text: scan.parts.length === 1 ? (scan.parts[0] as string) : text.slice(span.start, span.end),
+        scan,
+      });
     at = span.end;
   }
   if (at < text.length) pieces.push({ text: text.slice(at) });
   return pieces;
 }
 
-/** The settled scan of the span this one's text extends, when that text is where the span says. */
-function extendedScan(own: string, span: KnownSpan, texts: RecurringTexts): KnownSpanScan | undefined {
+/**
+ * The settled scan of the span this one's text extends, when its text is there in the body,
+ * then a comma. The span's own parts were just compared with the body: when they begin with
+ * the base's very strings, that compare was the base's too.
+ */
+function extendedScan(
+  text: string,
+  span: KnownSpan,
+  parts: readonly string[],
+  texts: RecurringTexts,
+): KnownSpanScan | undefined {
   if (span.extends === undefined) return undefined;
   const base = texts.spans.get(span.extends.key);
   if (
     base?.externalized === undefined ||
-    base.text.length !== span.extends.end ||
-    own.charCodeAt(base.text.length) !== 44 /* , */ ||
-    !own.startsWith(base.text)
+    base.length !== span.extends.end ||
+    span.extends.end >= span.end - span.start ||
+    text.charCodeAt(span.start + base.length) !== 44 /* , */ ||
+    !(beginsWithParts(parts, base.parts) || readsAt(text, span.start, base.parts))
   )
     return undefined;
   return base;
+}
+
+/** Whether `parts` begin with the very strings of `first` (and have more). */
+function beginsWithParts(parts: readonly string[], first: readonly string[]): boolean {
+  return parts.length > first.length && first.every((part, i) => parts[i] === part);
+}
+
+/**
+ * The span's text after the base's, as a string of its own (a result made from a slice of
+ * the body could keep the body alive): the parts after the base's, when the span's parts
+ * begin with the same strings, else a copy.
+ */
+function restAfter(base: KnownSpanScan, parts: readonly string[], text: string, span: KnownSpan): string {
+  if (beginsWithParts(parts, base.parts)) return `,${parts.slice(base.parts.length).join(",")}`;
+  return Buffer.from(text.slice(span.start + base.length, span.end)).toString();
 }
 
 /** `externalize` of each piece, joined: a known span's settled result reused, an unsettled one scanned again. */
@@ -98,10 +155,12 @@ export function externalizePieces(
     if (scan.externalized === undefined) {
       const before = texts.firstSightings;
       const base = piece.extends;
+      // The whole text as one string of its own: the knower's, or its parts joined.
+      const whole = () => (scan.parts.length === 1 ? (scan.parts[0] as string) : scan.parts.join(","));
       const externalized =
-        base?.externalized !== undefined
-          ? base.externalized + externalize(piece.text.slice(base.text.length))
-          : externalize(piece.text);
+        base?.scan.externalized !== undefined
+          ? base.scan.externalized + externalize(base.rest)
+          : externalize(whole());
       if (texts.firstSightings === before) scan.externalized = externalized;
       out.push(externalized);
     } else out.push(scan.externalized);

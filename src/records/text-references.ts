@@ -47,7 +47,13 @@ export type RecurringTexts = {
 
 /** A known span's text and what scanning it found. */
 export type KnownSpanScan = {
-  text: string;
+  /**
+   * The span's text: these strings joined by commas (one for most spans; a history kept in
+   * runs, several), held as their knower holds them.
+   */
+  parts: readonly string[];
+  /** The text's length. */
+  length: number;
   /** Whether it contains a reference form (then every line holding it is written inline). */
   referenceForm: boolean;
   /** Its images and long strings as references, once settled (see firstSightings). */
