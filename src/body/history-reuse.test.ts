@@ -212,6 +212,23 @@ describe("a history resent with new items", () => {
     }
   });
 
+  test("a history that reads the kept runs with a space for a comma between them is invalid JSON, as a fresh parse says", () => {
+    const repeated = createRepeatedMembers([], "messages");
+    const history: Item[] = [];
+    for (let turn = 0; turn < 3; turn++) {
+      history.push({ role: "user", content: `turn ${turn}`, n: turn });
+      parseJsonBody(body(history, turn, false), repeated);
+    }
+    expect(repeated.prefix?.chunks.length).toBe(3);
+    const sent = body(history, 3, false).replace(
+      '},{"role":"user","content":"turn 2"',
+      '} {"role":"user","content":"turn 2"',
+    );
+    const reusing = parseJsonBody(sent, repeated);
+    expect(reusing).toEqual(parseJsonBody(sent));
+    expect(reusing.parsed).toBe(false);
+  });
+
   test("a history holding an image is not kept: its base64 stays the request's own", () => {
     const repeated = createRepeatedMembers([], "input");
     const image = {
