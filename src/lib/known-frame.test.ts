@@ -1,7 +1,8 @@
 /**
  * A known frame's text is rebuilt from its blob only when it matches the identity the
  * text arrived with: the same length and the same SHA-256; any other blob is refused. A
- * blob gone from disk since the frame was kept is a retryable error saying so.
+ * blob gone from disk since the frame was kept, or one that no longer reads back (set aside),
+ * is a retryable error saying so.
  */
 import { describe, expect, test } from "bun:test";
 import { KnownFrame } from "./known-frame.ts";
@@ -17,7 +18,7 @@ function frameFrom(blobBytes: Uint8Array): { frame: KnownFrame; materialised: ()
     { digest: sha256Hex(text), values: new Map() },
     text.length,
     { blob: "b", head: "", prefix: text.slice(0, 128) },
-    { onDisk: () => true, read: () => blobBytes },
+    { onDisk: () => true, read: () => blobBytes, setAside: () => {} },
     { reused: () => {}, materialised: () => materialised++ },
   );
   return { frame, materialised: () => materialised };
@@ -40,21 +41,29 @@ describe("KnownFrame.text", () => {
 });
 
 describe("KnownFrame.bytes", () => {
-  const frameOver = (onDisk: boolean) =>
-    new KnownFrame(
+  /** A frame over a blob that cannot be read: gone from disk, or still there but damaged. */
+  const frameOver = (onDisk: boolean) => {
+    const setAside: string[] = [];
+    const frame = new KnownFrame(
       { digest: sha256Hex(text), values: new Map() },
       text.length,
       { blob: "b", head: "", prefix: text.slice(0, 128) },
       {
-        onDisk: () => onDisk,
+        onDisk: () => onDisk && setAside.length === 0,
         read: () => {
-          throw new Error(onDisk ? "blob sha256:b is damaged" : "blob sha256:b is missing from /data/blobs");
+          throw new Error(
+            onDisk ? "blob sha256:b in /data/blobs is damaged" : "blob sha256:b is missing from /data/blobs",
+          );
         },
+        setAside: (digest) => setAside.push(digest),
       },
     );
+    return { frame, setAside };
+  };
 
   test("a blob removed since the frame was kept: retryable, named by its digest, no path", () => {
-    const error = sidecarErrorOf(() => frameOver(false).text());
+    const { frame, setAside } = frameOver(false);
+    const error = sidecarErrorOf(() => frame.text());
     expect({ kind: error.kind, status: error.status, retryable: error.retryable }).toEqual({
       kind: "unavailable",
       status: 503,
@@ -62,9 +71,18 @@ describe("KnownFrame.bytes", () => {
     });
     expect(error.message).toContain("(sha256:b) was removed");
     expect(error.message).not.toContain("/data");
+    expect(setAside).toEqual([]);
   });
 
-  test("a blob still on disk that cannot be read: the read's own error", () => {
-    expect(() => frameOver(true).bytes()).toThrow("blob sha256:b is damaged");
+  test("a blob still on disk that does not read back: set aside, retryable, named by its digest, no path", () => {
+    const { frame, setAside } = frameOver(true);
+    const error = sidecarErrorOf(() => frame.bytes());
+    expect({ kind: error.kind, retryable: error.retryable }).toEqual({
+      kind: "unavailable",
+      retryable: true,
+    });
+    expect(error.message).toContain("(sha256:b) could not be read back");
+    expect(error.message).not.toContain("/data");
+    expect(setAside).toEqual(["b"]);
   });
 });

@@ -46,6 +46,8 @@ export interface FrameBlobs {
   onDisk(digest: string): boolean;
   /** The blob's bytes, checked against their digest; throws when missing or damaged. */
   read(digest: string): Uint8Array;
+  /** Moves a blob that cannot be read back out of the way, so the next request carrying its bytes writes it again. */
+  setAside(digest: string): void;
 }
 
 /**
@@ -141,20 +143,25 @@ export class KnownFrame {
   }
 
   /**
-   * The bytes the base64 decodes to: the blob's, checked against their digest. A blob removed
-   * since the splitter found it on disk (retention, an operator) fails this exchange as
-   * retryable: the bytes that arrived were dropped, and the same request sent again finds no
-   * blob, so its frame is kept as text. A damaged blob is still on disk: that stays the read's error.
+   * The bytes the base64 decodes to: the blob's, checked against their digest. The bytes that
+   * arrived were dropped, so a blob that cannot be read back fails this exchange as retryable,
+   * and the same request sent again finds no blob and keeps its frame as text (writing the blob
+   * again): one removed since the splitter found it on disk (retention, an operator), or one
+   * still there that does not read back as its digest (damaged), which is set aside first.
    */
   bytes(): Uint8Array {
     const digest = this.#source.blob;
     try {
       return this.#blobs.read(digest);
     } catch (error) {
-      if (this.#blobs.onDisk(digest)) throw error;
+      const damaged = this.#blobs.onDisk(digest);
+      if (damaged) this.#blobs.setAside(digest);
+      const what = damaged
+        ? "could not be read back from the sidecar's blob store (damaged: set aside)"
+        : "was removed from the sidecar's blob store while the request was processed";
       throw new SidecarError(
         "unavailable",
-        `an image of this request (sha256:${digest}) was removed from the sidecar's blob store while the request was processed; nothing was delivered, send the request again`,
+        `an image of this request (sha256:${digest}) ${what}; nothing was delivered, send the request again`,
         { cause: error },
       );
     }

@@ -35,6 +35,25 @@ describe("the blob store", () => {
     expect(() => store.read(sha256Hex(new Uint8Array([1])))).toThrow("missing");
     expect(() => store.path("../../etc/passwd")).toThrow("not a SHA-256");
   });
+
+  test("a damaged blob of the right size set aside is written again by its next put", () => {
+    const dir = dataDir();
+    const store = createBlobStore(dir);
+    const digest = store.put(bytes);
+    const damaged = bytes.slice();
+    damaged[0] = (damaged[0] ?? 0) ^ 1;
+    writeFileSync(store.path(digest), damaged);
+    // Its size is right: put alone keeps trusting it.
+    expect(store.put(bytes)).toBe(digest);
+    expect(() => store.read(digest)).toThrow("damaged");
+    store.setAside(digest);
+    expect(store.onDiskNow(digest)).toBe(false);
+    expect(readFileSync(`${store.path(digest)}.damaged`)).toEqual(Buffer.from(damaged));
+    expect(store.put(bytes)).toBe(digest);
+    expect(store.read(digest)).toEqual(bytes);
+    // A blob already gone is no error.
+    store.setAside(sha256Hex(new Uint8Array([1])));
+  });
 });
 
 describe("blob durability off the event loop", () => {

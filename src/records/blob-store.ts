@@ -61,6 +61,12 @@ export type BlobStore = {
   onDiskNow(digest: string): boolean;
   /** The blob's bytes, checked against its digest; throws naming the digest when missing or damaged. */
   read(digest: string): Uint8Array;
+  /**
+   * Renames a blob that does not read back as its digest to `<digest>.damaged` (kept for a
+   * look, one per digest) and forgets it, so its next `put` writes it again. Its size is
+   * right, so `put` alone would keep trusting it. A blob already gone is no error.
+   */
+  setAside(digest: string): void;
   path(digest: string): string;
 };
 
@@ -199,6 +205,15 @@ export function createBlobStore(dataDir: string, options: BlobStoreOptions = {})
       if (statSync(path(digest), { throwIfNoEntry: false }) !== undefined) return true;
       onDisk.delete(digest);
       return false;
+    },
+    setAside(digest) {
+      const file = path(digest);
+      onDisk.delete(digest);
+      try {
+        renameSync(file, `${file}.damaged`);
+      } catch (error) {
+        if ((error as NodeJS.ErrnoException).code !== "ENOENT") throw new RecordsWriteError(file, error);
+      }
     },
     read(digest) {
       const file = path(digest);

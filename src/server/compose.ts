@@ -238,6 +238,7 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
   const knownTexts = createKnownTexts(undefined, {
     onDisk: (digest) => blobs.onDiskNow(digest),
     read: (digest) => blobs.read(digest),
+    setAside: (digest) => blobs.setAside(digest),
   });
   const memory = createMemoryReclaimer({ thresholdBytes: reclaimAfterBytes });
   const episodes = createEpisodeStore({
