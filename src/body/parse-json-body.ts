@@ -400,6 +400,7 @@ export function parseJsonBody(body: string | SplitText, repeated?: RepeatedMembe
         end: span.end,
         key: span.known as KnownMember,
         text: span.known?.text,
+        compared: true,
       });
     if (repeated.history !== undefined) {
       const items =
@@ -444,11 +445,11 @@ function historyItems(
   let at = span.start + 1;
   if (beforePrefix !== undefined) {
     const { key, chunks, chars } = beforePrefix;
-    reused.push({ start: at, end: at + chars, key, parts: chunks });
+    reused.push({ start: at, end: at + chars, key, parts: chunks, compared: true });
     if (beforePrefix.extends !== undefined) (reused[0] as KnownSpan).extends = beforePrefix.extends;
   } else
     for (const item of before.slice(0, count)) {
-      reused.push({ start: at, end: at + item.text.length, key: item, text: item.text });
+      reused.push({ start: at, end: at + item.text.length, key: item, text: item.text, compared: true });
       at += item.text.length + 1;
     }
   if (!Array.isArray(parsed) || span.end <= span.start || text.charCodeAt(span.end - 1) !== 93 /* ] */)

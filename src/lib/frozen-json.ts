@@ -48,11 +48,17 @@ export type KnownSpan = {
   key: object;
   /**
    * The span's text as whoever knows it already holds it (a flat string), so the records
-   * keep that one string rather than a copy of their own; compared before it is used.
+   * keep that one string rather than a copy of their own; compared before it is used
+   * (by the records, or by the knower: `compared`).
    */
   text?: string;
   /** The same held in parts: the span's text is these strings joined by commas. */
   parts?: readonly string[];
+  /**
+   * The knower has compared `text` (or `parts`) with this very JSON text at this place, or
+   * put that string there itself: the records take it as read rather than compare again.
+   */
+  compared?: true;
   /**
    * The span's text begins with the text of the span known by `key` (`end` characters,
    * outside any string), then a comma: what the records made of that one is reused for
@@ -80,7 +86,8 @@ export function stringifyKnowingMembers(object: Record<string, unknown>, memos?:
   const known: KnownSpan[] = [];
   let length = 1;
   const add = (json: string, frozen?: object) => {
-    if (frozen) known.push({ start: length, end: length + json.length, key: frozen, text: json });
+    if (frozen)
+      known.push({ start: length, end: length + json.length, key: frozen, text: json, compared: true });
     parts.push(json);
     length += json.length;
   };

@@ -35,7 +35,13 @@ export function knownSpansOfGrowingText(state: GrowingText, json: JsonText, keep
   let at = 0;
   for (const segment of state.segments) {
     if (!text.startsWith(segment.text, at)) break;
-    reused.push({ start: at, end: at + segment.text.length, key: segment.key });
+    reused.push({
+      start: at,
+      end: at + segment.text.length,
+      key: segment.key,
+      text: segment.text,
+      compared: true,
+    });
     at += segment.text.length;
   }
   const own = json.known.filter((span) => span.start >= at);

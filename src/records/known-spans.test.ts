@@ -144,4 +144,25 @@ describe("record lines of bodies with known spans", () => {
     ).toBe(plain.line(changed.text));
     expect(scanned).toContain(changed.end - changed.start);
   });
+
+  test("a span its knower compared is taken as read only with the very strings the scan holds", () => {
+    const w = writer();
+    const plain = writer();
+    const key = {};
+    const body = (content: string) => {
+      const item = JSON.stringify({ role: "user", content });
+      const text = `{"messages":[${item}]}`;
+      return {
+        text,
+        known: [{ start: 13, end: 13 + item.length, key, text: item, compared: true as const }],
+      };
+    };
+    const first = body(long("first"));
+    for (let i = 0; i < 3; i++) expect(w.line(first)).toBe(plain.line(first.text));
+    // The same key given for other strings of the same length: compared, never the first text's result.
+    const other = body(long("other"));
+    expect(other.text.length).toBe(first.text.length);
+    expect(w.line(other)).toBe(plain.line(other.text));
+    expect(w.restore(w.line(other))).toContain("other");
+  });
 });

@@ -11,7 +11,12 @@
  * - A span's result is kept only once it is settled: every long string in it was
  *   stored already (RecurringTexts.firstSightings did not move), so a later scan
  *   would give the same text. References point at blobs, which are never removed.
- * - A key stands for one text; the text is still compared before a result is reused.
+ * - A key stands for one text; the text is still compared before a result is reused,
+ *   by the records or, for a span marked `compared`, by its knower: the parse compared
+ *   the history and members it reuses with the body, the last upstream body's segments
+ *   were compared with the new one, a frozen value's JSON was put there by its builder.
+ *   A scan holding those very strings is then taken as read (each body's text compared
+ *   once, not twice: two full compares of a long history were most of a line's growth).
  * - A span that extends another (a history resent with items added: its text is the
  *   other's, a comma, then more) is scanned only past the other's text when the other's
  *   result is settled and its text, compared, is where it says: the comma begins outside
@@ -37,6 +42,11 @@ export function joinedLength(parts: readonly string[]): number {
   let length = parts.length - 1;
   for (const part of parts) length += part.length;
   return length;
+}
+
+/** Whether two lists hold the same strings (the very same ones, as a rule: a compare of pointers). */
+function sameStrings(a: readonly string[], b: readonly string[]): boolean {
+  return a === b || (a.length === b.length && a.every((part, i) => part === b[i]));
 }
 
 /** Whether `text` reads `parts` joined by commas at `at` (a compare per part, nothing joined). */
@@ -67,13 +77,18 @@ export function bodyPieces(
   for (const span of json.known) {
     if (span.start > at) pieces.push({ text: text.slice(at, span.start) });
     const length = span.end - span.start;
+    const known = span.parts ?? (span.text === undefined ? undefined : [span.text]);
+    // The knower compared its strings with the body here: a scan of the same strings needs no compare.
+    const read = (parts: readonly string[]) =>
+      joinedLength(parts) === length &&
+      ((span.compared === true && known !== undefined && sameStrings(parts, known)) ||
+        readsAt(text, span.start, parts));
     let scan = texts.spans.get(span.key);
-    if (scan === undefined || scan.length !== length || !readsAt(text, span.start, scan.parts)) {
+    if (scan === undefined || scan.length !== length || !read(scan.parts)) {
       // The text its knower holds, when it is the span's (the same strings for both); else a
       // flat copy: a slice would keep this whole body alive with the key.
-      const known = span.parts ?? (span.text === undefined ? undefined : [span.text]);
       const parts =
-        known !== undefined && joinedLength(known) === length && readsAt(text, span.start, known)
+        known !== undefined && read(known)
           ? known
           : [Buffer.from(text.slice(span.start, span.end)).toString()];
       const base = extendedScan(text, span, parts, texts);
