@@ -12,7 +12,8 @@
  * records' queue_ms); the pace achieved, as answers per minute against the configured
  * rate and against what the budget allows at the measured answer time
  * (min(RPM, max_concurrent × 60 s / mean attempt)); and the sidecar's CPU per
- * exchange (all threads) loaded and unloaded.
+ * exchange (all threads, those that ended during the run included: `processCpuMs`)
+ * loaded and unloaded.
  * Alone: `bun bench/upstream-load.ts` (needs `make build`; about six minutes);
  * `bun bench/upstream-load.ts 2 2` runs 2 episodes × 2 turns (a check of the bench itself).
  */
@@ -20,7 +21,7 @@ import OpenAI from "openai";
 import type { ReceivedRequest } from "../src/scripted-upstream/create-scripted-upstream.ts";
 import { records } from "../test/support/episode-evidence.ts";
 import { startSidecarProcess } from "../test/support/sidecar-process.ts";
-import { cpuMs, untilReady } from "./exchange-cpu.ts";
+import { processCpuMs, untilReady } from "./exchange-cpu.ts";
 import { spawnServer } from "./spawn-server.ts";
 
 /** The full run's size; `bun bench/upstream-load.ts <episodes> <turns>` runs a smaller one. */
@@ -63,7 +64,7 @@ async function runEpisodes(profile: "loaded" | "instant", { episodes, turns }: S
   try {
     await untilReady(sidecar.url);
     const launched = await Promise.all(Array.from({ length: episodes }, () => sidecar.createEpisode({})));
-    const cpuBefore = cpuMs(sidecar.proc.pid);
+    const cpuBefore = processCpuMs(sidecar.proc.pid);
     const started = performance.now();
     const delivered = await Promise.all(
       launched.map(async (episode, e) => {
@@ -91,7 +92,7 @@ async function runEpisodes(profile: "loaded" | "instant", { episodes, turns }: S
       }),
     );
     const seconds = (performance.now() - started) / 1000;
-    const cpu = cpuMs(sidecar.proc.pid) - cpuBefore;
+    const cpu = processCpuMs(sidecar.proc.pid) - cpuBefore;
     const origin = new URL(upstream.url).origin;
     const received = (await (await fetch(`${origin}/__script/requests`)).json()) as ReceivedRequest[];
     return {
