@@ -11,6 +11,7 @@
  * next five (the steady baseline, same process).
  */
 import { resolve } from "node:path";
+import { killAtExit } from "../test/support/exit-cleanup.ts";
 
 const root = resolve(import.meta.dir, "..");
 
@@ -48,6 +49,7 @@ export async function runWarmUpBench(
       cwd: root,
       stdout: "pipe",
     });
+    killAtExit(proc);
     const r = JSON.parse(await new Response(proc.stdout).text()) as {
       warm: number;
       first: number;

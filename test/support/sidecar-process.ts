@@ -27,6 +27,7 @@ export async function runBinary(
     stdout: "pipe",
     stderr: "pipe",
   });
+  killAtExit(proc);
   const [stdout, stderr, code] = await Promise.all([
     new Response(proc.stdout).text(),
     new Response(proc.stderr).text(),
