@@ -20,7 +20,8 @@ import { join } from "node:path";
 /** A child process as Bun.spawn returns it: what is needed to end it and see it gone. */
 export type ChildToEnd = { kill(signal?: number | NodeJS.Signals): void; readonly exited: Promise<number> };
 
-const children = new Set<ChildToEnd>();
+/** Each child still running, with the signal that ends it (SIGKILL unless it cleans up after itself). */
+const children = new Map<ChildToEnd, NodeJS.Signals>();
 const directories = new Set<string>();
 const handledSignals = ["SIGINT", "SIGTERM"] as const;
 /** How long a signalled process waits for its killed children before removing directories. */
@@ -38,7 +39,7 @@ function install(): void {
 }
 
 function killChildren(): void {
-  for (const child of children) child.kill("SIGKILL");
+  for (const [child, signal] of children) child.kill(signal);
 }
 
 function removeDirectories(): void {
@@ -52,17 +53,20 @@ async function endOnSignal(signal: (typeof handledSignals)[number]): Promise<voi
   // end asked for, not a failure to stop at before the directories are removed.
   process.on("uncaughtException", () => {});
   process.on("unhandledRejection", () => {});
-  const exits = [...children].map((child) => child.exited);
+  const exits = [...children.keys()].map((child) => child.exited);
   killChildren();
   await Promise.race([Promise.allSettled(exits), Bun.sleep(childrenExitWaitMs)]);
   removeDirectories();
   process.exit(128 + constants.signals[signal]);
 }
 
-/** Kills `child` (SIGKILL) if it is still running when this process ends; forgotten once it exits. */
-export function killAtExit(child: ChildToEnd): void {
+/**
+ * Kills `child` if it is still running when this process ends; forgotten once it exits.
+ * `signal`: SIGKILL, or SIGTERM for a child that ends its own children first (a test run).
+ */
+export function killAtExit(child: ChildToEnd, signal: NodeJS.Signals = "SIGKILL"): void {
   install();
-  children.add(child);
+  children.set(child, signal);
   void child.exited.then(() => children.delete(child));
 }
 

@@ -10,6 +10,7 @@
 import { describe, expect, test } from "bun:test";
 import { resolve } from "node:path";
 import { insideNamespaceEnv, planNamespace } from "../../src/validate/network-namespace.ts";
+import { killAtExit } from "./exit-cleanup.ts";
 
 export const e2eNamespaceEnv = "URA_E2E_NETNS";
 export const insideE2eNamespace = process.env[e2eNamespaceEnv] === "1";
@@ -47,6 +48,8 @@ export function describeInLoopbackNamespace(
             stdio: ["ignore", "inherit", "inherit"],
           },
         );
+        // Told to stop with this run (SIGTERM: it stops its own sidecars and clients first).
+        killAtExit(proc, "SIGTERM");
         expect(await proc.exited).toBe(0);
       },
       options.timeoutMs,

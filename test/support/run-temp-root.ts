@@ -14,11 +14,14 @@ import { afterAll } from "bun:test";
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { removeAtExit } from "./exit-cleanup.ts";
 import { varTmpEnv } from "./var-tmp.ts";
 
 const roots = [mkdtempSync(join(tmpdir(), "ura-test-run-"))];
 mkdirSync("/var/tmp/ura-e2e", { recursive: true });
 roots.push(mkdtempSync("/var/tmp/ura-e2e/run-"));
+// Also when the run is stopped by SIGINT or SIGTERM, which skips afterAll (exit-cleanup.ts).
+for (const root of roots) removeAtExit(root);
 process.env.TMPDIR = roots[0];
 process.env[varTmpEnv] = roots[1];
 
