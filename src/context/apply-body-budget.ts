@@ -36,6 +36,11 @@
  * size, known before any conversion), is at or under the guard's limit, and the low-water
  * step also goes on while the prompt is over the guard's target. Tokens are checked first,
  * so a candidate over the window converts nothing.
+ *
+ * Given the episode's message keys (message-keys.ts), a resent message verified equal to
+ * the one at its place in the previous request keeps what was measured of it and of its
+ * copies with notices (its prompt weight, its share of the body), so a turn measures only
+ * its new and changed messages; the walk and its answer are the same.
  */
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
 import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
@@ -46,14 +51,24 @@ import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
 import { measurePromptBytes, tokensFromBytes } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
+import type { MessageKeys } from "./message-keys.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { BodyBudgetPolicy } from "./policy-schema.ts";
 import { type WindowGuard, windowDecision, windowLimitShare } from "./window-guard.ts";
 
+/**
+ * The key a message (or a notice copy) is measured by: the same object for equal messages of
+ * the episode's successive requests (message-keys.ts); none, the message itself.
+ */
+export type MessageKeyOf = (message: HubMessage) => object | undefined;
+
 /** Exact bytes of the upstream body built from a list of the request's messages (or their notice copies). */
 export interface BodyMeasure {
-  /** `bytes` counts only images of known size; the others are listed in `unknown`, in message order. */
-  measure(messages: readonly HubMessage[]): { bytes: number; unknown: HubImagePart[] };
+  /**
+   * `bytes` counts only images of known size; the others are listed in `unknown`, in message order.
+   * `keyOf`: what is measured of a message may be kept by its key, across requests.
+   */
+  measure(messages: readonly HubMessage[], keyOf?: MessageKeyOf): { bytes: number; unknown: HubImagePart[] };
 }
 
 export type BodyBudgetOptions = {
@@ -68,6 +83,8 @@ export type BodyBudgetOptions = {
   window?: WindowGuard;
   /** The episode's memos: a repeated system prompt is measured once (frozen-memos.ts). */
   memos?: FrozenMemos;
+  /** The episode's keys of its messages: a resent message's measures are kept (message-keys.ts). */
+  keys?: MessageKeys;
 };
 
 type Candidate = { omitted: number; removed: number };
@@ -106,9 +123,11 @@ export async function applyBodyBudget(
     omitted: Math.min(step, batches) * batch,
     removed: Math.max(0, step - batches),
   });
-  const kept = keptMessages(messages, images, blocks);
+  const keyed = keyMessages(messages, options.keys);
+  const keyOf = keyed?.keyOf;
+  const kept = keptMessages(messages, images, blocks, keyed);
   const window = options.window;
-  const promptOf = promptTokens(request, options.memos);
+  const promptOf = promptTokens(request, options.memos, keyOf);
   const promptBefore = promptOf(messages);
   const windowRecord = (after: number) =>
     windowDecision(window, {
@@ -133,7 +152,7 @@ export async function applyBodyBudget(
   });
   const cutOf = (candidate: Candidate) => cutAt(messages, images, blocks, candidate);
   // Before: the whole history's body, images not sized counted at their client data length.
-  const bytesBefore = () => withUnsized(options.body.measure(messages));
+  const bytesBefore = () => withUnsized(options.body.measure(messages, keyOf));
 
   /**
    * The candidate's bytes, sizing the images it keeps newest first and only while it may
@@ -144,7 +163,7 @@ export async function applyBodyBudget(
     const target = budget;
     const list = kept(candidate);
     if (window !== undefined && promptOf(list) > window.limit) return undefined;
-    let size = options.body.measure(list);
+    let size = options.body.measure(list, keyOf);
     while (size.bytes <= target && size.unknown.length > 0) {
       const next: HubImagePart[] = [];
       let room = target - size.bytes;
@@ -154,7 +173,7 @@ export async function applyBodyBudget(
         room -= image.data.length;
       }
       await options.resolve(next);
-      size = options.body.measure(list);
+      size = options.body.measure(list, keyOf);
     }
     return size.bytes <= target ? size.bytes : undefined;
   };
@@ -166,7 +185,7 @@ export async function applyBodyBudget(
 
   const last = batches + removable;
   const mostReduced = candidateAt(last);
-  const floor = options.body.measure(kept(mostReduced));
+  const floor = options.body.measure(kept(mostReduced), keyOf);
   // What is kept at the most reduced candidate is sent whatever the answer: sized at once.
   if (floor.bytes <= budget && floor.unknown.length > 0) await options.resolve(floor.unknown);
   let bytes = await bytesIfFits(mostReduced);
@@ -180,7 +199,7 @@ export async function applyBodyBudget(
         `declarations, user messages, assistant text, the last ${policy.keep_recent_blocks} blocks and the ` +
         `${policy.min_recent_tool_images} most recent tool images`,
       {
-        ...withBudget(withUnsized(options.body.measure(kept(mostReduced))), false, promptAfter),
+        ...withBudget(withUnsized(options.body.measure(kept(mostReduced), keyOf)), false, promptAfter),
         ...reduction(mostReduced, messages, images, blocks),
       },
     );
@@ -192,7 +211,7 @@ export async function applyBodyBudget(
       removed: mostReduced.removed,
       policy,
       decision: {
-        ...withBudget(withUnsized(options.body.measure(kept(mostReduced))), false),
+        ...withBudget(withUnsized(options.body.measure(kept(mostReduced), keyOf)), false),
         ...reduction(mostReduced, messages, images, blocks),
       },
     });
@@ -273,15 +292,40 @@ function withUnsized(size: { bytes: number; unknown: HubImagePart[] }): number {
   return size.bytes + size.unknown.reduce((sum, image) => sum + image.data.length, 0);
 }
 
+/** This request's messages and their notice copies by their keys, and how a copy gets its key. */
+type KeyedMessages = { keyOf: MessageKeyOf; keyCopy(index: number, count: number, copy: HubMessage): void };
+
+/** The request's messages keyed by the episode's keys (message-keys.ts); none without them. */
+function keyMessages(
+  messages: readonly HubMessage[],
+  keys: MessageKeys | undefined,
+): KeyedMessages | undefined {
+  if (keys === undefined) return undefined;
+  const messageKeys = keys.keysOf(messages);
+  const keyed = new WeakMap<HubMessage, object>();
+  messages.forEach((message, i) => {
+    const key = messageKeys[i];
+    if (key !== undefined) keyed.set(message, key);
+  });
+  return {
+    keyOf: (message) => keyed.get(message),
+    keyCopy(index, count, copy) {
+      const key = messageKeys[index];
+      if (key !== undefined) keyed.set(copy, key.withNotices(count));
+    },
+  };
+}
+
 /**
  * The messages a candidate keeps: removed blocks left out, omitted images replaced by
  * notices. A tool result's notice copy is made once per number of its images omitted,
- * so the size model measures each copy once.
+ * so the size model measures each copy once (and, keyed, once while the message is resent).
  */
 function keptMessages(
   messages: readonly HubMessage[],
   images: ReturnType<typeof listToolImages>,
   blocks: ReturnType<typeof findToolBlocks>,
+  keyed: KeyedMessages | undefined,
 ): (candidate: Candidate) => HubMessage[] {
   const blockOf = new Int32Array(messages.length).fill(-1);
   blocks.forEach((block, b) => {
@@ -308,6 +352,7 @@ function keptMessages(
     }
     const copy = { ...message, content };
     copies.set(key, copy);
+    keyed?.keyCopy(index, count, copy);
     return copy;
   };
   return ({ omitted, removed }) =>
@@ -398,20 +443,26 @@ function largestProtectedItem(
 
 /**
  * The prompt tokens (estimate.ts, images by pixel size) of a list of the request's messages
- * or their notice copies; each message object is measured once.
+ * or their notice copies; each message object is measured once, and a keyed one once while
+ * the episode resends it (its weight kept in the episode's memos by its key).
  */
 function promptTokens(
   request: HubRequest,
   memos: FrozenMemos | undefined,
+  keyOf: MessageKeyOf | undefined,
 ): (list: readonly HubMessage[]) => number {
   // A repeated tool list (frozen) is measured once per episode.
   const base = jsonBytesReusingMembers({ ...request, messages: [] }, memos);
-  const weights = new WeakMap<HubMessage, number>();
+  const weights =
+    memos !== undefined && keyOf !== undefined
+      ? memos.table<object, number>(promptTokens)
+      : new WeakMap<object, number>();
   const weightOf = (message: HubMessage) => {
-    let weight = weights.get(message);
+    const key = keyOf?.(message) ?? message;
+    let weight = weights.get(key);
     if (weight === undefined) {
       weight = measurePromptBytes(message, memos);
-      weights.set(message, weight);
+      weights.set(key, weight);
     }
     return weight;
   };

@@ -6,11 +6,16 @@
  * every more reduced one fits, then more batches while above the low-water mark or the
  * window's target. The same reduction, the same messages, the same bytes; images whose
  * size is known only once converted give the same answer as images sized from the start.
+ * With the episode's message keys and memos (what was measured of a resent message kept by
+ * its key), over histories made afresh each turn as a translation makes them and edited at
+ * random between turns, the answers are the same: nothing measured of a message is reused
+ * for a message that differs from it.
  */
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
 import { SidecarError } from "../lib/errors.ts";
+import { createFrozenMemos, type FrozenMemos } from "../lib/frozen-memos.ts";
 import { buildChatRequest } from "../upstream/build-chat-request.ts";
 import { createChatBodySizer } from "../upstream/chat-body-size.ts";
 import { applyBodyBudget } from "./apply-body-budget.ts";
@@ -20,6 +25,7 @@ import { type ContextCut, cutAt } from "./context-cut.ts";
 import { estimatePromptTokens } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
 import { buildHistory, segmentArbitrary } from "./history-arbitrary.ts";
+import { createMessageKeys, type MessageKeys } from "./message-keys.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import { type BodyBudgetPolicy, bodyBudgetPolicySchema } from "./policy-schema.ts";
 import { type WindowGuard, windowGuardFor } from "./window-guard.ts";
@@ -142,57 +148,128 @@ const growing = fc
     return { turns, policy, window, knownShare };
   });
 
+/** An edit of one message of one turn's history (the next turn resends it as it was). */
+type Edit = { turn: number; at: number; kind: number };
+
+/** The message at `at` (a share of the history) changed in one of four ways; ids and roles stay. */
+function edited(messages: HubMessage[], { at, kind }: Edit): HubMessage[] {
+  const index = Math.min(messages.length - 1, Math.floor(at * messages.length));
+  const message = messages[index];
+  if (message === undefined) return messages;
+  const copy = messages.slice();
+  if (message.role === "assistant")
+    copy[index] = { ...message, text: `${message.text ?? ""}${"x".repeat(kind + 1)}` };
+  else {
+    const content = message.content.slice();
+    const last = content.length - 1;
+    const part = content[last];
+    if (kind === 0 || part === undefined) content.push({ type: "text", text: "edited" });
+    else if (kind === 1) content.pop();
+    else if (part.type === "image")
+      content[last] =
+        kind === 2 ? { ...part, data: `${part.data}`.slice(1) } : { ...part, mediaType: "image/webp+test" };
+    else content[last] = { ...part, text: `${part.text}!` };
+    copy[index] = { ...message, content } as HubMessage;
+  }
+  return copy;
+}
+
+/** Each turn's answer held to the definition; `episode`: the keys and memos an episode keeps across its turns. */
+async function holdsEachTurn(
+  turns: HubRequest[],
+  policy: BodyBudgetPolicy,
+  window: WindowGuard | undefined,
+  knownShare: number,
+  episode?: { keys: MessageKeys; memos: FrozenMemos },
+): Promise<void> {
+  let previous: ContextCut | undefined;
+  for (const request of turns) {
+    // Some images sized from the start (a cached WebP), the others only once converted.
+    const converted = new Set<HubImagePart>();
+    const images = request.messages.flatMap((m) =>
+      m.role === "tool" || m.role === "user"
+        ? m.content.filter((p): p is HubImagePart => p.type === "image")
+        : [],
+    );
+    images.forEach((image, i) => {
+      if (i < images.length * knownShare) converted.add(image);
+    });
+    const sizer = createChatBodySizer(
+      request,
+      target,
+      (part) => ({
+        mediaType: part.mediaType,
+        dataBytes: converted.has(part) ? part.data.length : undefined,
+      }),
+      episode?.memos,
+    );
+    const expected = expectedAnswer(request, policy, 10_000_000, previous, window);
+    const { decision } = applyContextPolicy(request, policy);
+    const result = await applyBodyBudget(request, policy, decision, {
+      providerLimitBytes: 10_000_000,
+      body: sizer,
+      resolve: async (parts) => {
+        for (const part of parts) converted.add(part);
+      },
+      previous,
+      window,
+      ...(episode ?? {}),
+    }).catch((error: unknown) => {
+      if (error instanceof SidecarError && error.kind === "request_too_large") return undefined;
+      throw error;
+    });
+    if (expected.kind === "too_large") {
+      expect(result).toBeUndefined();
+      previous = undefined;
+      continue;
+    }
+    expect(result).toBeDefined();
+    if (result === undefined) return;
+    expect(result.decision.images_omitted.length).toBe(expected.candidate.omitted);
+    expect(result.decision.blocks_removed.length).toBe(expected.candidate.removed);
+    expect(result.decision.body_budget?.kept_previous).toBe(expected.keptPrevious);
+    expect(result.request.messages).toEqual(expected.messages);
+    expect(result.decision.body_budget?.bytes_after).toBe(expected.bytes);
+    expect(rendered(result.request.messages)).toBe(expected.bytes);
+    previous = result.cut;
+  }
+}
+
 describe("body_budget's walk", () => {
   test(
     "gives the answer of trying every candidate in order, turn after turn, whether images are sized at once or only when converted",
     async () => {
       await fc.assert(
         fc.asyncProperty(growing, async ({ turns, policy, window, knownShare }) => {
-          let previous: ContextCut | undefined;
-          for (const request of turns) {
-            // Some images sized from the start (a cached WebP), the others only once converted.
-            const converted = new Set<HubImagePart>();
-            const images = request.messages.flatMap((m) =>
-              m.role === "tool" || m.role === "user"
-                ? m.content.filter((p): p is HubImagePart => p.type === "image")
-                : [],
-            );
-            images.forEach((image, i) => {
-              if (i < images.length * knownShare) converted.add(image);
-            });
-            const sizer = createChatBodySizer(request, target, (part) => ({
-              mediaType: part.mediaType,
-              dataBytes: converted.has(part) ? part.data.length : undefined,
-            }));
-            const expected = expectedAnswer(request, policy, 10_000_000, previous, window);
-            const { decision } = applyContextPolicy(request, policy);
-            const result = await applyBodyBudget(request, policy, decision, {
-              providerLimitBytes: 10_000_000,
-              body: sizer,
-              resolve: async (parts) => {
-                for (const part of parts) converted.add(part);
-              },
-              previous,
-              window,
-            }).catch((error: unknown) => {
-              if (error instanceof SidecarError && error.kind === "request_too_large") return undefined;
-              throw error;
-            });
-            if (expected.kind === "too_large") {
-              expect(result).toBeUndefined();
-              previous = undefined;
-              continue;
-            }
-            expect(result).toBeDefined();
-            if (result === undefined) return;
-            expect(result.decision.images_omitted.length).toBe(expected.candidate.omitted);
-            expect(result.decision.blocks_removed.length).toBe(expected.candidate.removed);
-            expect(result.decision.body_budget?.kept_previous).toBe(expected.keptPrevious);
-            expect(result.request.messages).toEqual(expected.messages);
-            expect(result.decision.body_budget?.bytes_after).toBe(expected.bytes);
-            expect(rendered(result.request.messages)).toBe(expected.bytes);
-            previous = result.cut;
-          }
+          await holdsEachTurn(turns, policy, window, knownShare);
+        }),
+        { numRuns: 150 },
+      );
+    },
+    cpuBoundTimeoutMs,
+  );
+
+  test(
+    "gives the same answers with the episode's message keys, over histories made afresh and edited between turns",
+    async () => {
+      const edits = fc.array(
+        fc.record({
+          turn: fc.nat({ max: 23 }),
+          at: fc.double({ min: 0, max: 1, maxExcluded: true, noNaN: true }),
+          kind: fc.integer({ min: 0, max: 3 }),
+        }),
+        { maxLength: 8 },
+      );
+      await fc.assert(
+        fc.asyncProperty(growing, edits, async ({ turns, policy, window, knownShare }, changes: Edit[]) => {
+          const changed = turns.map((request, k) => ({
+            ...request,
+            messages: changes.filter((edit) => edit.turn === k).reduce(edited, request.messages),
+          }));
+          await holdsEachTurn(changed, policy, window, knownShare, {
+            keys: createMessageKeys(),
+            memos: createFrozenMemos(),
+          });
         }),
         { numRuns: 150 },
       );

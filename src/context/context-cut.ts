@@ -10,10 +10,13 @@
  *
  * `ContextMemory` is the episode's slot for it: a hint, never trusted for more than a
  * starting candidate, so two exchanges of one episode racing on it cost only a reduction.
+ * It also holds the episode's message keys (message-keys.ts), by which body_budget keeps
+ * what it measured of a resent message; those are verified per message, never trusted.
  */
 import type { HubMessage } from "../hub/schema.ts";
 import type { ToolImage } from "./apply-sliding-window.ts";
 import type { ToolBlock } from "./find-tool-blocks.ts";
+import { createMessageKeys, type MessageKeys } from "./message-keys.ts";
 
 export interface ContextCut {
   omitted: number;
@@ -23,10 +26,12 @@ export interface ContextCut {
 
 export interface ContextMemory {
   previous: ContextCut | undefined;
+  /** The keys of the episode's messages (what is measured of a resent message is kept by its key). */
+  readonly keys: MessageKeys;
 }
 
 export function createContextMemory(): ContextMemory {
-  return { previous: undefined };
+  return { previous: undefined, keys: createMessageKeys() };
 }
 
 /** The cut of `omitted` oldest tool images and `removed` oldest blocks of this history. */

@@ -84,6 +84,7 @@ export async function decideContext(
     previous: options.memory?.previous,
     window: options.window,
     memos: options.memos,
+    keys: options.memory?.keys,
   });
   if (options.memory) options.memory.previous = budgetCut;
   return { ...budgeted, translated, prepared };

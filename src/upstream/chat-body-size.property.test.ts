@@ -3,13 +3,16 @@
  * histories and random subsets of them (what body_budget compares against a hard
  * provider limit, so "close" is not enough): texts with quotes, backslashes,
  * control characters, non-ASCII and lone surrogates; images whose data is not
- * base64; runs of tool results whose images share one user message.
+ * base64; runs of tool results whose images share one user message. A rendering kept by a
+ * message's key across requests (the episode's memos) measures the same body as a fresh one,
+ * also when the same image is to be sent in another form.
  */
 import { describe, expect, test } from "bun:test";
 import fc from "fast-check";
 import { hubRequestArbitrary } from "../context/history-arbitrary.ts";
 import type { HubImagePart, HubMessage, HubPart, HubRequest } from "../hub/schema.ts";
 import { base64Length } from "../lib/base64.ts";
+import { createFrozenMemos } from "../lib/frozen-memos.ts";
 import { jsonStringDataBytes } from "../lib/json-bytes.ts";
 import { buildChatRequest } from "./build-chat-request.ts";
 import { createChatBodySizer } from "./chat-body-size.ts";
@@ -97,6 +100,51 @@ describe("chat body size", () => {
         const measured = pending.measure(request.messages);
         expect(measured.unknown).toEqual(images);
         expect(measured.bytes).toBe(rendered(converted) - images.length * webp.length);
+      }),
+      { numRuns: 200 },
+    );
+  });
+
+  test("a rendering kept by key across requests measures what a fresh one does, the images' forms checked", () => {
+    fc.assert(
+      fc.property(hubRequestArbitrary, fc.array(fc.boolean(), { maxLength: 100 }), (request, webpOf) => {
+        const memos = createFrozenMemos();
+        const keys = new Map<number, object>(request.messages.map((_, i) => [i, {}]));
+        // The same messages made afresh each request, as a translation makes them, under the same keys.
+        const afresh = () => structuredClone(request.messages);
+        const keyOf = (messages: HubMessage[]) => {
+          const byMessage = new Map(messages.map((message, i) => [message, keys.get(i)]));
+          return (message: HubMessage) => byMessage.get(message);
+        };
+        // The first request sends every image as it is; the second some as WebP (the same length of data).
+        const forms = [asSent, (part: HubImagePart) => ({ ...asSent(part), mediaType: "image/webp" })];
+        let image = 0;
+        const second = new Map<HubImagePart, boolean>();
+        for (const [round, formOf] of forms.entries()) {
+          const messages = afresh();
+          for (const message of messages)
+            if (message.role === "user" || message.role === "tool")
+              for (const part of message.content)
+                if (part.type === "image")
+                  second.set(part, webpOf[image++ % Math.max(1, webpOf.length)] ?? false);
+          const choose = (part: HubImagePart) =>
+            round === 1 && second.get(part) ? formOf(part) : asSent(part);
+          const sent = messages.map(
+            (message): HubMessage =>
+              message.role === "user" || message.role === "tool"
+                ? {
+                    ...message,
+                    content: message.content.map((part) =>
+                      part.type === "image" ? { ...part, mediaType: choose(part).mediaType } : part,
+                    ),
+                  }
+                : message,
+          );
+          const sizer = createChatBodySizer({ ...request, messages }, target, choose, memos);
+          expect(sizer.measure(messages, keyOf(messages)).bytes).toBe(
+            rendered({ ...request, messages: sent }),
+          );
+        }
       }),
       { numRuns: 200 },
     );

@@ -15,7 +15,13 @@
  * An image's upstream form (media type, data length) is asked of the caller, so a
  * PNG still to convert can be counted as the WebP it will become, and an image whose
  * size is not known yet is reported instead of guessed.
+ *
+ * A message is rendered once per sizer; given its key (the same for equal messages of an
+ * episode's successive requests, src/context/message-keys.ts) and the episode's memos, once
+ * while the episode resends it, the rendering kept with the media types it was made with
+ * (checked again each time: only the data lengths are asked of every request).
  */
+import type { MessageKeyOf } from "../context/apply-body-budget.ts";
 import type { HubImagePart, HubMessage, HubRequest } from "../hub/schema.ts";
 import { jsonBytesReusingMembers } from "../lib/frozen-json.ts";
 import type { FrozenMemos } from "../lib/frozen-memos.ts";
@@ -38,7 +44,8 @@ export type ChatBodySize = {
 };
 
 export interface ChatBodySizer {
-  measure(messages: readonly HubMessage[]): ChatBodySize;
+  /** `keyOf`: a message's key, by which its rendering is kept in the episode's memos across requests. */
+  measure(messages: readonly HubMessage[], keyOf?: MessageKeyOf): ChatBodySize;
 }
 
 /**
@@ -54,6 +61,8 @@ type Pieces = {
   imagePartsBytes: number;
   /** Where the message's image parts are in its content. */
   imageIndexes: number[];
+  /** The upstream media type each of those images was rendered with. */
+  mediaTypes: string[];
 };
 
 /** `{"role":"user","content":[]}`: the user message carrying a run of tool results' images. */
@@ -71,12 +80,21 @@ export function createChatBodySizer(
   // A tool list the client repeated is serialised and measured once per episode (its memos).
   const envelopeBytes = jsonBytesReusingMembers(envelope, memos);
   const pieces = new WeakMap<HubMessage, Pieces>();
+  // Renderings kept by message key for the episode's life (an entry goes with its key).
+  const keptPieces = memos?.table<object, Pieces>(createChatBodySizer);
   const dataBytes = new WeakMap<HubImagePart, number>();
 
-  const piecesOf = (message: HubMessage): Pieces => {
+  const piecesOf = (message: HubMessage, keyOf: MessageKeyOf | undefined): Pieces => {
     const known = pieces.get(message);
     if (known) return known;
+    const key = keptPieces && keyOf?.(message);
+    const kept = key && keptPieces?.get(key);
+    if (kept && sameForms(message, kept)) {
+      pieces.set(message, kept);
+      return kept;
+    }
     const imageIndexes: number[] = [];
+    const mediaTypes: string[] = [];
     const stripped =
       message.role === "user" || message.role === "tool"
         ? {
@@ -84,7 +102,9 @@ export function createChatBodySizer(
             content: message.content.map((part, index) => {
               if (part.type !== "image") return part;
               imageIndexes.push(index);
-              return { ...part, mediaType: formOf(part).mediaType, data: "" };
+              const mediaType = formOf(part).mediaType;
+              mediaTypes.push(mediaType);
+              return { ...part, mediaType, data: "" };
             }),
           }
         : message;
@@ -96,13 +116,24 @@ export function createChatBodySizer(
           ? jsonBytes(carrier.content) - 2
           : 0,
       imageIndexes,
+      mediaTypes,
     };
     pieces.set(message, measured);
+    if (key) keptPieces?.set(key, measured);
     return measured;
   };
 
+  /** Whether the message's images still take the media types its kept rendering was made with. */
+  const sameForms = (message: HubMessage, known: Pieces): boolean =>
+    known.imageIndexes.every(
+      (index, i) =>
+        (message.role === "user" || message.role === "tool") &&
+        message.content[index]?.type === "image" &&
+        formOf(message.content[index] as HubImagePart).mediaType === known.mediaTypes[i],
+    );
+
   return {
-    measure(messages) {
+    measure(messages, keyOf) {
       let bytes = envelopeBytes;
       let chatMessages = 0;
       const unknown: HubImagePart[] = [];
@@ -118,7 +149,7 @@ export function createChatBodySizer(
       };
       for (const message of messages) {
         if (message.role !== "tool") closeRun();
-        const piece = piecesOf(message);
+        const piece = piecesOf(message, keyOf);
         bytes += piece.messageBytes;
         chatMessages++;
         if (piece.imagePartsBytes > 0) {
