@@ -51,7 +51,7 @@ import { ContextPolicyError } from "./context-policy-error.ts";
 import type { ContextDecision } from "./decision-schema.ts";
 import { measurePromptBytes, tokensFromBytes } from "./estimate.ts";
 import { findToolBlocks } from "./find-tool-blocks.ts";
-import type { MessageKeys } from "./message-keys.ts";
+import type { MessageKey } from "./message-keys.ts";
 import { createOmissionNotice } from "./omission-notice.ts";
 import type { BodyBudgetPolicy } from "./policy-schema.ts";
 import { type WindowGuard, windowDecision, windowLimitShare } from "./window-guard.ts";
@@ -83,8 +83,8 @@ export type BodyBudgetOptions = {
   window?: WindowGuard;
   /** The episode's memos: a repeated system prompt is measured once (frozen-memos.ts). */
   memos?: FrozenMemos;
-  /** The episode's keys of its messages: a resent message's measures are kept (message-keys.ts). */
-  keys?: MessageKeys;
+  /** The request's message keys, by index (the episode's, message-keys.ts): a resent message's measures are kept. */
+  keys?: readonly MessageKey[];
 };
 
 type Candidate = { omitted: number; removed: number };
@@ -295,13 +295,12 @@ function withUnsized(size: { bytes: number; unknown: HubImagePart[] }): number {
 /** This request's messages and their notice copies by their keys, and how a copy gets its key. */
 type KeyedMessages = { keyOf: MessageKeyOf; keyCopy(index: number, count: number, copy: HubMessage): void };
 
-/** The request's messages keyed by the episode's keys (message-keys.ts); none without them. */
+/** The request's messages keyed by their keys (message-keys.ts); none without them. */
 function keyMessages(
   messages: readonly HubMessage[],
-  keys: MessageKeys | undefined,
+  messageKeys: readonly MessageKey[] | undefined,
 ): KeyedMessages | undefined {
-  if (keys === undefined) return undefined;
-  const messageKeys = keys.keysOf(messages);
+  if (messageKeys === undefined) return undefined;
   const keyed = new WeakMap<HubMessage, object>();
   messages.forEach((message, i) => {
     const key = messageKeys[i];

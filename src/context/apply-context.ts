@@ -42,7 +42,8 @@ export interface ContextResult {
  * Throws SidecarError `invalid_request` (broken history) or ContextPolicyError
  * (`request_too_large`, over target or, after every reduction, still over the model's
  * window; carries the decision for the failure record). `window`: the episode model's
- * window guard (none: no guard, as in tests of a policy alone).
+ * window guard (none: no guard, as in tests of a policy alone). `keys`: under body_budget,
+ * the messages' keys (message-keys.ts), by which a resent message's size is kept in `memos`.
  */
 export function applyContextPolicy(
   request: HubRequest,
@@ -51,6 +52,7 @@ export function applyContextPolicy(
   window?: WindowGuard,
   memos?: FrozenMemos,
   texts?: TextHold,
+  keys?: readonly object[],
 ): ContextResult {
   validateToolHistory(request.messages);
   switch (policy.policy) {
@@ -68,7 +70,7 @@ export function applyContextPolicy(
     }
     // body_budget acts after the WebP conversion (applyBodyBudget); here it passes the request on.
     case "body_budget":
-      return passedOn(request, policy.policy, memos, texts);
+      return passedOn(request, policy.policy, memos, texts, keys);
     case "sliding_window":
       return applySlidingWindow(request, policy, previous, window, memos, texts);
     default: {
@@ -96,8 +98,9 @@ function passedOn(
   policy: "identity" | "body_budget",
   memos: FrozenMemos | undefined,
   texts: TextHold | undefined,
+  keys?: readonly object[],
 ): ContextResult {
-  const estimate = estimateTokens(request, memos, texts);
+  const estimate = estimateTokens(request, memos, texts, keys);
   return {
     request,
     decision: {

@@ -180,7 +180,7 @@ async function holdsEachTurn(
   policy: BodyBudgetPolicy,
   window: WindowGuard | undefined,
   knownShare: number,
-  episode?: { keys: MessageKeys; memos: FrozenMemos },
+  episode?: { messageKeys: MessageKeys; memos: FrozenMemos },
 ): Promise<void> {
   let previous: ContextCut | undefined;
   for (const request of turns) {
@@ -204,7 +204,18 @@ async function holdsEachTurn(
       episode?.memos,
     );
     const expected = expectedAnswer(request, policy, 10_000_000, previous, window);
-    const { decision } = applyContextPolicy(request, policy);
+    const keys = episode?.messageKeys.keysOf(request.messages);
+    const { decision } = applyContextPolicy(
+      request,
+      policy,
+      undefined,
+      undefined,
+      episode?.memos,
+      undefined,
+      keys,
+    );
+    // The estimate with kept sizes is the one made afresh.
+    expect(decision.estimate_before).toBe(applyContextPolicy(request, policy).decision.estimate_before);
     const result = await applyBodyBudget(request, policy, decision, {
       providerLimitBytes: 10_000_000,
       body: sizer,
@@ -213,7 +224,7 @@ async function holdsEachTurn(
       },
       previous,
       window,
-      ...(episode ?? {}),
+      ...(episode ? { memos: episode.memos, keys } : {}),
     }).catch((error: unknown) => {
       if (error instanceof SidecarError && error.kind === "request_too_large") return undefined;
       throw error;
@@ -267,7 +278,7 @@ describe("body_budget's walk", () => {
             messages: changes.filter((edit) => edit.turn === k).reduce(edited, request.messages),
           }));
           await holdsEachTurn(changed, policy, window, knownShare, {
-            keys: createMessageKeys(),
+            messageKeys: createMessageKeys(),
             memos: createFrozenMemos(),
           });
         }),

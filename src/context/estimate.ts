@@ -18,9 +18,17 @@ import { imageTokens } from "../models/image-tokens.ts";
 
 export { measureJsonBytes };
 
-/** `texts`: the request's hold, where a resent frame's base64 is known (known-texts.ts). */
-export function estimateTokens(request: HubRequest, memos?: FrozenMemos, texts?: TextHold): number {
-  return tokensFromBytes(measureRequestBytes(request, memos, texts));
+/**
+ * `texts`: the request's hold, where a resent frame's base64 is known (known-texts.ts);
+ * `keys`: the messages' keys (message-keys.ts), by which each one's size is kept in `memos`.
+ */
+export function estimateTokens(
+  request: HubRequest,
+  memos?: FrozenMemos,
+  texts?: TextHold,
+  keys?: readonly object[],
+): number {
+  return tokensFromBytes(measureRequestBytes(request, memos, texts, keys));
 }
 
 /**
@@ -28,11 +36,27 @@ export function estimateTokens(request: HubRequest, memos?: FrozenMemos, texts?:
  * without messages + each message + the commas between): the same number without
  * building one string as large as the whole history. A tool list or system prompt the
  * client repeated (frozen, see frozen-json.ts) is serialised and measured once per
- * episode (its memos), not every turn.
+ * episode (its memos), not every turn; so is a message the episode resent, given the
+ * messages' keys (the same key for a message verified equal to the previous request's at
+ * its place, message-keys.ts).
  */
-export function measureRequestBytes(request: HubRequest, memos?: FrozenMemos, texts?: TextHold): number {
+export function measureRequestBytes(
+  request: HubRequest,
+  memos?: FrozenMemos,
+  texts?: TextHold,
+  keys?: readonly object[],
+): number {
   let bytes = jsonBytesReusingMembers({ ...request, messages: [] }, memos);
-  for (const message of request.messages) bytes += measureMessageBytes(message, memos, texts);
+  const kept = keys && memos?.table<object, number>(measureMessageBytes);
+  request.messages.forEach((message, i) => {
+    const key = keys?.[i];
+    let size = key && kept?.get(key);
+    if (size === undefined) {
+      size = measureMessageBytes(message, memos, texts);
+      if (key) kept?.set(key, size);
+    }
+    bytes += size;
+  });
   return bytes + Math.max(0, request.messages.length - 1);
 }
 

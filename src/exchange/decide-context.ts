@@ -58,6 +58,8 @@ export async function decideContext(
   policy: ContextPolicy,
   options: ContextOptions,
 ): Promise<ContextOutcome> {
+  // Under body_budget, what is measured of a message the episode resent is kept by its key.
+  const keys = policy.policy === "body_budget" ? options.memory?.keys.keysOf(translated.messages) : undefined;
   const { cut, ...decided } = applyContextPolicy(
     translated,
     policy,
@@ -65,6 +67,7 @@ export async function decideContext(
     options.window,
     options.memos,
     options.texts,
+    keys,
   );
   if (policy.policy !== "body_budget") {
     if (cut && options.memory) options.memory.previous = cut;
@@ -84,7 +87,7 @@ export async function decideContext(
     previous: options.memory?.previous,
     window: options.window,
     memos: options.memos,
-    keys: options.memory?.keys,
+    keys,
   });
   if (options.memory) options.memory.previous = budgetCut;
   return { ...budgeted, translated, prepared };
