@@ -66,7 +66,11 @@ describe("message keys", () => {
       ["frame length", (m) => Object.assign(m[2] as object, result(0, frame("d0", 6004)))],
       ["frame as text", (m) => Object.assign(m[2] as object, result(0, "A".repeat(100)))],
       ["member added", (m) => Object.assign(m[2] as object, { isError: true })],
-      ["arguments", (m) => Object.assign(m[1] as object, { toolCalls: [{ ...call(0), arguments: "{ }" }] })],
+      [
+        "arguments",
+        (m) =>
+          Object.assign(m[1] as object, { toolCalls: [{ id: "call_0", name: "observe", arguments: "{ }" }] }),
+      ],
       [
         "member order",
         (m) => {
@@ -99,6 +103,22 @@ describe("message keys", () => {
     const short = "A".repeat(knownTextFromChars - 1);
     const third = keys.keysOf(history(1, () => short));
     expect(keys.keysOf(history(1, () => short))[2] === third[2]).toBe(true);
+  });
+
+  test("no message is kept past the first maxChars characters of the history's texts", () => {
+    const keys = createMessageKeys(30);
+    // The system prompt's 22 characters fit; with the first call's 15 ("call_0", "observe", "{}") they do not.
+    const first = keys.keysOf(history(3, (n) => frame(`d${n}`)));
+    const second = keys.keysOf(history(3, (n) => frame(`d${n}`)));
+    expect(second.map((key, i) => key === first[i])).toEqual([
+      true,
+      false,
+      false,
+      false,
+      false,
+      false,
+      false,
+    ]);
   });
 
   test("a stand-in equals only a stand-in of the same text", () => {

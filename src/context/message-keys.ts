@@ -14,9 +14,11 @@
  *
  * What is kept: the previous request's messages by index, except those holding an image as
  * a long string (a frame seen for the first time: its base64 is never held beyond its
- * request; resent, it arrives as a stand-in and is kept then). Those messages are the
- * translation's own objects, their strings the request's: between turns an episode holds
- * its history's text once more, its frames as stand-ins (a digest and a short prefix).
+ * request; resent, it arrives as a stand-in and is kept then), and none past the first
+ * `maxKeptChars` characters of their texts (a history that large is measured whole again,
+ * as the parse keeps no history past 4 MiB either). Those messages are the translation's
+ * own objects, their strings the request's: between turns an episode holds up to that much
+ * of its history's text once more, its frames as stand-ins (a digest and a short prefix).
  */
 import type { HubMessage } from "../hub/schema.ts";
 import { KnownFrame } from "../lib/known-frame.ts";
@@ -51,26 +53,50 @@ class Key implements MessageKey {
 
 type Kept = { message: HubMessage | undefined; key: Key };
 
-export function createMessageKeys(): MessageKeys {
+/** What the keys hold of a history at most, in characters of its texts. */
+export const maxKeptChars = 4 * 1024 * 1024;
+
+export function createMessageKeys(maxChars = maxKeptChars): MessageKeys {
   let kept: Kept[] = [];
   let reused = 0;
   let fresh = 0;
   return {
     keysOf(messages) {
+      let chars = 0;
       const next = messages.map((message, i): Kept => {
+        chars += textChars(message);
         const earlier = kept[i];
         if (earlier?.message !== undefined && sameValue(earlier.message, message)) {
           reused += 1;
-          return earlier;
+          return chars > maxChars ? { message: undefined, key: earlier.key } : earlier;
         }
         fresh += 1;
-        return { message: holdsLongImage(message) ? undefined : message, key: new Key() };
+        const holdable = chars <= maxChars && !holdsLongImage(message);
+        return { message: holdable ? message : undefined, key: new Key() };
       });
       kept = next;
       return next.map((entry) => entry.key);
     },
     counts: () => ({ reused, fresh }),
   };
+}
+
+/** The characters of the message's texts that keeping it holds (a stand-in's or a long string frame's: none). */
+function textChars(message: HubMessage): number {
+  if (message.role === "assistant")
+    return (
+      (message.text?.length ?? 0) +
+      message.toolCalls.reduce(
+        (sum, call) => sum + call.arguments.length + call.name.length + call.id.length,
+        0,
+      )
+    );
+  let chars = 0;
+  for (const part of message.content)
+    if (part.type === "text") chars += part.text.length;
+    else if (typeof part.data === "string" && part.data.length < knownTextFromChars)
+      chars += part.data.length;
+  return chars;
 }
 
 /** Whether an image of the message is a long string (a frame's base64, not to be held past its request). */
