@@ -15,7 +15,7 @@ install:
 	  npm ci --no-audit --no-fund && echo "$(DEPS_SUM)" > node_modules/.install-stamp; fi
 
 build: install
-	$(COMPILE) src/main.ts src/images/conversion-worker.ts --outfile $(BIN)
+	$(COMPILE) src/main.ts src/images/conversion-worker.ts src/lib/sha256-worker.ts --outfile $(BIN)
 
 run: build
 	./$(BIN) serve --default-episode $(ARGS)

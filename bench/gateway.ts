@@ -473,6 +473,7 @@ function buildOtherWay(bytecode: boolean): string {
       "--no-compile-autoload-bunfig",
       "src/main.ts",
       "src/images/conversion-worker.ts",
+      "src/lib/sha256-worker.ts",
       "--outfile",
       out,
     ],

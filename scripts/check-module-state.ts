@@ -19,6 +19,8 @@ export const allowed: Readonly<Record<string, string>> = {
   "src/main.ts": "the process's entry",
   "src/server/compose.ts": "the composition root",
   "src/images/conversion-worker.ts": "a conversion worker thread's entry: its codecs, loaded once",
+  "src/lib/sha256-worker.ts":
+    "the hashing worker thread's entry: the running hash of each string it is given",
 };
 
 const statePatterns = [

@@ -97,6 +97,17 @@ export function receiveBodies(deps: BodyReceiverDeps, form: BodyForm): Middlewar
         // The rest of the body is not read: the connection cannot carry another request.
         return closingConnection(deps.refuseOversized(original));
       }
+      if (received.kind === "failed") {
+        deps.logger.warn("request body could not be processed", {
+          method: original.method,
+          path: c.req.path,
+          reason: received.error.message,
+        });
+        return deps.refuse(original, received.error, {
+          operation: "body_failed",
+          reason: received.error.message,
+        });
+      }
       if (received.kind !== "complete") {
         const waited = deps.clock() - started;
         const reason =

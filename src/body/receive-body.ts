@@ -12,6 +12,7 @@
  * history declares no length.
  */
 
+import { SidecarError } from "../lib/errors.ts";
 import type { KnownTexts } from "../lib/known-texts.ts";
 import {
   BodyOverLimitError,
@@ -27,7 +28,9 @@ export type ReceivedBody =
   | { kind: "complete"; bytes: number; split: SplitText }
   | { kind: "timeout" }
   | { kind: "closed" }
-  | { kind: "over_limit" };
+  | { kind: "over_limit" }
+  /** Received, but its processing failed (the hashing worker failed: a retryable error). */
+  | { kind: "failed"; error: SidecarError };
 
 export async function receiveBody(
   request: Request,
@@ -69,7 +72,11 @@ export async function receiveBody(
     : readText(request, bounds).then((text) => ({ kind: "complete", bytes: declared ?? counted, text }));
   const body = reading.catch(
     (error): ReceivedBody =>
-      error instanceof BodyOverLimitError ? { kind: "over_limit" } : { kind: "closed" },
+      error instanceof BodyOverLimitError
+        ? { kind: "over_limit" }
+        : error instanceof SidecarError
+          ? { kind: "failed", error }
+          : { kind: "closed" },
   );
   if (options.deadlineMs === undefined) return body;
   let timer: ReturnType<typeof setTimeout> | undefined;

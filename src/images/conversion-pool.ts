@@ -12,30 +12,16 @@
  * The worker is its own entry point: `bun build --compile` must be given
  * src/images/conversion-worker.ts beside src/main.ts (Makefile `build`).
  */
-import { existsSync } from "node:fs";
 import { availableParallelism } from "node:os";
+import { workerUrl } from "../lib/worker-url.ts";
 import type { ConversionModules } from "./codecs.ts";
 import type { WorkerReply, WorkerRequest } from "./conversion-messages.ts";
 import { PngDecodeError, type PngToWebp } from "./png-to-webp.ts";
 import type { WebpSettings } from "./settings.ts";
 
-/**
- * Where the worker's code is. In a compiled binary each entry point keeps its path
- * below the build's common root in the binary's own file system (`images/…` when the
- * entries are under src/, as in the Makefile; `src/images/…` when an entry sits at the
- * repository root, as in tests). Looked for first, by file: a `--bytecode` build
- * reports the source file's path as `import.meta.url`, so the URL cannot tell. Under
- * `bun run`, beside this module.
- */
+/** Where the worker's code is (worker-url.ts). */
 export function conversionWorkerUrl(): URL {
-  const embedded = "/$bunfs/root/";
-  const inBinary = ["images/conversion-worker.js", "src/images/conversion-worker.js"].find((path) =>
-    existsSync(`${embedded}${path}`),
-  );
-  if (inBinary) return new URL(`file://${embedded}${inBinary}`);
-  if (import.meta.url.startsWith(`file://${embedded}`))
-    throw new Error("the image conversion worker is not in this binary (build it as an entry point)");
-  return new URL("./conversion-worker.ts", import.meta.url);
+  return workerUrl("images/conversion-worker", import.meta.url);
 }
 
 export function defaultWorkerCount(): number {

@@ -5,8 +5,9 @@
  *
  * The identity is verified, never assumed: a string's facts are found by its exact
  * content. While a request is processed, its long strings are registered with its
- * `TextHold` by the body splitter (split-json-bytes.ts), which computes the SHA-256 of
- * each one's bytes as they arrive; a stage looks a string up by its value in the
+ * `TextHold` by the body splitter (split-json-bytes.ts), which has the SHA-256 of each
+ * one's bytes computed as they arrive (in a worker, sha256-off-thread.ts, when the store
+ * is given one); a stage looks a string up by its value in the
  * request's hold (a Map compares the whole content on a hit). Across requests the facts
  * are found by that SHA-256 of the text: two different texts with the same digest would
  * be a SHA-256 collision, which nobody can produce. Each fact is a pure function of the
@@ -22,6 +23,7 @@
  */
 
 import type { FrameBlobs, FrameCounts, FrameText } from "./known-frame.ts";
+import type { OffThreadSha256 } from "./sha256-off-thread.ts";
 
 /** Strings shorter than this are never looked up: computing their facts costs less than the lookup. */
 export const knownTextFromChars = 4096;
@@ -44,6 +46,8 @@ export interface KnownTexts {
   counts(): { live: number; kept: number; reused: number; standIns: number; materialised: number };
   /** Every kept fact let go of: the next requests derive everything afresh (the full path). */
   forget(): void;
+  /** Where the body splitter hashes long strings, when not on the main thread (sha256-off-thread.ts). */
+  readonly hashing?: OffThreadSha256;
 }
 
 /** One request's long strings, registered with their facts while the request is processed. */
@@ -92,8 +96,13 @@ export function ownCopy(text: string): string {
 /**
  * `frames`: the blob store a known frame's text can be rebuilt from; given it, the body
  * splitter keeps a frame whose facts are complete as a stand-in (known-frame.ts).
+ * `hashing`: the worker the body splitter hashes long strings in (else on the main thread).
  */
-export function createKnownTexts(maxTexts = 8192, frames?: FrameBlobs): KnownTexts {
+export function createKnownTexts(
+  maxTexts = 8192,
+  frames?: FrameBlobs,
+  hashing?: OffThreadSha256,
+): KnownTexts {
   const byDigest = new Map<string, TextFacts>();
   let live = 0;
   let reused = 0;
@@ -157,6 +166,7 @@ export function createKnownTexts(maxTexts = 8192, frames?: FrameBlobs): KnownTex
         },
       };
     },
+    ...(hashing ? { hashing } : {}),
     counts: () => ({ live, kept: byDigest.size, reused, standIns, materialised }),
     forget() {
       for (const facts of byDigest.values()) facts.values.clear();

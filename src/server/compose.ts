@@ -29,6 +29,7 @@ import { createRandomIds, type Ids } from "../lib/ids.ts";
 import { createKnownTexts, type KnownTexts } from "../lib/known-texts.ts";
 import { createLogger, type Logger, type LogLevel } from "../lib/logger.ts";
 import { createRedactor } from "../lib/redactor.ts";
+import { createOffThreadSha256, type OffThreadSha256 } from "../lib/sha256-off-thread.ts";
 import { type RestoreProblem, restoreEpisodes } from "../lifecycle/restore-episodes.ts";
 import { createShutdown } from "../lifecycle/shutdown.ts";
 import { manifestSchema } from "../manifest/manifest-schema.ts";
@@ -88,6 +89,8 @@ export type ComposeOptions = {
   episodeRoutes?: readonly EpisodeRouteGroup[];
   /** Answers upstream requests in process instead of the network or the demo model. */
   upstreamFetch?: (request: Request) => Response | Promise<Response>;
+  /** Where request bodies' long strings are hashed (default: a worker, started at the first long string). */
+  hashing?: OffThreadSha256;
   /** The executor of each new episode (default: from config.executor). */
   createExecutor?: ExecutorFactory;
   /** Where shipping reads its AWS_* credentials and tracing its OTEL_* settings (default: process.env). */
@@ -235,11 +238,17 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
   });
   const imageCache = createImageCache(config.images.cache_bytes);
   // A known frame's text is rebuilt from its blob only when a stage asks for it (known-frame.ts).
-  const knownTexts = createKnownTexts(undefined, {
-    onDisk: (digest) => blobs.onDiskNow(digest),
-    read: (digest) => blobs.read(digest),
-    setAside: (digest) => blobs.setAside(digest),
-  });
+  // Long strings are hashed in a worker while the body arrives (sha256-off-thread.ts), started at the first.
+  const hashing = options.hashing ?? createOffThreadSha256();
+  const knownTexts = createKnownTexts(
+    undefined,
+    {
+      onDisk: (digest) => blobs.onDiskNow(digest),
+      read: (digest) => blobs.read(digest),
+      setAside: (digest) => blobs.setAside(digest),
+    },
+    hashing,
+  );
   const memory = createMemoryReclaimer({ thresholdBytes: reclaimAfterBytes });
   const episodes = createEpisodeStore({
     observer,
@@ -328,7 +337,10 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
     cancelUpstream: (reason) => shutdownController.abort(reason),
     ...(shipping ? { stopShipping: () => shipping.shipper.stop() } : {}),
     ...(options.stopServer ? { stopServer: options.stopServer } : {}),
-    ...(options.closeConverter ? { closeConverter: options.closeConverter } : {}),
+    closeConverter: async () => {
+      hashing.close();
+      await options.closeConverter?.();
+    },
     ...(tracing ? { flushTraces: () => tracing.shutdown() } : {}),
   });
 

@@ -15,6 +15,7 @@ import type { Episode } from "../../src/episodes/episode.ts";
 import type { EpisodeOptions } from "../../src/episodes/episode-options.ts";
 import { type Codecs, loadCodecs } from "../../src/images/codecs.ts";
 import type { Ids } from "../../src/lib/ids.ts";
+import type { OffThreadSha256 } from "../../src/lib/sha256-off-thread.ts";
 import type { ScriptedUpstream } from "../../src/scripted-upstream/create-scripted-upstream.ts";
 import type { EpisodeRouteGroup } from "../../src/server/app.ts";
 import { type Composition, composeApp } from "../../src/server/compose.ts";
@@ -39,6 +40,8 @@ export type InProcessOptions = {
   clock?: () => number;
   /** Route groups mounted after the shipped ones (a spoke under test). */
   episodeRoutes?: readonly EpisodeRouteGroup[];
+  /** Where request bodies' long strings are hashed (default: the sidecar's worker). */
+  hashing?: OffThreadSha256;
 };
 
 /** The whole sidecar composed in this process, on the scripted upstream; served on a port only when asked. */
@@ -79,6 +82,7 @@ export async function createInProcessSidecar(options: InProcessOptions = {}): Pr
     ...(options.ids ? { ids: options.ids } : {}),
     ...(options.clock ? { clock: options.clock } : {}),
     ...(options.episodeRoutes ? { episodeRoutes: options.episodeRoutes } : {}),
+    ...(options.hashing ? { hashing: options.hashing } : {}),
   });
   const { app, episodes } = composed;
   const scripted = composed.scripted;
