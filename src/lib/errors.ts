@@ -25,7 +25,7 @@ export type ErrorKind =
   | "upstream_invalid"
   /** Upstream refused the request itself (a 4xx other than 429): retrying cannot help. */
   | "upstream_rejected"
-  /** The sidecar is shutting down. */
+  /** The sidecar cannot serve this now (shutting down, the robot's executor or its body hashing worker failing); a retry may succeed. */
   | "unavailable"
   /** A bug: never expected. */
   | "internal";
