@@ -34,11 +34,14 @@ export function declaredBodyLength(request: Request): number | undefined {
   return Number.isSafeInteger(length) && length >= 0 ? length : undefined;
 }
 
-/** Hands each chunk of the stream to `take`, in order, until the body ends. */
+/**
+ * Hands each chunk of the stream to `take`, in order, until the body ends; when `take`
+ * returns a promise, the next chunk is read once it settles (its consumer is behind).
+ */
 export async function readBodyChunks(
   stream: ReadableStream<Uint8Array>,
   bounds: BodyReadBounds,
-  take: (chunk: Uint8Array) => void,
+  take: (chunk: Uint8Array) => undefined | Promise<void>,
 ): Promise<void> {
   const { limitBytes, signal, onBytes } = bounds;
   const reader = stream.getReader();
@@ -58,7 +61,8 @@ export async function readBodyChunks(
         throw error;
       }
       onBytes?.(value.length);
-      take(value);
+      const behind = take(value);
+      if (behind) await behind;
     }
   } finally {
     signal?.removeEventListener("abort", stop);
@@ -71,6 +75,9 @@ export async function readBodyText(
   bounds: BodyReadBounds,
 ): Promise<string> {
   const chunks: Uint8Array[] = [];
-  await readBodyChunks(stream, bounds, (chunk) => chunks.push(chunk));
+  await readBodyChunks(stream, bounds, (chunk) => {
+    chunks.push(chunk);
+    return undefined;
+  });
   return new TextDecoder().decode(Buffer.concat(chunks));
 }

@@ -7,12 +7,12 @@ import { SidecarError } from "../lib/errors.ts";
 import { type FrameText, type ImageBlob, imageBlobFact } from "../lib/known-frame.ts";
 import { createKnownTexts, type KnownTexts } from "../lib/known-texts.ts";
 import { sha256Hex } from "../lib/sha256.ts";
-import { createOffThreadSha256 } from "../lib/sha256-off-thread.ts";
+import { createOffThreadSha256, type OffThreadSha256 } from "../lib/sha256-off-thread.ts";
 import { createBlobStore } from "../records/blob-store.ts";
 import { formatRecordLine } from "../records/episode-records.ts";
 import { createRecurringTexts } from "../records/text-references.ts";
 import { createRepeatedMembers, parseJsonBody } from "./parse-json-body.ts";
-import { createJsonSplitter, readSplitJson } from "./split-json-bytes.ts";
+import { createJsonSplitter, hashAheadBytes, readSplitJson } from "./split-json-bytes.ts";
 import { type SplitText, unsplit, wholeText } from "./split-text.ts";
 
 const frame = Buffer.alloc(6000, 0x89).toString("base64");
@@ -297,6 +297,45 @@ describe("long strings hashed in a worker while the body arrives", () => {
       expect(chunksHashed).toBe(1);
     } finally {
       counting.close();
+    }
+  });
+
+  test("a body is read no further than hashAheadBytes ahead of its worker", async () => {
+    const real = createOffThreadSha256();
+    let open: () => void = () => {};
+    const gate = new Promise<void>((resolve) => {
+      open = resolve;
+    });
+    const slow: OffThreadSha256 = {
+      nextId: real.nextId,
+      hash: (buffer, parts, ends) => gate.then(() => real.hash(buffer, parts, ends)),
+      drop: real.drop,
+      started: 0,
+      close: real.close,
+    };
+    try {
+      const frames = Array.from({ length: 20 }, (_, i) => Buffer.alloc(600_000, i).toString("base64"));
+      const text = JSON.stringify({ input: frames });
+      const splitter = createJsonSplitter({ knownTexts: createKnownTexts(8192, undefined, slow) });
+      const bytes = Buffer.from(text);
+      let pushed = 0;
+      let behind: Promise<void> | undefined;
+      while (behind === undefined && pushed < bytes.length) {
+        behind = splitter.push(new Uint8Array(bytes.subarray(pushed, pushed + 131072)));
+        pushed += 131072;
+      }
+      expect(behind).toBeInstanceOf(Promise);
+      expect(pushed).toBeGreaterThan(hashAheadBytes);
+      expect(pushed).toBeLessThan(hashAheadBytes + 2 * 131072);
+      open();
+      await behind;
+      for (; pushed < bytes.length; pushed += 131072)
+        await splitter.push(new Uint8Array(bytes.subarray(pushed, pushed + 131072)));
+      const split = await splitter.finish();
+      expect(split.strings).toEqual(frames);
+      expect(wholeText(split)).toBe(text);
+    } finally {
+      real.close();
     }
   });
 

@@ -58,8 +58,10 @@ export type JsonSplitter = {
   /**
    * Scans the next bytes of the body. The splitter may keep views of the chunk (it must not
    * change after) and may hand its buffer to the hashing worker (the chunk is then detached).
+   * Returns a promise when the worker is more than `hashAheadBytes` behind: the next chunk
+   * should wait for it (the body is then read no faster than it is hashed).
    */
-  push(chunk: Uint8Array): void;
+  push(chunk: Uint8Array): undefined | Promise<void>;
   /** The body received so far, in bytes. */
   readonly bytes: number;
   /**
@@ -103,6 +105,12 @@ type PendingString = { restAt: number; pieces: Piece[]; length: number; outcome?
 
 /** The string token being scanned: its content so far, and its id at the hashing worker once it is long. */
 type OpenString = { pieces: Piece[]; length: number; trailingBackslashes: number; id?: number };
+
+/**
+ * How far the reading of a body may run ahead of its hashing worker, in bytes of chunks at the
+ * worker: when the other core is busy, the chunks would otherwise pile up while the body arrives.
+ */
+export const hashAheadBytes = 8 * 1024 * 1024;
 
 /** The fact the splitter remembers of a long string's text: whether it is taken out. */
 const longBase64Fact = "long_base64_value";
@@ -192,6 +200,8 @@ export function createJsonSplitter(
   const pending: PendingString[] = [];
   const awaitingDigest = new Map<number, PendingString>();
   let chunksOut = 0;
+  let bytesOut = 0;
+  let caughtUp: (() => void) | undefined;
   let failure: Error | undefined;
   let abandoned = false;
   let allBack: (() => void) | undefined;
@@ -307,8 +317,13 @@ export function createJsonSplitter(
     chunk.bytes = undefined;
     buffer?.transfer(0);
   };
-  const chunkDone = () => {
+  const chunkDone = (length: number) => {
     chunksOut -= 1;
+    bytesOut -= length;
+    if (caughtUp && bytesOut <= hashAheadBytes / 2) {
+      caughtUp();
+      caughtUp = undefined;
+    }
     if (chunksOut === 0) allBack?.();
   };
 
@@ -387,7 +402,7 @@ export function createJsonSplitter(
       const parts: HashPart[] = [];
       const ends: number[] = [];
       scan(bytesIn, chunk, parts, ends);
-      if (offThread === undefined || (parts.length === 0 && ends.length === 0)) return;
+      if (offThread === undefined || (parts.length === 0 && ends.length === 0)) return undefined;
       // The chunk goes whole, without a copy, when it owns its buffer (a request stream's chunks do).
       const owned =
         bytesIn.byteOffset === 0 &&
@@ -398,16 +413,22 @@ export function createJsonSplitter(
       chunk.sent = true;
       chunk.users ??= 0;
       chunksOut += 1;
+      const length = buffer.byteLength;
+      bytesOut += length;
       offThread.hash(buffer, parts, ends).then(
         (hashed) => {
           chunkBack(chunk, hashed);
-          chunkDone();
+          chunkDone(length);
         },
         (error: Error) => {
           failure ??= error;
-          chunkDone();
+          chunkDone(length);
         },
       );
+      if (bytesOut <= hashAheadBytes) return undefined;
+      return new Promise<void>((resolve) => {
+        caughtUp = resolve;
+      });
     },
     abandon() {
       abandoned = true;
