@@ -215,9 +215,22 @@ export const configSchema = z
          * retryable 503 in its route's envelope before its body is read; /health/* always answers.
          */
         max_requests_in_flight: z.number().int().min(1).default(512),
+        /**
+         * Compute the SHA-256 of a request body's long strings (a camera history's frames, every
+         * turn) in a worker thread while the body arrives, rather than on the main thread. Takes
+         * that work off the thread that serves every exchange and lowers the peak memory, at a
+         * few percent more CPU in all and a hand-over per chunk: worth it where a second core is
+         * idle while bodies arrive, not on a machine whose cores are all busy (decision 0018).
+         */
+        hash_worker: z.boolean().default(false),
       })
       .strict()
-      .default({ body_timeout_seconds: 60, idle_timeout_seconds: 60, max_requests_in_flight: 512 }),
+      .default({
+        body_timeout_seconds: 60,
+        idle_timeout_seconds: 60,
+        max_requests_in_flight: 512,
+        hash_worker: false,
+      }),
     /**
      * Bytes of model request bodies (those of 1 MiB or more) processed at once, for all
      * episodes together: a received request that would pass it waits until earlier ones are

@@ -89,7 +89,7 @@ export type ComposeOptions = {
   episodeRoutes?: readonly EpisodeRouteGroup[];
   /** Answers upstream requests in process instead of the network or the demo model. */
   upstreamFetch?: (request: Request) => Response | Promise<Response>;
-  /** Where request bodies' long strings are hashed (default: a worker, started at the first long string). */
+  /** Where request bodies' long strings are hashed (default: a worker with server.hash_worker, else this thread). */
   hashing?: OffThreadSha256;
   /** The executor of each new episode (default: from config.executor). */
   createExecutor?: ExecutorFactory;
@@ -238,8 +238,9 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
   });
   const imageCache = createImageCache(config.images.cache_bytes);
   // A known frame's text is rebuilt from its blob only when a stage asks for it (known-frame.ts).
-  // Long strings are hashed in a worker while the body arrives (sha256-off-thread.ts), started at the first.
-  const hashing = options.hashing ?? createOffThreadSha256();
+  // With server.hash_worker, long strings are hashed in a worker while the body arrives
+  // (sha256-off-thread.ts), started at the first; else on this thread.
+  const hashing = options.hashing ?? (config.server.hash_worker ? createOffThreadSha256() : undefined);
   const knownTexts = createKnownTexts(
     undefined,
     {
@@ -338,7 +339,7 @@ export async function composeApp(options: ComposeOptions): Promise<Composition> 
     ...(shipping ? { stopShipping: () => shipping.shipper.stop() } : {}),
     ...(options.stopServer ? { stopServer: options.stopServer } : {}),
     closeConverter: async () => {
-      hashing.close();
+      hashing?.close();
       await options.closeConverter?.();
     },
     ...(tracing ? { flushTraces: () => tracing.shutdown() } : {}),

@@ -1,9 +1,9 @@
 /**
- * A request body's long strings are hashed in a worker while the body arrives
- * (src/lib/sha256-off-thread.ts). A worker that dies fails the exchange whose chunks it
- * held with a retryable error in the client's own envelope, recorded; it never hangs the
- * exchange, and the next request (the client's retry, another episode's) is served by a
- * new worker.
+ * With `server.hash_worker`, a request body's long strings are hashed in a worker while
+ * the body arrives (src/lib/sha256-off-thread.ts); without it, on the main thread. A worker
+ * that dies fails the exchange whose chunks it held with a retryable error in the client's
+ * own envelope, recorded; it never hangs the exchange, and the next request (the client's
+ * retry, another episode's) is served by a new worker.
  */
 import { afterAll, beforeAll, expect, setDefaultTimeout, test } from "bun:test";
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
@@ -93,4 +93,26 @@ test("a hashing worker that dies fails that exchange with a retryable error; the
   ]);
   const exchanges = openRecords(s.dataDir).readEpisode(episode.id).exchanges;
   expect(exchanges.map((exchange) => exchange.stage("status")?.value.status)).toEqual(["delivered"]);
+});
+
+test("server.hash_worker starts the worker at the first split body; without it none is made", async () => {
+  const plain = await createInProcessSidecar();
+  const hashed = await createInProcessSidecar({ config: { server: { hash_worker: true } } });
+  try {
+    expect(plain.knownTexts.hashing).toBeUndefined();
+    expect(hashed.knownTexts.hashing?.started).toBe(0);
+    for (const sidecar of [plain, hashed]) {
+      const episode = sidecar.createEpisode();
+      const res = await sidecar.app.request(`/e/${episode.id}/v1/responses`, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${episode.ingressKey}` },
+        body,
+      });
+      expect(res.status).toBe(200);
+    }
+    expect(hashed.knownTexts.hashing?.started).toBe(1);
+  } finally {
+    await plain.stop();
+    await hashed.stop();
+  }
 });
