@@ -41,7 +41,7 @@ export function declaredBodyLength(request: Request): number | undefined {
 export async function readBodyChunks(
   stream: ReadableStream<Uint8Array>,
   bounds: BodyReadBounds,
-  take: (chunk: Uint8Array) => undefined | Promise<void>,
+  take: (chunk: Uint8Array) => void | Promise<void>,
 ): Promise<void> {
   const { limitBytes, signal, onBytes } = bounds;
   const reader = stream.getReader();
