@@ -9,6 +9,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
+import { oneByte } from "../../test/support/string-width.ts";
 import { createBlobStore } from "../records/blob-store.ts";
 import { formatRecordLine } from "../records/episode-records.ts";
 import { createRecurringTexts } from "../records/text-references.ts";
@@ -209,6 +210,31 @@ describe("a history resent with new items", () => {
       if (turn > 1) expect(reusing.known?.[0]?.extends).toBeDefined();
       expect(repeated.prefix?.chunks.length).toBeLessThanOrEqual(64);
       expect(repeated.prefix?.chunks.join(",")).toBe(JSON.stringify(history).slice(1, -1));
+    }
+  });
+
+  test("the kept runs and items are as wide as the request text (one dash outside the history makes it two bytes a character)", () => {
+    for (const [model, spaced, wide] of [
+      ["model — one", false, true],
+      ["model - one", false, false],
+      ["model — one", true, true],
+    ] as const) {
+      const repeated = createRepeatedMembers([], "messages");
+      const history: Item[] = [];
+      for (let turn = 0; turn < 4; turn++) {
+        history.push({ role: "user", content: `plain turn ${turn}` }, { role: "assistant", content: "ok" });
+        const request = { model, messages: history, stream: false };
+        // As the server decodes a body: a flat string of its own, two bytes a character only if it must be.
+        const sent = JSON.parse(
+          JSON.stringify(spaced ? JSON.stringify(request, null, 1) : JSON.stringify(request)),
+        );
+        expect(oneByte(sent)).toBe(!wide);
+        expect(parseJsonBody(sent, repeated).parsed).toBe(true);
+      }
+      const kept = [...(repeated.prefix?.chunks ?? []), ...(repeated.items ?? []).map((item) => item.text)];
+      expect(kept.length).toBeGreaterThan(spaced ? 7 : 11);
+      expect(repeated.prefix === undefined).toBe(spaced);
+      for (const text of kept) expect(oneByte(text)).toBe(!wide);
     }
   });
 

@@ -29,6 +29,7 @@
 import { errorMessage } from "../lib/error-message.ts";
 import { deepFreeze, type KnownSpan } from "../lib/frozen-json.ts";
 import { createFrozenMemos, type FrozenMemos } from "../lib/frozen-memos.ts";
+import { joinedCopy, sameWidthCopy } from "../lib/same-width-copy.ts";
 import { parseSplit, sharingFromChars } from "./parse-sharing-base64.ts";
 import { hasLongBase64String, type SplitText, splitText, unsplit, wholeText } from "./split-text.ts";
 
@@ -471,15 +472,15 @@ function historyItems(
       hasLongBase64String(itemText)
     )
       return { reused };
-    // A flat copy: a slice may keep the whole request text alive with it. (The copy is also
-    // one byte a character when it can be, even where the request's text is two.)
-    const copy = JSON.parse(JSON.stringify(itemText)) as string;
-    items.push({ text: copy, value: deepFreeze(parsed[index]), depth: where.depth });
+    // The slice for now: copied below, in the request text's width (same-width-copy.ts).
+    items.push({ text: itemText, value: deepFreeze(parsed[index]), depth: where.depth });
   }
   const last = fresh.at(-1)?.end ?? span.reused?.end;
-  // Compact (the items joined by single commas, as clients send them): kept as one text too.
+  // Compact (the items joined by single commas, as clients send them): kept as one text too,
+  // the run of the items added copied once; else each item's text is a copy of its own.
   if (last !== undefined && last - (span.start + 1) === chars + items.length - 1)
     repeated.prefix = prefixOf(items, beforePrefix);
+  else for (const item of items.slice(count)) item.text = sameWidthCopy(item.text);
   repeated.items = items;
   return { reused };
 }
@@ -493,8 +494,12 @@ function prefixOf(items: KnownItem[], before: KnownPrefix | undefined): KnownPre
   if (before !== undefined && before.items === items.length) return before;
   const grows = before !== undefined && before.chunks.length < maxPrefixChunks;
   const added = items.slice(grows ? before.items : 0);
-  // One join of the items' own strings: the run holds nothing of the request it came from.
-  const chunk = added.map((item) => item.text).join(",");
+  // One join of the items' strings (the new ones slices of the request): a flat copy in the
+  // request text's width, holding nothing of the request it came from.
+  const chunk = joinedCopy(
+    added.map((item) => item.text),
+    ",",
+  );
   let at = 0;
   for (const item of added) {
     const end = at + item.text.length;
@@ -540,8 +545,9 @@ function remember(
   if ((nonce !== "" && text.includes(nonce)) || hasLongBase64String(text)) return;
   deepFreeze(value);
   repeated.memos.markRepeated(value);
-  // A flat copy: a slice may keep the whole request text (megabytes of images) alive with it.
-  const copy = JSON.parse(JSON.stringify(text)) as string;
+  // A flat copy in the request text's width: a slice may keep the whole request text
+  // (megabytes of images) alive with it.
+  const copy = sameWidthCopy(text);
   repeated.known.set(name, { text: copy, value, depth: jsonNestingDepth(copy) });
 }
 

@@ -8,6 +8,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import fc from "fast-check";
+import { oneByte } from "../../test/support/string-width.ts";
 import { deepFreeze, type JsonText, stringifyKnowingMembers } from "../lib/frozen-json.ts";
 import { createBlobStore } from "./blob-store.ts";
 import { formatRecordLine } from "./episode-records.ts";
@@ -90,6 +91,18 @@ describe("an upstream body that repeats the last one", () => {
     expect(grown.known[0]?.start).toBe(0);
     const changed = knownSpansOfGrowingText(last, { text: JSON.stringify({ other: 1 }), known: [] });
     expect(changed.known).toEqual([]);
+  });
+
+  test("keeps its segments as wide as the body (then compared at memory speed with the next one)", () => {
+    for (const wide of [true, false]) {
+      const last = createGrowingText(16);
+      const messages = ["first message text", "second message text", "third message text"];
+      const text = JSON.parse(JSON.stringify(JSON.stringify({ system: wide ? "—" : "-", messages })));
+      expect(oneByte(text)).toBe(!wide);
+      knownSpansOfGrowingText(last, { text, known: [] });
+      expect(last.segments.length).toBeGreaterThan(2);
+      for (const segment of last.segments) expect(oneByte(segment.text)).toBe(!wide);
+    }
   });
 
   test("a body that is not kept leaves nothing for the next turn", () => {

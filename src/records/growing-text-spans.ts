@@ -13,6 +13,7 @@
  */
 import { closingQuote } from "../body/parse-json-body.ts";
 import type { JsonText, KnownSpan } from "../lib/frozen-json.ts";
+import { sameWidthCopy } from "../lib/same-width-copy.ts";
 
 type Segment = { text: string; key: object };
 
@@ -81,8 +82,8 @@ function segmentOf(span: KnownSpan, text: string, byKey: Map<object, Segment>): 
   return { text: copy(text.slice(span.start, span.end)), key: span.key };
 }
 
-/** A flat copy: a slice would keep the whole body alive with the segment. */
-const copy = (text: string) => JSON.parse(JSON.stringify(text)) as string;
+/** A flat copy in the body's width: a slice would keep the whole body alive with the segment. */
+const copy = sameWidthCopy;
 
 /**
  * Where to cut the text from `from` to `end` (both outside any string token): before a
