@@ -120,24 +120,37 @@ export function formatRecordLine(
       )
       .join("");
   const recurring = (json: string) => (inline || !options.texts ? json : options.texts.externalize(json));
-  const spliceJson = (pieces: BodyPiece[], split: SplitText | undefined) => {
-    if (inline) return split ? wholeText(split) : pieces.map((piece) => piece.text).join("");
+  /** The spliced body's parts, pushed onto the line's. */
+  const spliceJson = (pieces: BodyPiece[], split: SplitText | undefined, out: string[]) => {
+    if (inline) {
+      if (split) out.push(wholeText(split));
+      else for (const piece of pieces) out.push(piece.text);
+      return;
+    }
     const own = split ? externalizedSplit(split) : externalized;
     // Everything either step replaces is a string token (an image, a placeholder, a long
     // string): a piece without a quote (the comma between two known items) has none.
-    return externalizePieces(pieces, options.texts, (text) =>
-      text.includes('"') ? recurring(own(text)) : text,
+    externalizePieces(
+      pieces,
+      options.texts,
+      (text) => (text.includes('"') ? recurring(own(text)) : text),
+      out,
     );
   };
-  const members = [
-    ...jsons.map(([key, pieces, split]) => `${JSON.stringify(key)}:${spliceJson(pieces, split)}`),
-    ...(inline ? ['"images_inline":true'] : []),
-    ...texts.map(([key, text]) => `${JSON.stringify(key)}:${JSON.stringify(externalized(text))}`),
-  ];
   const base = externalized(head);
-  // One join: a flat string, not a rope the encoder would flatten again.
-  const line = members.length === 0 ? base : [base.slice(0, -1), ",", members.join(","), "}"].join("");
-  return options.redact(line);
+  if (jsons.length === 0 && !inline && texts.length === 0) return options.redact(base);
+  // The line's parts, joined once: a flat string, neither a rope the encoder would flatten
+  // again nor a body copied into a member and the member into the line (two copies of it).
+  const parts: string[] = [base.slice(0, -1)];
+  for (const [key, pieces, split] of jsons) {
+    parts.push(`,${JSON.stringify(key)}:`);
+    spliceJson(pieces, split, parts);
+  }
+  if (inline) parts.push(',"images_inline":true');
+  for (const [key, text] of texts)
+    parts.push(`,${JSON.stringify(key)}:${JSON.stringify(externalized(text))}`);
+  parts.push("}");
+  return options.redact(parts.join(""));
 }
 
 /** An episode's records: its exchange lines through the verbs, its ledger journal, its description. */

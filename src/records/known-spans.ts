@@ -154,13 +154,16 @@ function restAfter(base: KnownSpanScan, parts: readonly string[], text: string, 
   return Buffer.from(text.slice(span.start + base.length, span.end)).toString();
 }
 
-/** `externalize` of each piece, joined: a known span's settled result reused, an unsettled one scanned again. */
+/**
+ * `externalize` of each piece, pushed onto `out` (the line's parts, joined once by the
+ * writer): a known span's settled result reused, an unsettled one scanned again.
+ */
 export function externalizePieces(
   pieces: BodyPiece[],
   texts: RecurringTexts | undefined,
   externalize: (text: string) => string,
-): string {
-  const out: string[] = [];
+  out: string[],
+): void {
   for (const piece of pieces) {
     const { scan } = piece;
     if (scan === undefined || texts === undefined) {
@@ -180,5 +183,4 @@ export function externalizePieces(
       out.push(externalized);
     } else out.push(scan.externalized);
   }
-  return out.length === 1 ? (out[0] as string) : out.join("");
 }
