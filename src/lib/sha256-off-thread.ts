@@ -51,10 +51,10 @@ export interface OffThreadSha256 {
 }
 
 /** How long the worker may sit idle before it is stopped (a new one starts at the next long string). */
-export const defaultHashIdleMs = 30_000;
+const defaultHashIdleMs = 30_000;
 
 /** How long the worker may hold chunks without answering any before it is taken as failed. */
-export const defaultHashStallMs = 15_000;
+const defaultHashStallMs = 15_000;
 
 export function createOffThreadSha256(
   options: { url?: URL; idleMs?: number; stallMs?: number } = {},
